@@ -1,0 +1,116 @@
+//! Pinned memory: pools of reference-counted buffers that a datapath can
+//! hand to the kernel or a NIC, and `recover`, which turns any pointer into
+//! pool memory back into its buffer.
+//!
+//! # Layout
+//!
+//! A [`Pool`] reserves a large range of address space (`PROT_NONE`, no memory
+//! behind it) and maps it in 2 MiB *regions* as it grows, all backed by one
+//! memfd (hugetlbfs pages when the machine has them). Each region serves one
+//! power-of-two size class, from 64 B to 2 MiB, and is cut into equal slots.
+//! A slot is the unit of allocation and of reference counting.
+//!
+//! ```text
+//!  reservation (max_bytes, 2 MiB aligned)
+//!  base                                                               base + max_bytes
+//!  │ region 0 (64 B)  │ region 1 (4 KiB)  │ region 2 (64 B)  │ unmapped ... PROT_NONE │
+//!  ├──┬──┬──┬──┬─ … ──┼─────┬─────┬─ … ───┼──┬──┬─ … ─────────┤                        │
+//!  │s0│s1│s2│s3│      │ s0  │ s1  │       │s0│s1│             │                        │
+//!  └──┴──┴──┴──┴──────┴─────┴─────┴───────┴──┴──┴─────────────┴────────────────────────┘
+//!     ▲ addr
+//!     │ region = (addr - base) >> 21          slot = (addr & (2 MiB - 1)) >> class_shift
+//!     ▼
+//!  region table (heap, one 64-byte-aligned entry per region, never moves)
+//!  ┌─────────────────────────────────────────┬──────────────────────────┐
+//!  │ base │ counts* │ class_shift │ slots … │  free-slot stack, pool*  │
+//!  └─────────────────────────────────────────┴──────────────────────────┘
+//!          │   first cache line: all that recover/clone/drop read
+//!          ▼
+//!  counts: [u32; slots]   0 = free, n = n live RcBufs view the slot
+//! ```
+//!
+//! `recover(&[u8])` is a subtraction and compare against the pool's base,
+//! a shift to find the region entry, a shift to find the slot, and the
+//! slot's count: one metadata cache line beyond the count itself. It answers
+//! `None` for slices outside the pool, crossing a slot boundary, or in a free
+//! slot. Allocation and free are O(1): each size class keeps a stack of
+//! regions with free slots, each region a stack of free slots.
+//!
+//! Counts are `u32` cells, not atomics: a pool and its buffers stay on one
+//! thread, the way a core owns its queues in a kernel-bypass stack. A count
+//! that would overflow panics. The pool's memory is unmapped only when the
+//! last [`Pool`] handle and the last [`RcBuf`] are gone, so a buffer can
+//! never dangle.
+
+mod pool;
+mod rcbuf;
+mod sys;
+
+pub use pool::{HugePages, Pool, PoolConfig, PoolStats, RegionInfo};
+pub use rcbuf::RcBuf;
+pub use sys::PageKind;
+
+/// log2 of the region size.
+pub const REGION_SHIFT: u32 = 21;
+/// Size of one region: 2 MiB, one hugepage.
+pub const REGION_SIZE: usize = 1 << REGION_SHIFT;
+/// log2 of the smallest size class (64 B, one cache line).
+pub const MIN_CLASS_SHIFT: u32 = 6;
+/// log2 of the largest size class (one slot per region).
+pub const MAX_CLASS_SHIFT: u32 = REGION_SHIFT;
+/// Largest buffer a pool hands out.
+pub const MAX_ALLOC: usize = 1 << MAX_CLASS_SHIFT;
+const NUM_CLASSES: usize = (MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1) as usize;
+
+/// The size class (log2 of the slot size) that holds `len` bytes.
+#[inline]
+fn class_of(len: usize) -> Option<u32> {
+    if len > MAX_ALLOC {
+        return None;
+    }
+    let rounded = len.max(1 << MIN_CLASS_SHIFT).next_power_of_two();
+    Some(rounded.trailing_zeros())
+}
+
+/// Why a pool could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The configuration is unusable.
+    #[error("bad pool configuration: {0}")]
+    BadConfig(&'static str),
+    /// Reserving address space failed.
+    #[error("cannot reserve address space for the pool: {0}")]
+    Reserve(std::io::Error),
+    /// Creating the backing memfd failed.
+    #[error("cannot create the pool's memfd: {0}")]
+    Backing(std::io::Error),
+    /// Mapping the first region failed (with `HugePages::Require`: no free
+    /// hugepages; reserve some via /proc/sys/vm/nr_hugepages).
+    #[error("cannot map pool memory: {0} (with hugepages required, reserve some via /proc/sys/vm/nr_hugepages)")]
+    Map(std::io::Error),
+}
+
+/// Why an allocation failed. Callers treat it as back-pressure.
+#[derive(Debug, thiserror::Error)]
+pub enum AllocError {
+    /// The request exceeds the largest size class.
+    #[error("buffer of {len} bytes exceeds the largest size class ({max} bytes)")]
+    TooLarge {
+        /// Requested length.
+        len: usize,
+        /// Largest length a pool serves.
+        max: usize,
+    },
+    /// Every region of the reservation is mapped and full.
+    #[error("pool exhausted: all {reserved} reserved bytes are in use (raise PoolConfig::max_bytes)")]
+    Exhausted {
+        /// Bytes of address space reserved.
+        reserved: usize,
+    },
+    /// The kernel refused memory for a new region.
+    #[error("cannot map a new pool region: {0}")]
+    Map(std::io::Error),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,416 @@
+//! The pool: a reservation of address space filled region by region, each
+//! region cut into slots of one power-of-two size class.
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+use super::rcbuf::RcBuf;
+use super::sys::{self, PageKind, Reservation};
+use super::{class_of, AllocError, PoolError, MAX_CLASS_SHIFT, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE};
+
+/// How a pool obtains its memory.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// Address space reserved up front; the pool never grows beyond it.
+    /// Only mapped regions consume memory. Default: 16 GiB.
+    pub max_bytes: usize,
+    /// Whether to back regions with 2 MiB hugepages.
+    pub hugepages: HugePages,
+    /// Try to `mlock` each region (needs `CAP_IPC_LOCK` or a memlock limit).
+    pub lock: bool,
+}
+
+/// Hugepage policy for [`PoolConfig::hugepages`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePages {
+    /// Use hugepages if the machine has some reserved, else 4 KiB pages.
+    Auto,
+    /// Always 4 KiB pages.
+    Never,
+    /// Fail pool creation unless hugepages can be mapped.
+    Require,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self { max_bytes: 16 << 30, hugepages: HugePages::Auto, lock: true }
+    }
+}
+
+/// A mapped region as a datapath sees it: what to register with the kernel
+/// or NIC, or to map in a peer process (`Pool::backing_fd` at `file_offset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Position of the region in the pool (region `i` starts at
+    /// `base + i * REGION_SIZE`).
+    pub index: usize,
+    /// First byte of the region.
+    pub addr: *const u8,
+    /// Always [`REGION_SIZE`].
+    pub len: usize,
+    /// Offset of the region in the backing memfd.
+    pub file_offset: usize,
+    /// Slot size of the region's class.
+    pub slot_size: usize,
+}
+
+/// Counters a pool keeps about itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Regions mapped so far.
+    pub regions: usize,
+    /// Bytes mapped (regions times `REGION_SIZE`).
+    pub mapped_bytes: usize,
+    /// Slots currently allocated (reference count above zero).
+    pub live_slots: usize,
+    /// Regions that `mlock` succeeded on.
+    pub locked_regions: usize,
+}
+
+/// Metadata of one region, hot fields in its first cache line, kept in a table indexed
+/// by region number so that `recover` finds it by arithmetic alone.
+#[repr(C, align(64))]
+pub(crate) struct RegionMeta {
+    /// First byte of the region's memory.
+    pub(crate) base: NonNull<u8>,
+    /// Reference counts, one per slot (0 = free).
+    pub(crate) counts: Cell<NonNull<Cell<u32>>>,
+    /// log2 of the slot size; 0 while the region is unmapped.
+    pub(crate) class_shift: Cell<u32>,
+    /// Number of slots: `REGION_SIZE >> class_shift`.
+    slots: Cell<u32>,
+    /// Whether the region is on its class's list of regions with free slots.
+    in_partial: Cell<bool>,
+    /// The pool, for returning a slot when its count reaches zero.
+    pool: Cell<*const PoolInner>,
+    /// Free slot indices, used as a stack (LIFO reuse keeps slots warm).
+    free: RefCell<Vec<u32>>,
+    /// Owner of the `counts` array.
+    counts_storage: RefCell<Box<[Cell<u32>]>>,
+}
+
+// `recover`, clone and drop read only `base`, `counts` and `class_shift`:
+// they must share the entry's first cache line.
+const _: () = assert!(std::mem::offset_of!(RegionMeta, class_shift) + 4 <= 64);
+const _: () = assert!(std::mem::offset_of!(RegionMeta, counts) + 8 <= 64);
+const _: () = assert!(std::mem::align_of::<RegionMeta>() == 64);
+
+impl RegionMeta {
+    /// Slot index of an address inside the region.
+    #[inline(always)]
+    pub(crate) fn slot_of(&self, addr: *const u8) -> usize {
+        (addr as usize - self.base.as_ptr() as usize) >> self.class_shift.get()
+    }
+
+    /// The reference count of slot `slot`.
+    #[inline(always)]
+    pub(crate) fn count(&self, slot: usize) -> &Cell<u32> {
+        debug_assert!(slot < self.slots.get() as usize);
+        // SAFETY: `slot < slots`, the length of the counts array, which lives
+        // as long as the pool (and so as long as any RcBuf pointing here).
+        unsafe { &*self.counts.get().as_ptr().add(slot) }
+    }
+
+    /// Puts slot `slot` back on the free stack; called when its count has
+    /// just dropped to zero.
+    #[cold]
+    pub(crate) fn release(&self, slot: usize) {
+        let pool_ptr = self.pool.get();
+        // SAFETY: every allocated slot holds one strong count of the pool
+        // (taken in `alloc`), so the pool is alive here.
+        let pool = unsafe { &*pool_ptr };
+        let mut free = self.free.borrow_mut();
+        free.push(slot as u32);
+        if !self.in_partial.get() {
+            self.in_partial.set(true);
+            let class = (self.class_shift.get() - MIN_CLASS_SHIFT) as usize;
+            pool.classes[class].borrow_mut().push(self.index_in(pool) as u32);
+        }
+        drop(free);
+        pool.live_slots.set(pool.live_slots.get() - 1);
+        // SAFETY: releases the strong count this slot held (see above); the
+        // pool may be freed here, and nothing touches it afterwards.
+        unsafe { Rc::decrement_strong_count(pool_ptr) };
+    }
+
+    fn index_in(&self, pool: &PoolInner) -> usize {
+        (self.base.as_ptr() as usize - pool.base.as_ptr() as usize) >> REGION_SHIFT
+    }
+}
+
+pub(crate) struct PoolInner {
+    base: NonNull<u8>,
+    reserved: usize,
+    /// One entry per region of the reservation, allocated once and never
+    /// moved: buffers point into it.
+    regions: Box<[RegionMeta]>,
+    mapped_regions: Cell<usize>,
+    /// Per size class, the regions that still have free slots.
+    classes: [RefCell<Vec<u32>>; NUM_CLASSES],
+    backing: OwnedFd,
+    page_kind: PageKind,
+    lock: bool,
+    locked_regions: Cell<usize>,
+    live_slots: Cell<usize>,
+    // Dropped last: unmaps the memory.
+    _reservation: Reservation,
+}
+
+/// A pool of pinned, reference-counted buffers.
+///
+/// Cloning a `Pool` clones a handle; the memory is unmapped when the last
+/// handle and the last buffer are gone. A pool and its buffers belong to one
+/// thread (one core), as queues and buffers do in kernel-bypass stacks.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Rc<PoolInner>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("base", &self.inner.base)
+            .field("page_kind", &self.inner.page_kind)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Pool {
+    /// A pool with the default configuration: 16 GiB of address space,
+    /// hugepages when available, locked when permitted.
+    pub fn new() -> Result<Self, PoolError> {
+        Self::with_config(PoolConfig::default())
+    }
+
+    /// A pool with an explicit configuration.
+    pub fn with_config(config: PoolConfig) -> Result<Self, PoolError> {
+        let regions = config.max_bytes / REGION_SIZE;
+        if regions == 0 || regions > u32::MAX as usize {
+            return Err(PoolError::BadConfig("max_bytes must be between 2 MiB and 8 PiB"));
+        }
+        let try_kinds: &[PageKind] = match config.hugepages {
+            HugePages::Auto => &[PageKind::Huge2M, PageKind::Small4K],
+            HugePages::Never => &[PageKind::Small4K],
+            HugePages::Require => &[PageKind::Huge2M],
+        };
+        let mut last_err = None;
+        for &kind in try_kinds {
+            match Self::create(&config, regions, kind) {
+                Ok(pool) => return Ok(pool),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.expect("at least one page kind is tried"))
+    }
+
+    fn create(config: &PoolConfig, regions: usize, kind: PageKind) -> Result<Self, PoolError> {
+        let reserved = regions * REGION_SIZE;
+        let reservation = Reservation::new(reserved).map_err(PoolError::Reserve)?;
+        let backing = sys::create_backing(kind).map_err(PoolError::Backing)?;
+        let base = reservation.base();
+        let table = (0..regions)
+            .map(|i| RegionMeta {
+                // SAFETY: i * REGION_SIZE < reserved, inside the reservation.
+                base: unsafe { NonNull::new_unchecked(base.as_ptr().add(i * REGION_SIZE)) },
+                counts: Cell::new(NonNull::dangling()),
+                class_shift: Cell::new(0),
+                slots: Cell::new(0),
+                in_partial: Cell::new(false),
+                pool: Cell::new(std::ptr::null()),
+                free: RefCell::new(Vec::new()),
+                counts_storage: RefCell::new(Box::new([])),
+            })
+            .collect();
+        let pool = Pool {
+            inner: Rc::new(PoolInner {
+                base,
+                reserved,
+                regions: table,
+                mapped_regions: Cell::new(0),
+                classes: std::array::from_fn(|_| RefCell::new(Vec::new())),
+                backing,
+                page_kind: kind,
+                lock: config.lock,
+                locked_regions: Cell::new(0),
+                live_slots: Cell::new(0),
+                _reservation: reservation,
+            }),
+        };
+        let inner_ptr = Rc::as_ptr(&pool.inner);
+        for r in pool.inner.regions.iter() {
+            r.pool.set(inner_ptr);
+        }
+        // Map one region now, so that a machine without hugepages falls back
+        // at creation rather than at the first allocation.
+        pool.map_region(MIN_CLASS_SHIFT).map_err(|e| match e {
+            AllocError::Map(io) => PoolError::Map(io),
+            _ => PoolError::BadConfig("cannot map the first region"),
+        })?;
+        Ok(pool)
+    }
+
+    /// Allocates a buffer of `len` bytes (rounded up to a power of two,
+    /// at least 64), with a reference count of one. O(1); maps a new region
+    /// when the size class has no free slot.
+    pub fn alloc(&self, len: usize) -> Result<RcBuf, AllocError> {
+        let shift = class_of(len).ok_or(AllocError::TooLarge { len, max: 1 << MAX_CLASS_SHIFT })?;
+        let inner = &*self.inner;
+        let class = (shift - MIN_CLASS_SHIFT) as usize;
+        let region_idx = {
+            let partial = inner.classes[class].borrow();
+            partial.last().copied()
+        };
+        let region_idx = match region_idx {
+            Some(i) => i as usize,
+            None => self.map_region(shift)?,
+        };
+        let region = &inner.regions[region_idx];
+        let slot = {
+            let mut free = region.free.borrow_mut();
+            let slot = free.pop().expect("a region on the partial list has a free slot");
+            if free.is_empty() {
+                region.in_partial.set(false);
+                inner.classes[class].borrow_mut().pop();
+            }
+            slot as usize
+        };
+        region.count(slot).set(1);
+        inner.live_slots.set(inner.live_slots.get() + 1);
+        // The slot holds the pool alive until it is released.
+        // SAFETY: `self.inner` is a live Rc, so incrementing is sound.
+        unsafe { Rc::increment_strong_count(Rc::as_ptr(&self.inner)) };
+        // SAFETY: slot < slots, so the slot lies inside the mapped region.
+        let ptr = unsafe { NonNull::new_unchecked(region.base.as_ptr().add(slot << shift)) };
+        // SAFETY: the slot is mapped, holds count 1 owned by the new buffer,
+        // and `len <= slot size`.
+        Ok(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(region)) })
+    }
+
+    /// Allocates a buffer and copies `data` into it.
+    pub fn alloc_copy(&self, data: &[u8]) -> Result<RcBuf, AllocError> {
+        let mut buf = self.alloc(data.len())?;
+        buf.as_mut_slice().expect("a fresh buffer is unique").copy_from_slice(data);
+        Ok(buf)
+    }
+
+    /// Maps the next region of the reservation for size class `shift`,
+    /// pushes it on the class's partial list and returns its index.
+    fn map_region(&self, shift: u32) -> Result<usize, AllocError> {
+        let inner = &*self.inner;
+        let idx = inner.mapped_regions.get();
+        if idx >= inner.regions.len() {
+            return Err(AllocError::Exhausted { reserved: inner.reserved });
+        }
+        let region = &inner.regions[idx];
+        let file_offset = idx * REGION_SIZE;
+        sys::grow_backing(&inner.backing, file_offset + REGION_SIZE).map_err(AllocError::Map)?;
+        // SAFETY: region `idx` is the first unmapped region of our own
+        // reservation, so nothing references its addresses.
+        unsafe { sys::map_region(region.base, &inner.backing, file_offset) }.map_err(AllocError::Map)?;
+        if inner.lock && sys::lock_region(region.base) {
+            inner.locked_regions.set(inner.locked_regions.get() + 1);
+        }
+        let slots = REGION_SIZE >> shift;
+        let counts: Box<[Cell<u32>]> = (0..slots).map(|_| Cell::new(0)).collect();
+        region.counts.set(NonNull::from(&counts[0]));
+        *region.counts_storage.borrow_mut() = counts;
+        region.slots.set(slots as u32);
+        // Free stack in reverse so that slot 0 is handed out first.
+        *region.free.borrow_mut() = (0..slots as u32).rev().collect();
+        region.in_partial.set(true);
+        inner.classes[(shift - MIN_CLASS_SHIFT) as usize].borrow_mut().push(idx as u32);
+        // Publish the class last: `recover` treats class_shift 0 as unmapped.
+        region.class_shift.set(shift);
+        inner.mapped_regions.set(idx + 1);
+        Ok(idx)
+    }
+
+    /// Returns the buffer that contains `data`, with its reference count
+    /// incremented, or `None` when `data` is empty, lies outside this pool,
+    /// crosses a slot boundary or points into a free slot.
+    ///
+    /// O(1): a range check against the pool, one region-table entry (one
+    /// cache line) and the slot's count.
+    #[inline]
+    pub fn recover(&self, data: &[u8]) -> Option<RcBuf> {
+        let inner = &*self.inner;
+        let addr = data.as_ptr() as usize;
+        let offset = addr.wrapping_sub(inner.base.as_ptr() as usize);
+        if data.is_empty() || offset >= inner.mapped_regions.get() << REGION_SHIFT {
+            return None;
+        }
+        let region = &inner.regions[offset >> REGION_SHIFT];
+        let shift = region.class_shift.get();
+        let in_region = offset & (REGION_SIZE - 1);
+        let slot = in_region >> shift;
+        // The last byte must lie in the same slot as the first.
+        if (in_region + data.len() - 1) >> shift != slot {
+            return None;
+        }
+        let count = region.count(slot);
+        let n = count.get();
+        if n == 0 {
+            return None;
+        }
+        count.set(n.checked_add(1).unwrap_or_else(|| super::rcbuf::count_overflow()));
+        // SAFETY: `data` lies in slot `slot` whose count we just incremented
+        // on behalf of the new buffer.
+        Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(region)) })
+    }
+
+    /// Whether `data` starts inside this pool's mapped memory (no count is
+    /// touched).
+    pub fn contains(&self, data: &[u8]) -> bool {
+        let offset = (data.as_ptr() as usize).wrapping_sub(self.inner.base.as_ptr() as usize);
+        offset < self.inner.mapped_regions.get() << REGION_SHIFT
+    }
+
+    /// The mapped regions, in address order, for registration with a
+    /// datapath. A datapath that registers memory should compare
+    /// [`Pool::region_count`] before each use to catch growth.
+    pub fn regions(&self) -> impl Iterator<Item = RegionInfo> + '_ {
+        let n = self.inner.mapped_regions.get();
+        self.inner.regions[..n].iter().enumerate().map(|(index, r)| RegionInfo {
+            index,
+            addr: r.base.as_ptr(),
+            len: REGION_SIZE,
+            file_offset: index * REGION_SIZE,
+            slot_size: 1 << r.class_shift.get(),
+        })
+    }
+
+    /// Number of mapped regions; grows, never shrinks.
+    pub fn region_count(&self) -> usize {
+        self.inner.mapped_regions.get()
+    }
+
+    /// The memfd holding every region, at offset `index * REGION_SIZE`,
+    /// to share the pool with another process.
+    pub fn backing_fd(&self) -> BorrowedFd<'_> {
+        self.inner.backing.as_fd()
+    }
+
+    /// First byte of the reservation.
+    pub fn base(&self) -> *const u8 {
+        self.inner.base.as_ptr()
+    }
+
+    /// Page kind backing the regions.
+    pub fn page_kind(&self) -> PageKind {
+        self.inner.page_kind
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> PoolStats {
+        let regions = self.inner.mapped_regions.get();
+        PoolStats {
+            regions,
+            mapped_bytes: regions * REGION_SIZE,
+            live_slots: self.inner.live_slots.get(),
+            locked_regions: self.inner.locked_regions.get(),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The system calls behind the pools: reserve address space, create the
+//! backing memfd, map regions into the reservation, lock them.
+//!
+//! Every function here is a thin wrapper over one rustix call; the unsafe
+//! ones state what the caller must uphold.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::ptr::NonNull;
+
+use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use rustix::mm::{mlock, mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
+
+use super::REGION_SIZE;
+
+/// Which pages back a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageKind {
+    /// 2 MiB hugetlbfs pages (one TLB entry per region).
+    Huge2M,
+    /// Ordinary 4 KiB pages.
+    Small4K,
+}
+
+/// A reservation of `len` bytes of address space, aligned to `REGION_SIZE`,
+/// mapped `PROT_NONE` so that nothing can touch it until a region is mapped.
+pub(crate) struct Reservation {
+    raw: NonNull<u8>,
+    raw_len: usize,
+    base: NonNull<u8>,
+}
+
+impl Reservation {
+    pub(crate) fn new(len: usize) -> std::io::Result<Self> {
+        let raw_len = len + REGION_SIZE;
+        // SAFETY: a fresh anonymous mapping at an address of the kernel's
+        // choosing cannot alias any existing Rust object.
+        let raw = unsafe {
+            mmap_anonymous(
+                std::ptr::null_mut(),
+                raw_len,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }?;
+        let raw = NonNull::new(raw.cast::<u8>()).expect("mmap returned null");
+        let misalign = raw.as_ptr() as usize % REGION_SIZE;
+        let skip = if misalign == 0 { 0 } else { REGION_SIZE - misalign };
+        // SAFETY: `skip < REGION_SIZE`, so the result stays inside the mapping.
+        let base = unsafe { NonNull::new_unchecked(raw.as_ptr().add(skip)) };
+        Ok(Self { raw, raw_len, base })
+    }
+
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: the pool owning this reservation is being destroyed, and it
+        // is destroyed only once no buffer references its memory.
+        let _ = unsafe { munmap(self.raw.as_ptr().cast(), self.raw_len) };
+    }
+}
+
+/// The file that backs a pool's regions; datapaths share it with peers.
+pub(crate) fn create_backing(kind: PageKind) -> std::io::Result<OwnedFd> {
+    let mut flags = MemfdFlags::CLOEXEC;
+    if kind == PageKind::Huge2M {
+        flags |= MemfdFlags::HUGETLB | MemfdFlags::HUGE_2MB;
+    }
+    Ok(memfd_create("cornflakes-pool", flags)?)
+}
+
+/// Grows the backing file to `len` bytes.
+pub(crate) fn grow_backing(fd: &OwnedFd, len: usize) -> std::io::Result<()> {
+    Ok(ftruncate(fd.as_fd(), len as u64)?)
+}
+
+/// Maps `REGION_SIZE` bytes of `fd` at `file_offset` onto `at`, read-write and
+/// shared, replacing the `PROT_NONE` reservation there.
+///
+/// # Safety
+///
+/// `at` must be a `REGION_SIZE`-aligned address inside a live [`Reservation`]
+/// that no other region occupies, so that no Rust reference can point there.
+pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: &OwnedFd, file_offset: usize) -> std::io::Result<()> {
+    // SAFETY: the caller guarantees `at` is unused reserved space, so
+    // MAP_FIXED replaces only our own PROT_NONE pages.
+    unsafe {
+        mmap(
+            at.as_ptr().cast(),
+            REGION_SIZE,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED | MapFlags::FIXED | MapFlags::POPULATE,
+            fd.as_fd(),
+            file_offset as u64,
+        )
+    }?;
+    Ok(())
+}
+
+/// Locks one region in memory; fails without `CAP_IPC_LOCK` or enough
+/// `RLIMIT_MEMLOCK`, which callers treat as "not locked", not as an error.
+pub(crate) fn lock_region(at: NonNull<u8>) -> bool {
+    // SAFETY: mlock only changes paging policy of our own mapped region.
+    unsafe { mlock(at.as_ptr().cast(), REGION_SIZE) }.is_ok()
+}

@@ -1,0 +1,160 @@
+use super::*;
+
+fn small_pool() -> Pool {
+    Pool::with_config(PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Auto, lock: false }).unwrap()
+}
+
+#[test]
+fn size_classes_round_up() {
+    assert_eq!(class_of(0), Some(6));
+    assert_eq!(class_of(64), Some(6));
+    assert_eq!(class_of(65), Some(7));
+    assert_eq!(class_of(4096), Some(12));
+    assert_eq!(class_of(MAX_ALLOC), Some(21));
+    assert_eq!(class_of(MAX_ALLOC + 1), None);
+}
+
+#[test]
+fn clone_and_drop_count_and_reuse_slot() {
+    let pool = small_pool();
+    let a = pool.alloc_copy(b"hello").unwrap();
+    assert_eq!(a.ref_count(), 1);
+    let b = a.clone();
+    assert_eq!(a.ref_count(), 2);
+    let addr = a.as_ptr();
+    drop(a);
+    assert_eq!(b.ref_count(), 1);
+    assert_eq!(pool.stats().live_slots, 1);
+    drop(b);
+    assert_eq!(pool.stats().live_slots, 0);
+    // LIFO: the slot just freed is handed out again.
+    let c = pool.alloc(10).unwrap();
+    assert_eq!(c.as_ptr(), addr);
+}
+
+#[test]
+fn recover_finds_buffer_inside_slot() {
+    let pool = small_pool();
+    let buf = pool.alloc_copy(&[7u8; 1000]).unwrap();
+    let inner = &buf[100..600];
+    let rec = pool.recover(inner).expect("inside a live slot");
+    assert_eq!(rec.as_ptr(), inner.as_ptr());
+    assert_eq!(rec.len(), 500);
+    assert_eq!(buf.ref_count(), 2);
+    drop(rec);
+    assert_eq!(buf.ref_count(), 1);
+}
+
+#[test]
+fn recover_rejects_outside_free_and_crossing() {
+    let pool = small_pool();
+    let heap = vec![1u8; 100];
+    assert!(pool.recover(&heap).is_none(), "heap memory is not pool memory");
+    assert!(pool.recover(&[]).is_none());
+
+    let a = pool.alloc(64).unwrap();
+    let b = pool.alloc(64).unwrap();
+    // a and b are adjacent 64-byte slots; a slice spanning both crosses.
+    let (lo, hi) = if a.as_ptr() < b.as_ptr() { (&a, &b) } else { (&b, &a) };
+    assert_eq!(hi.as_ptr() as usize - lo.as_ptr() as usize, 64);
+    // SAFETY: both slots are live and adjacent in one mapped region.
+    let spanning = unsafe { std::slice::from_raw_parts(lo.as_ptr().add(32), 64) };
+    assert!(pool.recover(spanning).is_none());
+
+    let freed_addr = a.as_ptr();
+    drop(a);
+    // SAFETY: the slot is still mapped (regions are never unmapped while the
+    // pool lives); we only pass its address to recover.
+    let in_free = unsafe { std::slice::from_raw_parts(freed_addr, 8) };
+    assert!(pool.recover(in_free).is_none(), "a free slot yields none");
+}
+
+#[test]
+fn other_pool_memory_is_not_recovered() {
+    let p1 = small_pool();
+    let p2 = small_pool();
+    let b = p2.alloc(128).unwrap();
+    assert!(p1.recover(&b).is_none());
+    assert!(p2.recover(&b).is_some());
+}
+
+#[test]
+fn grows_regions_on_demand_and_reports_them() {
+    let pool = small_pool();
+    let before = pool.region_count();
+    let bufs: Vec<_> = (0..3).map(|_| pool.alloc(1 << 20).unwrap()).collect();
+    assert!(pool.region_count() >= before + 2);
+    let regions: Vec<_> = pool.regions().collect();
+    assert_eq!(regions.len(), pool.region_count());
+    for b in &bufs {
+        let a = b.as_ptr();
+        assert!(regions.iter().any(|r| a >= r.addr && (a as usize) < r.addr as usize + r.len));
+    }
+}
+
+#[test]
+fn exhaustion_is_an_error_not_a_crash() {
+    let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false }).unwrap();
+    let mut held = Vec::new();
+    let err = loop {
+        match pool.alloc(1 << 20) {
+            Ok(b) => held.push(b),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, AllocError::Exhausted { .. }), "{err}");
+    held.pop();
+    assert!(pool.alloc(1 << 20).is_ok(), "a freed slot is usable again");
+    assert!(matches!(pool.alloc(MAX_ALLOC + 1), Err(AllocError::TooLarge { .. })));
+}
+
+#[test]
+fn buffers_outlive_the_pool_handle() {
+    let pool = small_pool();
+    let buf = pool.alloc_copy(b"still here").unwrap();
+    drop(pool);
+    assert_eq!(&buf[..], b"still here");
+    let c = buf.clone();
+    drop(buf);
+    assert_eq!(&c[..], b"still here");
+}
+
+#[test]
+fn mutation_needs_uniqueness() {
+    let pool = small_pool();
+    let mut a = pool.alloc(16).unwrap();
+    assert!(a.as_mut_slice().is_some());
+    let b = a.clone();
+    assert!(a.as_mut_slice().is_none());
+    assert!(!a.set_len(8));
+    drop(b);
+    assert!(a.set_len(64));
+    assert!(!a.set_len(65));
+}
+
+#[test]
+fn slices_share_the_count() {
+    let pool = small_pool();
+    let a = pool.alloc_copy(b"0123456789").unwrap();
+    let s = a.slice(2..5);
+    assert_eq!(&s[..], b"234");
+    assert_eq!(a.ref_count(), 2);
+    assert!(a.try_slice(5..11).is_none());
+    let empty_end = a.slice(10..);
+    assert!(empty_end.is_empty());
+    let sub = a.slice_ref(&a[3..7]).unwrap();
+    assert_eq!(&sub[..], b"3456");
+    assert!(a.slice_ref(b"elsewhere").is_none());
+}
+
+#[test]
+#[should_panic(expected = "reference count overflow")]
+fn count_overflow_panics() {
+    let pool = small_pool();
+    let a = pool.alloc(8).unwrap();
+    let region = a.region;
+    // SAFETY: test-only: set the count to its maximum to check the guard.
+    let r = unsafe { region.as_ref() };
+    r.count(r.slot_of(a.as_ptr())).set(u32::MAX);
+    let _ = a.clone();
+}
