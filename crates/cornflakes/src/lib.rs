@@ -20,3 +20,8 @@
 pub mod mem;
 
 pub use mem::{AllocError, Pool, PoolConfig, RcBuf};
+pub mod field;
+pub mod wire;
+
+pub use field::{Arena, CfBytes, CfString, List, Nested};
+pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message};

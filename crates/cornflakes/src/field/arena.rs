@@ -1,0 +1,94 @@
+use bumpalo::Bump;
+
+use crate::mem::Pool;
+
+/// The zero-copy threshold the paper measured on its hardware: fields of at
+/// least 512 bytes are sent zero-copy.
+pub const DEFAULT_THRESHOLD: usize = 512;
+/// Threshold that copies every field ("only copy" in the paper's ablations).
+pub const ONLY_COPY: usize = usize::MAX;
+/// Threshold that sends every non-empty pool-resident field zero-copy
+/// ("only scatter-gather").
+pub const ONLY_ZERO_COPY: usize = 0;
+
+/// Per-request memory for messages: a bump arena for lists, nested
+/// messages and copied values, plus the policy deciding copy versus
+/// zero-copy: the pool whose memory may be referenced, and the threshold.
+///
+/// Reuse one arena per request loop and [`reset`](Arena::reset) it between
+/// requests; that frees every allocation at once.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes::{Arena, Pool, CfBytes};
+/// let pool = Pool::new().unwrap();
+/// let arena = Arena::new(&pool);
+/// let big = pool.alloc_copy(&[1u8; 4096]).unwrap();
+/// assert!(CfBytes::new(&big, &arena).is_zero_copy());
+/// assert!(!CfBytes::new(b"small", &arena).is_zero_copy());
+/// ```
+pub struct Arena {
+    bump: Bump,
+    pool: Option<Pool>,
+    threshold: usize,
+}
+
+impl Arena {
+    /// An arena whose fields may reference `pool`, with the default
+    /// threshold of 512 bytes.
+    pub fn new(pool: &Pool) -> Self {
+        Self::with_threshold(Some(pool), DEFAULT_THRESHOLD)
+    }
+
+    /// An arena with an explicit threshold: [`ONLY_COPY`],
+    /// [`ONLY_ZERO_COPY`] or any size. With no pool, every field is copied.
+    pub fn with_threshold(pool: Option<&Pool>, threshold: usize) -> Self {
+        Self { bump: Bump::new(), pool: pool.cloned(), threshold }
+    }
+
+    /// An arena that copies every field (no pool memory is referenced).
+    pub fn copying() -> Self {
+        Self::with_threshold(None, ONLY_COPY)
+    }
+
+    /// Fields at least this long (and in the pool) go zero-copy.
+    #[inline(always)]
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
+    /// Changes the threshold for fields set from now on.
+    pub fn set_threshold(&mut self, threshold: usize) {
+        self.threshold = threshold;
+    }
+
+    /// The pool zero-copy fields may reference.
+    #[inline(always)]
+    pub fn pool(&self) -> Option<&Pool> {
+        self.pool.as_ref()
+    }
+
+    /// The bump allocator behind lists, nested messages and copies.
+    #[inline(always)]
+    pub fn bump(&self) -> &Bump {
+        &self.bump
+    }
+
+    /// Frees every allocation made in the arena. Needs `&mut`, so no
+    /// message built in it can still be alive.
+    pub fn reset(&mut self) {
+        self.bump.reset();
+    }
+
+    /// Bytes the arena has taken from the system allocator.
+    pub fn allocated_bytes(&self) -> usize {
+        self.bump.allocated_bytes()
+    }
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena").field("threshold", &self.threshold).field("pool", &self.pool.is_some()).finish()
+    }
+}

@@ -1,0 +1,254 @@
+//! The Cornflakes wire format and the interface a transmit path drives.
+//!
+//! The byte-level specification, with a worked example, is
+//! `docs/wire-format.md`; in brief (all little-endian, offsets absolute from
+//! the start of the message):
+//!
+//! ```text
+//! ┌────────────────────────── header area ──────────────────────────┬─ copied ─┬─ zero-copy ─┐
+//! │ W │ bitmap[W] │ entries of present fields │ tables, nested headers │  data    │ data        │
+//! └─────────────────────────────────────────────────────────────────┴──────────┴─────────────┘
+//!   first segment: header area + copied data            one segment per zero-copy field
+//! ```
+//!
+//! # Contract
+//!
+//! Encoding ([`Message::layout`], [`Message::write_header_and_copies`],
+//! [`Message::for_each_zero_copy`]) never allocates and never fails once the
+//! caller's buffer is at least [`Layout::first_segment_len`] long.
+//!
+//! Decoding ([`Message::deserialize`], [`Message::deserialize_from_slice`])
+//! accepts untrusted input: every offset, length, count and depth is
+//! checked, and a malformed message yields a [`DecodeError`], never a panic
+//! or an out-of-bounds read. Allocation is bounded by a constant times the
+//! input length: each list's table must fit in the input, and the total of
+//! headers and tables visited may not exceed the input length
+//! ([`DecodeOptions::traversal_limit`]), so offsets that point back into
+//! already-visited headers cannot multiply the work.
+
+mod field;
+mod reader;
+mod writer;
+
+pub use field::{Field, Scalar};
+pub use reader::{DecodeOptions, Reader};
+pub use writer::Writer;
+
+use crate::field::Arena;
+use crate::mem::RcBuf;
+
+/// Bytes of an object header before the entries: the word count and
+/// `words` bitmap words.
+#[inline(always)]
+pub const fn header_prefix_len(bitmap_words: usize) -> usize {
+    4 + 4 * bitmap_words
+}
+
+/// Number of bitmap words for a message with `field_count` fields.
+#[inline(always)]
+pub const fn bitmap_words(field_count: usize) -> usize {
+    field_count.div_ceil(32)
+}
+
+/// Sizes of a serialized message, computed in one pass before writing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes of all object headers, list tables and nested headers.
+    pub header_len: usize,
+    /// Bytes of copied field data.
+    pub copy_len: usize,
+    /// Bytes of zero-copy field data.
+    pub zero_copy_len: usize,
+    /// Number of zero-copy fields (scatter-gather entries beyond the first).
+    pub zero_copy_entries: usize,
+}
+
+impl Layout {
+    /// Length of the first segment: header area plus copied data.
+    #[inline(always)]
+    pub fn first_segment_len(&self) -> usize {
+        self.header_len + self.copy_len
+    }
+
+    /// Length of the whole serialized message.
+    #[inline(always)]
+    pub fn total_len(&self) -> usize {
+        self.header_len + self.copy_len + self.zero_copy_len
+    }
+}
+
+/// Why a message could not be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    /// The caller's buffer is shorter than the bytes to write.
+    #[error("buffer of {have} bytes is too small: the message needs {need}")]
+    BufferTooSmall {
+        /// Bytes needed.
+        need: usize,
+        /// Bytes provided.
+        have: usize,
+    },
+    /// Offsets are 32-bit: a message cannot reach 4 GiB.
+    #[error("message of {0} bytes exceeds the 4 GiB limit of 32-bit offsets")]
+    TooLarge(usize),
+}
+
+/// Why received bytes could not be decoded. Cheap to create and copy: it is
+/// returned on the receive path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// A read of `need` bytes at `at` falls outside the `len`-byte message.
+    #[error("truncated or corrupt message: {need} bytes at offset {at} lie outside its {len} bytes")]
+    OutOfBounds {
+        /// Offset of the read.
+        at: u64,
+        /// Bytes the read needs.
+        need: u64,
+        /// Message length.
+        len: usize,
+    },
+    /// Nested objects go deeper than [`DecodeOptions::max_depth`].
+    #[error("message nests deeper than the limit of {0}")]
+    TooDeep(u32),
+    /// More header and table bytes were visited than the traversal limit
+    /// allows (offsets pointing back into visited headers).
+    #[error("message visits more than {0} header bytes (traversal limit)")]
+    TraversalLimit(usize),
+    /// A bool holds something other than 0 or 1.
+    #[error("invalid bool byte {value} at offset {at}")]
+    InvalidBool {
+        /// Offset of the byte.
+        at: usize,
+        /// The byte.
+        value: u8,
+    },
+}
+
+/// A generated Cornflakes message. The first block of methods is what
+/// generated code implements (one line per field); the provided methods are
+/// what applications and transmit paths call.
+///
+/// A transmit path sends a message without an intermediate list of
+/// segments:
+///
+/// ```text
+/// let layout = msg.layout();
+/// let first = alloc(PKT_HDR + layout.first_segment_len());
+/// msg.write_header_and_copies(&layout, &mut first[PKT_HDR..])?;
+/// post(first);
+/// msg.for_each_zero_copy(|buf| post(buf.clone()));
+/// ```
+pub trait Message<'a>: Sized + 'a {
+    /// Number of fields in the schema (bits in the presence bitmap).
+    const FIELD_COUNT: usize;
+
+    /// An empty message whose lists and nested messages live in `arena`.
+    fn new_in(arena: &'a Arena) -> Self;
+
+    /// The arena the message was created in.
+    fn arena(&self) -> &'a Arena;
+
+    /// Length of this object's own header: word count, bitmap, entries of
+    /// present fields.
+    fn header_len(&self) -> usize;
+
+    /// Adds everything below this object's own header to `layout`: list
+    /// tables, nested headers, copied and zero-copy data.
+    fn add_children_layout(&self, layout: &mut Layout);
+
+    /// Writes this object's header at `at` (already reserved by the caller)
+    /// and everything below it.
+    fn write_object(&self, w: &mut Writer<'_>, at: usize);
+
+    /// Calls `f` on each zero-copy field, in wire order.
+    fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F);
+
+    /// Decodes the object whose header starts at `at`.
+    fn read_object(r: &mut Reader<'a>, at: usize) -> Result<Self, DecodeError>;
+
+    /// Sizes of the serialized message.
+    #[inline]
+    fn layout(&self) -> Layout {
+        let mut layout = Layout { header_len: self.header_len(), ..Layout::default() };
+        self.add_children_layout(&mut layout);
+        layout
+    }
+
+    /// Writes the header area and the copied data (the first segment) into
+    /// `buf`, which must hold at least `layout.first_segment_len()` bytes.
+    /// `layout` must come from [`Message::layout`] on the unchanged message.
+    #[inline]
+    fn write_header_and_copies(&self, layout: &Layout, buf: &mut [u8]) -> Result<(), EncodeError> {
+        let need = layout.first_segment_len();
+        if buf.len() < need {
+            return Err(EncodeError::BufferTooSmall { need, have: buf.len() });
+        }
+        if layout.total_len() > u32::MAX as usize {
+            return Err(EncodeError::TooLarge(layout.total_len()));
+        }
+        let mut w = Writer::new(&mut buf[..need], layout);
+        let at = w.alloc_header(self.header_len());
+        self.write_object(&mut w, at);
+        debug_assert!(w.is_complete(layout), "layout and write disagree");
+        Ok(())
+    }
+
+    /// Calls `f` on each zero-copy field, in the order their data follows
+    /// the copied data on the wire.
+    #[inline]
+    fn for_each_zero_copy<F: FnMut(&RcBuf)>(&self, mut f: F) {
+        self.visit_zero_copy(&mut f);
+    }
+
+    /// Serializes into one contiguous buffer (zero-copy data is copied in
+    /// after the first segment); returns the length written.
+    fn serialize_into(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        let layout = self.layout();
+        let total = layout.total_len();
+        if buf.len() < total {
+            return Err(EncodeError::BufferTooSmall { need: total, have: buf.len() });
+        }
+        self.write_header_and_copies(&layout, buf)?;
+        let mut at = layout.first_segment_len();
+        self.for_each_zero_copy(|seg| {
+            buf[at..at + seg.len()].copy_from_slice(seg);
+            at += seg.len();
+        });
+        Ok(total)
+    }
+
+    /// Serializes into a new vector.
+    fn serialize_to_vec(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.layout().total_len()];
+        let n = self.serialize_into(&mut out).expect("buffer sized from the layout");
+        debug_assert_eq!(n, out.len());
+        out
+    }
+
+    /// Decodes a received buffer without copying: bytes fields at least the
+    /// arena's threshold long become zero-copy references into `pkt`
+    /// (re-sendable without a copy); shorter ones borrow from it.
+    #[inline]
+    fn deserialize(pkt: &'a RcBuf, arena: &'a Arena) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(pkt.as_slice(), Some(pkt), arena, DecodeOptions::default());
+        Self::read_object(&mut r, 0)
+    }
+
+    /// Decodes bytes that are not in a pool; every field borrows from `data`.
+    #[inline]
+    fn deserialize_from_slice(data: &'a [u8], arena: &'a Arena) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(data, None, arena, DecodeOptions::default());
+        Self::read_object(&mut r, 0)
+    }
+
+    /// Decodes with explicit limits.
+    fn deserialize_with_options(
+        data: &'a [u8],
+        pkt: Option<&'a RcBuf>,
+        arena: &'a Arena,
+        options: DecodeOptions,
+    ) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(data, pkt, arena, options);
+        Self::read_object(&mut r, 0)
+    }
+}

@@ -1,0 +1,180 @@
+use super::DecodeError;
+use crate::field::{Arena, CfBytes};
+use crate::mem::RcBuf;
+
+/// Limits for decoding untrusted input (compare Cap'n Proto's
+/// `ReaderOptions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Deepest nesting of objects accepted. Stops stack exhaustion through
+    /// recursive schemas and self-referencing offsets. Default 64.
+    pub max_depth: u32,
+    /// Most header and table bytes the decoder visits, as a multiple of the
+    /// input length. An honest encoder visits each byte once, so 1 suffices;
+    /// offsets that point back into visited headers fail instead of
+    /// multiplying work and memory. Default 1.
+    pub traversal_limit: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self { max_depth: 64, traversal_limit: 1 }
+    }
+}
+
+/// Bounds-checked reads from a received message; driven by generated
+/// `read_object` code.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pkt: Option<&'a RcBuf>,
+    arena: &'a Arena,
+    threshold: usize,
+    depth: u32,
+    max_depth: u32,
+    budget: usize,
+    limit: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `buf`; when `pkt` is the pool buffer `buf` lies in,
+    /// long bytes fields become zero-copy references to it.
+    pub fn new(buf: &'a [u8], pkt: Option<&'a RcBuf>, arena: &'a Arena, options: DecodeOptions) -> Self {
+        let limit = buf.len().saturating_mul(options.traversal_limit).max(64);
+        Reader {
+            buf,
+            pkt,
+            arena,
+            threshold: arena.threshold(),
+            depth: 0,
+            max_depth: options.max_depth,
+            budget: limit,
+            limit,
+        }
+    }
+
+    /// The arena decoded lists and nested messages go into.
+    #[inline(always)]
+    pub fn arena(&self) -> &'a Arena {
+        self.arena
+    }
+
+    #[inline(always)]
+    fn slice(&self, at: usize, len: usize) -> Result<&'a [u8], DecodeError> {
+        match at.checked_add(len) {
+            Some(end) if end <= self.buf.len() => Ok(&self.buf[at..end]),
+            _ => Err(DecodeError::OutOfBounds { at: at as u64, need: len as u64, len: self.buf.len() }),
+        }
+    }
+
+    #[inline(always)]
+    fn charge(&mut self, bytes: usize) -> Result<(), DecodeError> {
+        match self.budget.checked_sub(bytes) {
+            Some(rest) => {
+                self.budget = rest;
+                Ok(())
+            }
+            None => Err(DecodeError::TraversalLimit(self.limit)),
+        }
+    }
+
+    /// Reads one byte.
+    #[inline(always)]
+    pub fn u8(&self, at: usize) -> Result<u8, DecodeError> {
+        Ok(self.slice(at, 1)?[0])
+    }
+
+    /// Reads a bool byte, which must be 0 or 1.
+    #[inline(always)]
+    pub fn bool(&self, at: usize) -> Result<bool, DecodeError> {
+        match self.u8(at)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            value => Err(DecodeError::InvalidBool { at, value }),
+        }
+    }
+
+    /// Reads a little-endian u32.
+    #[inline(always)]
+    pub fn u32(&self, at: usize) -> Result<u32, DecodeError> {
+        let b = self.slice(at, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads a little-endian u64.
+    #[inline(always)]
+    pub fn u64(&self, at: usize) -> Result<u64, DecodeError> {
+        let b = self.slice(at, 8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("slice of 8")))
+    }
+
+    /// Reads a bytes entry (offset, length) at `entry` and returns the data:
+    /// a zero-copy reference into the packet when at least the threshold
+    /// long, else a borrowed slice.
+    #[inline]
+    pub fn bytes(&self, entry: usize) -> Result<CfBytes<'a>, DecodeError> {
+        let off = self.u32(entry)? as usize;
+        let len = self.u32(entry + 4)? as usize;
+        let data = self.slice(off, len)?;
+        if len >= self.threshold && len > 0 {
+            if let Some(buf) = self.pkt.and_then(|p| p.slice_ref(data)) {
+                return Ok(CfBytes::ZeroCopy(buf));
+            }
+        }
+        Ok(CfBytes::Copied(data))
+    }
+
+    /// Reads a list entry (count, offset) at `entry` whose elements take
+    /// `elem_len` bytes each; checks the table lies inside the message and
+    /// charges it to the traversal budget. Returns (count, table offset).
+    #[inline]
+    pub fn table(&mut self, entry: usize, elem_len: usize) -> Result<(usize, usize), DecodeError> {
+        let count = self.u32(entry)? as usize;
+        let off = self.u32(entry + 4)? as usize;
+        let bytes = count.checked_mul(elem_len).ok_or(DecodeError::OutOfBounds {
+            at: off as u64,
+            need: u64::MAX,
+            len: self.buf.len(),
+        })?;
+        self.slice(off, bytes)?;
+        self.charge(bytes)?;
+        Ok((count, off))
+    }
+
+    /// Enters the object whose header starts at `at`: checks depth and
+    /// bounds, copies the bitmap words this schema knows into `bitmap`
+    /// (clearing bits of fields it does not know), and returns the offset of
+    /// the first entry. Call [`Reader::leave_object`] when done.
+    #[inline]
+    pub fn enter_object(&mut self, at: usize, bitmap: &mut [u32], field_count: usize) -> Result<usize, DecodeError> {
+        if self.depth >= self.max_depth {
+            return Err(DecodeError::TooDeep(self.max_depth));
+        }
+        self.depth += 1;
+        let words = self.u32(at)? as usize;
+        let prefix = words.checked_mul(4).and_then(|b| b.checked_add(4)).ok_or(DecodeError::OutOfBounds {
+            at: at as u64,
+            need: u64::MAX,
+            len: self.buf.len(),
+        })?;
+        self.slice(at, prefix)?;
+        self.charge(prefix)?;
+        let known = words.min(bitmap.len());
+        for (i, word) in bitmap.iter_mut().enumerate() {
+            *word = if i < known { self.u32(at + 4 + 4 * i)? } else { 0 };
+        }
+        // Bits past the schema's last field belong to newer schemas; their
+        // entries follow ours and are skipped.
+        if field_count % 32 != 0 {
+            if let Some(last) = bitmap.last_mut() {
+                *last &= (1u32 << (field_count % 32)) - 1;
+            }
+        }
+        Ok(at + prefix)
+    }
+
+    /// Leaves the object entered last.
+    #[inline(always)]
+    pub fn leave_object(&mut self) {
+        self.depth -= 1;
+    }
+}
