@@ -1,1 +1,148 @@
+//! Generates Cornflakes message types from proto3 schemas, the way
+//! `prost-build` does for prost: call [`compile_protos`] from `build.rs`, or
+//! configure a [`Config`], or run the `cornflakes-codegen` command.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), cornflakes_build::Error> {
+//!     cornflakes_build::compile_protos(&["proto/kv.proto"], &["proto"])
+//! }
+//! ```
+//!
+//! ```ignore
+//! // src/lib.rs: one file per proto package, in OUT_DIR.
+//! pub mod kv {
+//!     include!(concat!(env!("OUT_DIR"), "/kv.rs"));
+//! }
+//! ```
+//!
+//! Parsing is done by `protox` (a complete protobuf compiler in Rust), so no
+//! `protoc` is needed. Supported: proto3 scalars (`int32`, `int64`,
+//! `uint32`, `uint64`, `sint*`, `fixed*`, `sfixed*`, `bool`, `float`,
+//! `double`), `string`, `bytes`, nested messages and `repeated` of each, and
+//! `optional`. Anything else (`oneof`, `map`, enums, proto2) is an error
+//! naming the file, line and feature.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
+mod codegen;
+mod schema;
+
+use std::path::{Path, PathBuf};
+
+pub use schema::Unsupported;
+
+/// Why code generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The schema does not parse or does not resolve (message carries
+    /// file:line:column).
+    #[error("{0}")]
+    Parse(String),
+    /// The schema uses a feature Cornflakes does not support.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// Writing output failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// File being written.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// `OUT_DIR` is not set (not running from a build script) and no output
+    /// directory was configured.
+    #[error("OUT_DIR is not set: call from build.rs, or set Config::out_dir")]
+    NoOutDir,
+}
+
+/// One generated file: the proto package it holds and its Rust source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// File name, `<package>.rs` (`_.rs` for no package).
+    pub name: String,
+    /// The proto package (empty for none).
+    pub package: String,
+    /// Formatted Rust source.
+    pub code: String,
+}
+
+/// Code generation settings, in the builder style of `prost_build::Config`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    out_dir: Option<PathBuf>,
+    rerun_if_changed: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    /// Default settings: write to `OUT_DIR`, emit `rerun-if-changed`.
+    pub fn new() -> Self {
+        Config { out_dir: None, rerun_if_changed: true }
+    }
+
+    /// Writes generated files to `dir` instead of `OUT_DIR`.
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` lines for every schema file
+    /// read (on by default; turn off outside build scripts).
+    pub fn emit_rerun_if_changed(&mut self, on: bool) -> &mut Self {
+        self.rerun_if_changed = on;
+        self
+    }
+
+    /// Parses `protos` (searching imports in `includes`) and returns the
+    /// generated files without writing them.
+    pub fn generate(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<Vec<GeneratedFile>, Error> {
+        let parsed = schema::parse(protos, includes)?;
+        if self.rerun_if_changed {
+            for path in &parsed.source_paths {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+        codegen::generate(&parsed)
+    }
+
+    /// Generates and writes one `<package>.rs` per proto package; files
+    /// whose content is unchanged are not rewritten. Returns the paths.
+    pub fn compile_protos(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<Vec<PathBuf>, Error> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or(Error::NoOutDir)?,
+        };
+        let files = self.generate(protos, includes)?;
+        std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io { path: out_dir.clone(), source })?;
+        let mut written = Vec::new();
+        for file in files {
+            let path = out_dir.join(&file.name);
+            let unchanged = std::fs::read_to_string(&path).map(|old| old == file.code).unwrap_or(false);
+            if !unchanged {
+                std::fs::write(&path, &file.code).map_err(|source| Error::Io { path: path.clone(), source })?;
+            }
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+/// Generates code for `protos` into `OUT_DIR`, with default settings. The
+/// one line a `build.rs` needs.
+pub fn compile_protos(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<(), Error> {
+    Config::new().compile_protos(protos, includes).map(|_| ())
+}

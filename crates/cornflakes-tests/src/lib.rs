@@ -1,1 +1,19 @@
+//! Generated code under test: `example` is built from the code generator's
+//! golden schema (`cornflakes-build/tests/golden/example.proto`).
 
+/// Types generated from `example.proto`.
+#[allow(missing_docs)]
+pub mod example {
+    include!(concat!(env!("OUT_DIR"), "/example.rs"));
+}
+
+#[cfg(test)]
+mod tests {
+    /// The build script's output is the checked-in golden file.
+    #[test]
+    fn build_output_is_the_golden_file() {
+        let built = include_str!(concat!(env!("OUT_DIR"), "/example.rs"));
+        let golden = include_str!("../../cornflakes-build/tests/golden/example.rs");
+        assert_eq!(built, golden);
+    }
+}

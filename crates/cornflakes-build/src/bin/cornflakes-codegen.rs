@@ -1,0 +1,66 @@
+//! Command-line front end of cornflakes-build.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Generate Cornflakes Rust types from proto3 schemas.
+///
+/// Writes one `<package>.rs` per proto package into the output directory;
+/// include each in a module of the same name. Unsupported schema features
+/// (oneof, map, enums, proto2) are reported with file and line.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about)]
+struct Args {
+    /// Directory to search for imports (repeatable). Defaults to the
+    /// directory of each schema.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    includes: Vec<PathBuf>,
+    /// Where to write the generated files.
+    #[arg(short, long, value_name = "DIR", default_value = ".")]
+    out_dir: PathBuf,
+    /// Print the generated code to stdout instead of writing files.
+    #[arg(long)]
+    stdout: bool,
+    /// Schemas to compile.
+    #[arg(required = true, value_name = "PROTO")]
+    protos: Vec<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut includes = args.includes.clone();
+    if includes.is_empty() {
+        for p in &args.protos {
+            let dir = p.parent().map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() });
+            if let Some(dir) = dir {
+                if !includes.contains(&dir) {
+                    includes.push(dir);
+                }
+            }
+        }
+    }
+    let mut config = cornflakes_build::Config::new();
+    config.emit_rerun_if_changed(false).out_dir(&args.out_dir);
+    let result = if args.stdout {
+        config.generate(&args.protos, &includes).map(|files| {
+            for f in files {
+                println!("// ---- {} ----\n{}", f.name, f.code);
+            }
+        })
+    } else {
+        config.compile_protos(&args.protos, &includes).map(|paths| {
+            for p in paths {
+                eprintln!("wrote {}", p.display());
+            }
+        })
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

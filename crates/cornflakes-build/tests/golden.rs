@@ -1,0 +1,26 @@
+//! Golden-file test: the generator's output for `golden/example.proto` must
+//! equal the checked-in `golden/example.rs`. After an intended change to the
+//! generator, regenerate with `UPDATE_GOLDEN=1 cargo test -p cornflakes-build`.
+//! (`cornflakes-tests` compiles and exercises the same output.)
+
+use std::path::Path;
+
+#[test]
+fn example_matches_golden_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut config = cornflakes_build::Config::new();
+    config.emit_rerun_if_changed(false);
+    let files = config.generate(&[dir.join("example.proto")], &[&dir]).unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].name, "example.rs");
+    let golden = dir.join("example.rs");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &files[0].code).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).expect("golden file exists (UPDATE_GOLDEN=1 creates it)");
+    assert!(
+        files[0].code == expected,
+        "generated code differs from {}; if intended, rerun with UPDATE_GOLDEN=1",
+        golden.display()
+    );
+}
