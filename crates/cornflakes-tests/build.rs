@@ -4,5 +4,6 @@ fn main() -> Result<(), cornflakes_build::Error> {
     cornflakes_build::compile_protos(
         &["../cornflakes-build/tests/golden/example.proto"],
         &["../cornflakes-build/tests/golden"],
-    )
+    )?;
+    cornflakes_build::compile_protos(&["proto/wide.proto"], &["proto"])
 }

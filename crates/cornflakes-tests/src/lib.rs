@@ -7,6 +7,12 @@ pub mod example {
     include!(concat!(env!("OUT_DIR"), "/example.rs"));
 }
 
+/// Types generated from `proto/wide.proto` (40 fields, two bitmap words).
+#[allow(missing_docs)]
+pub mod wide {
+    include!(concat!(env!("OUT_DIR"), "/wide.rs"));
+}
+
 #[cfg(test)]
 mod tests {
     /// The build script's output is the checked-in golden file.
