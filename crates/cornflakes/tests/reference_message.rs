@@ -121,10 +121,7 @@ pub mod example {
             }
         }
 
-        fn read_object(
-            r: &mut ::cornflakes::wire::Reader<'a>,
-            at: usize,
-        ) -> Result<Self, ::cornflakes::DecodeError> {
+        fn read_object(r: &mut ::cornflakes::wire::Reader<'a>, at: usize) -> Result<Self, ::cornflakes::DecodeError> {
             let mut m = Self::new_in(r.arena());
             let mut pos = r.enter_object(at, &mut m.bitmap, 2)?;
             if m.has_a() {

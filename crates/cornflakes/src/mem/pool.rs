@@ -8,7 +8,9 @@ use std::rc::Rc;
 
 use super::rcbuf::RcBuf;
 use super::sys::{self, PageKind, Reservation};
-use super::{class_of, AllocError, PoolError, MAX_CLASS_SHIFT, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE};
+use super::{
+    class_of, AllocError, PoolError, MAX_CLASS_SHIFT, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE,
+};
 
 /// How a pool obtains its memory.
 #[derive(Clone, Debug)]

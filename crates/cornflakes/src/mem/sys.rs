@@ -35,12 +35,7 @@ impl Reservation {
         // SAFETY: a fresh anonymous mapping at an address of the kernel's
         // choosing cannot alias any existing Rust object.
         let raw = unsafe {
-            mmap_anonymous(
-                std::ptr::null_mut(),
-                raw_len,
-                ProtFlags::empty(),
-                MapFlags::PRIVATE | MapFlags::NORESERVE,
-            )
+            mmap_anonymous(std::ptr::null_mut(), raw_len, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE)
         }?;
         let raw = NonNull::new(raw.cast::<u8>()).expect("mmap returned null");
         let misalign = raw.as_ptr() as usize % REGION_SIZE;

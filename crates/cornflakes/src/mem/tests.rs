@@ -158,3 +158,36 @@ fn count_overflow_panics() {
     r.count(r.slot_of(a.as_ptr())).set(u32::MAX);
     let _ = a.clone();
 }
+
+/// Free 2 MiB hugepages according to /proc/meminfo.
+fn free_hugepages() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find(|l| l.starts_with("HugePages_Free:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+#[test]
+fn hugepages_back_the_pool_when_reserved() {
+    if free_hugepages() < 2 {
+        eprintln!("skipped: no free hugepages (reserve some: echo 8 > /proc/sys/vm/nr_hugepages)");
+        return;
+    }
+    let pool = Pool::with_config(PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Require, lock: false }).unwrap();
+    assert_eq!(pool.page_kind(), PageKind::Huge2M);
+    let b = pool.alloc_copy(&[3u8; 4096]).unwrap();
+    assert_eq!(pool.recover(&b[10..20]).unwrap().len(), 10);
+}
+
+#[test]
+fn auto_falls_back_to_small_pages() {
+    let pool = Pool::with_config(PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Auto, lock: false }).unwrap();
+    let expected = if free_hugepages() >= 1 { PageKind::Huge2M } else { PageKind::Small4K };
+    // Another test may take the last free hugepage meanwhile; either kind
+    // must work, and with none free it must be small pages.
+    if expected == PageKind::Small4K {
+        assert_eq!(pool.page_kind(), PageKind::Small4K);
+    }
+    assert!(pool.alloc(100).is_ok());
+}
