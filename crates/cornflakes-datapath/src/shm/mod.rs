@@ -1,0 +1,1 @@
+//! Shared-memory datapath (being written).
