@@ -98,7 +98,8 @@ pub(crate) struct Parsed {
 }
 
 pub(crate) fn parse(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<Parsed, Error> {
-    let mut compiler = protox::Compiler::new(includes.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
+    let mut compiler =
+        protox::Compiler::new(includes.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
     compiler.include_imports(true).include_source_info(true);
     compiler.open_files(protos.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
     let fds = compiler.file_descriptor_set();
@@ -125,14 +126,24 @@ struct TypeInfo {
 }
 
 fn collect_types(files: &[FileDescriptorProto]) -> HashMap<String, TypeInfo> {
-    fn walk(msgs: &[DescriptorProto], prefix: &str, package: &[String], parents: &[String], out: &mut HashMap<String, TypeInfo>) {
+    fn walk(
+        msgs: &[DescriptorProto],
+        prefix: &str,
+        package: &[String],
+        parents: &[String],
+        out: &mut HashMap<String, TypeInfo>,
+    ) {
         for m in msgs {
             let full = format!("{prefix}.{}", m.name());
             let map_entry = m.options.as_ref().and_then(|o| o.map_entry).unwrap_or(false);
             out.insert(
                 full.clone(),
                 TypeInfo {
-                    type_ref: TypeRef { package: package.to_vec(), parents: parents.to_vec(), name: m.name().to_owned() },
+                    type_ref: TypeRef {
+                        package: package.to_vec(),
+                        parents: parents.to_vec(),
+                        name: m.name().to_owned(),
+                    },
                     map_entry,
                 },
             );
@@ -187,10 +198,20 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
     let name = fd.name().to_owned();
     if fd.syntax() != "proto3" {
         let syntax = if fd.syntax().is_empty() { "proto2" } else { fd.syntax() };
-        return Err(locs.unsupported(&name, &[FILE_SYNTAX], "non-proto3 syntax", format!("syntax \"{syntax}\"; write `syntax = \"proto3\";`")));
+        return Err(locs.unsupported(
+            &name,
+            &[FILE_SYNTAX],
+            "non-proto3 syntax",
+            format!("syntax \"{syntax}\"; write `syntax = \"proto3\";`"),
+        ));
     }
     if let Some(e) = fd.enum_type.first() {
-        return Err(locs.unsupported(&name, &[FILE_ENUM, 0], "enum", format!("enum {}; use an integer field", e.name())));
+        return Err(locs.unsupported(
+            &name,
+            &[FILE_ENUM, 0],
+            "enum",
+            format!("enum {}; use an integer field", e.name()),
+        ));
     }
     if !fd.extension.is_empty() {
         return Err(locs.unsupported(&name, &[FILE_EXTENSION, 0], "extension", "extend blocks".into()));
@@ -211,7 +232,12 @@ fn convert_message(
 ) -> Result<MessageDef, Unsupported> {
     let at = |suffix: &[i32]| [path, suffix].concat();
     if let Some(e) = m.enum_type.first() {
-        return Err(locs.unsupported(file, &at(&[MSG_ENUM, 0]), "enum", format!("enum {} in message {}; use an integer field", e.name(), m.name())));
+        return Err(locs.unsupported(
+            file,
+            &at(&[MSG_ENUM, 0]),
+            "enum",
+            format!("enum {} in message {}; use an integer field", e.name(), m.name()),
+        ));
     }
     if !m.extension.is_empty() || !m.extension_range.is_empty() {
         return Err(locs.unsupported(file, path, "extension", format!("extensions in message {}", m.name())));
@@ -220,7 +246,12 @@ fn convert_message(
         // proto3 `optional` is a one-member "synthetic" oneof: allowed.
         let synthetic = m.field.iter().filter(|f| f.oneof_index == Some(j as i32)).all(|f| f.proto3_optional());
         if !synthetic {
-            return Err(locs.unsupported(file, &at(&[MSG_ONEOF, j as i32]), "oneof", format!("oneof {} in message {}; use separate fields", oneof.name(), m.name())));
+            return Err(locs.unsupported(
+                file,
+                &at(&[MSG_ONEOF, j as i32]),
+                "oneof",
+                format!("oneof {} in message {}; use separate fields", oneof.name(), m.name()),
+            ));
         }
     }
     let mut fields = Vec::new();
@@ -238,13 +269,23 @@ fn convert_message(
             Type::String => Kind::String,
             Type::Bytes => Kind::Bytes,
             Type::Enum => {
-                return Err(locs.unsupported(file, &fpath, "enum", format!("field {} of enum type {}; use an integer field", f.name(), f.type_name())))
+                return Err(locs.unsupported(
+                    file,
+                    &fpath,
+                    "enum",
+                    format!("field {} of enum type {}; use an integer field", f.name(), f.type_name()),
+                ))
             }
             Type::Group => return Err(locs.unsupported(file, &fpath, "group", format!("field {}", f.name()))),
             Type::Message => {
                 let info = known.get(f.type_name()).expect("protox resolved every type name");
                 if info.map_entry {
-                    return Err(locs.unsupported(file, &fpath, "map", format!("map field {}; use a repeated message of key/value pairs", f.name())));
+                    return Err(locs.unsupported(
+                        file,
+                        &fpath,
+                        "map",
+                        format!("map field {}; use a repeated message of key/value pairs", f.name()),
+                    ));
                 }
                 Kind::Message(info.type_ref.clone())
             }

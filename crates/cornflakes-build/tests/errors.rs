@@ -13,7 +13,8 @@ fn generate(source: &str) -> Result<Vec<cornflakes_build::GeneratedFile>, Error>
 fn tempdir() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("cf-build-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let dir =
+        std::env::temp_dir().join(format!("cf-build-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -27,7 +28,9 @@ fn unsupported(source: &str) -> cornflakes_build::Unsupported {
 
 #[test]
 fn oneof_is_rejected_with_its_line() {
-    let u = unsupported("syntax = \"proto3\";\nmessage M {\n  oneof choice {\n    uint32 a = 1;\n    string b = 2;\n  }\n}\n");
+    let u = unsupported(
+        "syntax = \"proto3\";\nmessage M {\n  oneof choice {\n    uint32 a = 1;\n    string b = 2;\n  }\n}\n",
+    );
     assert_eq!((u.file.as_str(), u.line, u.feature), ("s.proto", 3, "oneof"));
     assert!(u.to_string().starts_with("s.proto:3:3: oneof is not supported"), "{u}");
 }
@@ -70,7 +73,8 @@ fn parse_errors_carry_the_location() {
 #[test]
 fn imports_across_packages_resolve_to_relative_paths() {
     let dir = tempdir();
-    std::fs::write(dir.join("a.proto"), "syntax = \"proto3\";\npackage pa.inner;\nmessage A { uint32 x = 1; }\n").unwrap();
+    std::fs::write(dir.join("a.proto"), "syntax = \"proto3\";\npackage pa.inner;\nmessage A { uint32 x = 1; }\n")
+        .unwrap();
     std::fs::write(dir.join("b.proto"), "syntax = \"proto3\";\npackage pb;\nimport \"a.proto\";\nmessage B { pa.inner.A a = 1; repeated pa.inner.A list = 2; }\n").unwrap();
     let mut config = Config::new();
     config.emit_rerun_if_changed(false);
