@@ -1,0 +1,692 @@
+//! A single-producer, single-consumer ring of variable-length records in a
+//! sealed memfd, after SocksDirect §4.2 (per-socket ring buffer, credits,
+//! payload before metadata). This is the bare transport under
+//! [`ShmDatapath`](super::ShmDatapath), usable on its own (the ping-pong
+//! benchmark compares the two).
+//!
+//! # Contract
+//!
+//! - The **consumer** creates the ring ([`RingConsumer::create`]) and hands
+//!   its memfd ([`RingConsumer::memfd`]) to the producer's process, which
+//!   attaches with [`RingProducer::attach`]. [`Ring::create`] does both in
+//!   one process. The memfd is sealed against shrinking and growing, and
+//!   `attach` refuses one that is not, so neither side can ever touch a page
+//!   that disappears (`SIGBUS`).
+//! - `attach` reads the ring header once and checks it against the file
+//!   size; after that, nothing either side reads from shared memory is
+//!   trusted: the consumer checks every record header
+//!   ([`RingCorrupt`] when one is impossible), the producer checks the credit
+//!   word ([`PushError::Corrupt`]). Neither panics or reads outside the
+//!   mapping on bad input.
+//! - [`RingProducer::try_push`] never blocks: [`PushError::Full`] is
+//!   back-pressure. A record body is at most [`RingProducer::max_len`]
+//!   bytes (half the ring, so that a drained ring always has room for it).
+//!
+//! # Memory layout
+//!
+//! ```text
+//!  memfd offset
+//!  0     ┌──────────────────────────────────────────────────────────────┐
+//!        │ header line: magic, version, data_size, key   (set at create)│ 128 B
+//!  128   ├──────────────────────────────────────────────────────────────┤
+//!        │ consumer line: credits (u64 position), acked (u64)           │ 128 B  written by the consumer,
+//!  256   ├──────────────────────────────────────────────────────────────┤        read by the producer only
+//!        │ sleep line: consumer_sleeping (u32)                          │ 128 B  when it runs out of credits
+//!  384   ├──────────────────────────────────────────────────────────────┤        / after each publish
+//!        │ unused                                                       │
+//!  4096  ├──────────────────────────────────────────────────────────────┤
+//!        │ data[data_size]  (power of two, records back to back)        │
+//!        │ ┌──────┬─────┬──────┬──────────────┐┌──────┬─────┬──────┬──── │
+//!        │ │ tag  │ len │ info │ body[len] pad││ tag  │ len │ info │ ... │
+//!        │ │ u64  │ u32 │ u32  │  → 16 B mult.││      │     │      │     │
+//!        │ └──────┴─────┴──────┴──────────────┘└──────┴─────┴──────┴──── │
+//!        │  ▲ head (consumer)                    ▲ tail (producer)        │
+//!        └──────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! Lines are 128 bytes apart (the adjacent-line prefetcher pairs 64-byte
+//! lines), so the words each side writes never share a line with the words
+//! the other side writes. Head and tail are private to their side: there is
+//! no shared head or tail word on the fast path.
+//!
+//! # Protocol
+//!
+//! Positions are `u64` byte counts that never wrap; a record at position
+//! `p` lives at `data[p mod data_size]`, is 16-byte aligned, and is
+//! published by its **tag** word `p ^ key` (key: random per ring, top bit
+//! set, so a tag is never 0 and stale bytes from an earlier lap cannot pass
+//! for it). The producer writes the body, then `len` and `info`, then the
+//! tag with a `Release` store (payload before metadata); the consumer polls
+//! the tag at its head with an `Acquire` load, so it reads a record only once
+//! the record is complete. Only one cache line moves per small message: the
+//! one holding the tag, the header and the start of the body.
+//!
+//! A record that would run past the end of the data area is preceded by a
+//! *wrap* record (`info` top bit) covering the rest of the area, and placed
+//! at offset 0.
+//!
+//! Credits: the producer may write up to `credits + data_size`, where
+//! `credits` is the consumer's head as last returned. The consumer writes
+//! its head to the credit word only once it has consumed at least half the
+//! ring since the last return (SocksDirect's credit-return flag), so the
+//! producer reads that line once per half ring, not once per message.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::sys::{self, Mapping};
+
+/// Bytes before the data area: the control lines, padded to a page.
+pub const CONTROL_BYTES: usize = 4096;
+/// Bytes of a record header: tag (u64), length (u32), info (u32).
+pub const RECORD_HEADER_LEN: usize = 16;
+/// Records start at multiples of this.
+pub const RECORD_ALIGN: usize = 16;
+/// Smallest data area.
+pub const MIN_RING_SIZE: usize = 4096;
+/// Largest data area.
+pub const MAX_RING_SIZE: usize = 1 << 30;
+/// Data area used when nothing else is configured: 1 MiB.
+pub const DEFAULT_RING_SIZE: usize = 1 << 20;
+/// Largest `info` word a record may carry (the top bit marks wrap records).
+pub const MAX_INFO: u32 = INFO_WRAP - 1;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"CFKSRING");
+const VERSION: u32 = 1;
+const INFO_WRAP: u32 = 1 << 31;
+const KEY_BIT: u64 = 1 << 63;
+
+#[repr(C, align(128))]
+struct HeaderLine {
+    magic: AtomicU64,
+    version: AtomicU32,
+    _reserved: AtomicU32,
+    data_size: AtomicU64,
+    key: AtomicU64,
+}
+
+#[repr(C, align(128))]
+struct ConsumerLine {
+    /// Consumer head at the last credit return.
+    credits: AtomicU64,
+    /// Free for the layer above: the datapath counts completed sends here.
+    acked: AtomicU64,
+}
+
+#[repr(C, align(128))]
+struct SleepLine {
+    /// Non-zero while the consumer is (about to be) asleep.
+    sleeping: AtomicU32,
+}
+
+/// The control area at the start of the memfd. Only atomics: both
+/// processes may access it at any time.
+#[repr(C)]
+struct Control {
+    header: HeaderLine,
+    consumer: ConsumerLine,
+    sleep: SleepLine,
+}
+
+const _: () = assert!(std::mem::offset_of!(Control, consumer) == 128);
+const _: () = assert!(std::mem::offset_of!(Control, sleep) == 256);
+const _: () = assert!(std::mem::size_of::<Control>() <= CONTROL_BYTES);
+const _: () = assert!(RECORD_HEADER_LEN == 16 && RECORD_ALIGN == 16);
+
+/// Bytes a record with a body of `len` bytes takes in the ring.
+#[inline(always)]
+pub const fn record_len(len: usize) -> usize {
+    (RECORD_HEADER_LEN + len + RECORD_ALIGN - 1) & !(RECORD_ALIGN - 1)
+}
+
+/// Why a ring could not be created or attached.
+#[derive(Debug, thiserror::Error)]
+pub enum RingError {
+    /// The operating system refused.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The data size is not a power of two between the limits.
+    #[error("ring size {0} must be a power of two between {MIN_RING_SIZE} and {MAX_RING_SIZE}")]
+    BadSize(usize),
+    /// The memfd does not hold a valid ring header.
+    #[error("not a ring: {0}")]
+    BadHeader(&'static str),
+    /// The memfd can shrink, so a mapping of it could fault (`SIGBUS`).
+    #[error("ring memfd is not sealed against shrinking")]
+    NotSealed,
+}
+
+/// Why a push failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// Not enough credits now: let the consumer catch up and retry.
+    #[error("ring full")]
+    Full,
+    /// The body can never fit (more than half the ring).
+    #[error("record of {len} bytes exceeds the ring's limit of {max}")]
+    TooLarge {
+        /// Requested body length.
+        len: usize,
+        /// [`RingProducer::max_len`].
+        max: usize,
+    },
+    /// The consumer wrote an impossible credit value.
+    #[error("ring corrupt: impossible credit return")]
+    Corrupt,
+}
+
+/// The producer found an impossible record header: the ring cannot be
+/// trusted any more and should be dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("ring corrupt: impossible record header")]
+pub struct RingCorrupt;
+
+/// One mapped ring, as either endpoint sees it.
+struct Mapped {
+    map: Mapping,
+    fd: OwnedFd,
+    size: usize,
+    key: u64,
+}
+
+impl Mapped {
+    fn create(size: usize) -> Result<Self, RingError> {
+        check_size(size)?;
+        let fd = sys::create_sealed_memfd("cornflakes-ring", CONTROL_BYTES + size)?;
+        let map = Mapping::map(fd.as_fd(), CONTROL_BYTES + size, true)?;
+        let key = sys::random_u64() | KEY_BIT;
+        let m = Self { map, fd, size, key };
+        let h = &m.control().header;
+        h.magic.store(MAGIC, Ordering::Relaxed);
+        h.version.store(VERSION, Ordering::Relaxed);
+        h.data_size.store(size as u64, Ordering::Relaxed);
+        h.key.store(key, Ordering::Relaxed);
+        Ok(m)
+    }
+
+    fn attach(fd: OwnedFd) -> Result<Self, RingError> {
+        if !sys::is_shrink_sealed(fd.as_fd()) {
+            return Err(RingError::NotSealed);
+        }
+        let file_len = sys::file_size(fd.as_fd())?;
+        if file_len < (CONTROL_BYTES + MIN_RING_SIZE) as u64 || file_len > (CONTROL_BYTES + MAX_RING_SIZE) as u64 {
+            return Err(RingError::BadHeader("memfd size out of range"));
+        }
+        let map = Mapping::map(fd.as_fd(), file_len as usize, true)?;
+        let mut m = Self { map, fd, size: 0, key: 0 };
+        // Each header word is read once; the creator may change them later,
+        // but only these copies are used.
+        let h = &m.control().header;
+        let (magic, version) = (h.magic.load(Ordering::Relaxed), h.version.load(Ordering::Relaxed));
+        let (size, key) = (h.data_size.load(Ordering::Relaxed), h.key.load(Ordering::Relaxed));
+        if magic != MAGIC || version != VERSION {
+            return Err(RingError::BadHeader("wrong magic or version"));
+        }
+        if size.checked_add(CONTROL_BYTES as u64) != Some(file_len) {
+            return Err(RingError::BadHeader("data size disagrees with the memfd size"));
+        }
+        check_size(size as usize)?;
+        if key & KEY_BIT == 0 {
+            return Err(RingError::BadHeader("key without its top bit"));
+        }
+        m.size = size as usize;
+        m.key = key;
+        Ok(m)
+    }
+
+    #[inline(always)]
+    fn control(&self) -> &Control {
+        // SAFETY: the mapping is at least CONTROL_BYTES long (checked at
+        // create/attach), page aligned (align 128 holds), lives as long as
+        // `self`, and `Control` holds only atomics, which another process
+        // may write concurrently without breaking a shared reference.
+        unsafe { &*self.map.ptr().as_ptr().cast::<Control>() }
+    }
+
+    #[inline(always)]
+    fn data(&self) -> NonNull<u8> {
+        // SAFETY: CONTROL_BYTES < mapping length, so the result is in bounds.
+        unsafe { self.map.ptr().add(CONTROL_BYTES) }
+    }
+}
+
+fn check_size(size: usize) -> Result<(), RingError> {
+    if !size.is_power_of_two() || !(MIN_RING_SIZE..=MAX_RING_SIZE).contains(&size) {
+        return Err(RingError::BadSize(size));
+    }
+    Ok(())
+}
+
+/// Constructor of both endpoints in one process.
+#[derive(Debug)]
+pub struct Ring;
+
+impl Ring {
+    /// Creates a ring with a data area of `size` bytes (a power of two) and
+    /// returns both endpoints; send [`RingProducer::memfd`] or
+    /// [`RingConsumer::memfd`] to another process to use them apart.
+    pub fn create(size: usize) -> Result<(RingProducer, RingConsumer), RingError> {
+        let consumer = RingConsumer::create(size)?;
+        let producer = RingProducer::attach(consumer.memfd().try_clone_to_owned()?)?;
+        Ok((producer, consumer))
+    }
+}
+
+/// The writing end of a ring.
+pub struct RingProducer {
+    data: NonNull<u8>,
+    mask: u64,
+    key: u64,
+    /// Next position to write.
+    tail: u64,
+    /// Positions below this may be written (credits + size).
+    limit: u64,
+    credits_seen: u64,
+    max_len: usize,
+    size: usize,
+    ring: Mapped,
+}
+
+impl std::fmt::Debug for RingProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingProducer").field("size", &self.size).field("tail", &self.tail).finish()
+    }
+}
+
+impl RingProducer {
+    /// Maps a ring created by a consumer (possibly in another process),
+    /// after checking its seals and header.
+    pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
+        let ring = Mapped::attach(fd)?;
+        Ok(Self {
+            data: ring.data(),
+            mask: ring.size as u64 - 1,
+            key: ring.key,
+            tail: 0,
+            limit: ring.size as u64,
+            credits_seen: 0,
+            max_len: ring.size / 2 - RECORD_HEADER_LEN,
+            size: ring.size,
+            ring,
+        })
+    }
+
+    /// The ring's memfd.
+    pub fn memfd(&self) -> BorrowedFd<'_> {
+        self.ring.fd.as_fd()
+    }
+
+    /// Bytes of the data area.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Largest body one record can carry: half the data area less a header.
+    #[inline(always)]
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Copies `bytes` into the ring as one record.
+    #[inline]
+    pub fn try_push(&mut self, bytes: &[u8]) -> Result<(), PushError> {
+        self.try_push_with(bytes.len(), |buf| buf.copy_from_slice(bytes))
+    }
+
+    /// Reserves a record of `len` bytes, lets `fill` write it in place, and
+    /// publishes it (`Release`).
+    #[inline]
+    pub fn try_push_with<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> Result<R, PushError> {
+        self.try_push_with_info(len, 0, fill)
+    }
+
+    /// Like [`try_push_with`](Self::try_push_with), with an `info` word
+    /// (at most [`MAX_INFO`]) in the record header for the consumer.
+    ///
+    /// # Panics
+    ///
+    /// When `info > MAX_INFO`.
+    #[inline]
+    pub fn try_push_with_info<R>(
+        &mut self,
+        len: usize,
+        info: u32,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, PushError> {
+        assert!(info <= MAX_INFO, "record info {info:#x} uses the wrap bit");
+        let body = self.reserve(len)?;
+        // SAFETY: `reserve` returned `len` writable bytes of the data area
+        // that the consumer will not read before `commit` publishes them
+        // (an honest consumer; a hostile one can only garble its own view).
+        let out = fill(unsafe { std::slice::from_raw_parts_mut(body.as_ptr(), len) });
+        self.commit(len, info, Ordering::Release);
+        Ok(out)
+    }
+
+    /// Reserves room for a body of `len` bytes and returns where to write
+    /// it; nothing is visible until [`commit`](Self::commit) with the same
+    /// `len`. May publish a wrap record first.
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, len: usize) -> Result<NonNull<u8>, PushError> {
+        if len > self.max_len {
+            return Err(PushError::TooLarge { len, max: self.max_len });
+        }
+        let rec = record_len(len) as u64;
+        let mut off = self.tail & self.mask;
+        let to_end = self.size as u64 - off;
+        if rec > to_end {
+            // Pad to the end with a wrap record, on its own credits, so that
+            // a body of up to half the ring always fits once drained.
+            if self.tail + to_end > self.limit && !self.refresh(self.tail + to_end)? {
+                return Err(PushError::Full);
+            }
+            let wrap_len = to_end as usize - RECORD_HEADER_LEN;
+            self.commit(wrap_len, INFO_WRAP, Ordering::Release);
+            off = 0;
+        }
+        if self.tail + rec > self.limit && !self.refresh(self.tail + rec)? {
+            return Err(PushError::Full);
+        }
+        // SAFETY: off + rec <= size, so header and body lie in the data area.
+        Ok(unsafe { self.data.add(off as usize + RECORD_HEADER_LEN) })
+    }
+
+    /// Publishes the record reserved last: writes its header, then its tag
+    /// with `order` (`Release`, or `SeqCst` when a sleep flag is read next).
+    #[inline(always)]
+    pub(crate) fn commit(&mut self, len: usize, info: u32, order: Ordering) {
+        let off = (self.tail & self.mask) as usize;
+        // SAFETY: `off` is 16-aligned and at most size - 16, so the three
+        // header words are in the data area and aligned for their atomics.
+        unsafe {
+            let hdr = self.data.as_ptr().add(off);
+            (*hdr.add(8).cast::<AtomicU32>()).store(len as u32, Ordering::Relaxed);
+            (*hdr.add(12).cast::<AtomicU32>()).store(info, Ordering::Relaxed);
+            (*hdr.cast::<AtomicU64>()).store(self.tail ^ self.key, order);
+        }
+        self.tail += record_len(len) as u64;
+    }
+
+    /// Reads the credit word; returns whether `need` is now within limits.
+    #[cold]
+    fn refresh(&mut self, need: u64) -> Result<bool, PushError> {
+        let credits = self.ring.control().consumer.credits.load(Ordering::Acquire);
+        if credits < self.credits_seen || credits > self.tail {
+            return Err(PushError::Corrupt);
+        }
+        self.credits_seen = credits;
+        self.limit = credits + self.size as u64;
+        Ok(need <= self.limit)
+    }
+
+    /// Bytes that can be pushed without reading the credit word again.
+    pub fn known_free(&self) -> usize {
+        (self.limit - self.tail) as usize
+    }
+
+    /// The consumer's acknowledgement word (see [`RingConsumer::set_acked`]).
+    #[inline(always)]
+    pub fn acked(&self) -> u64 {
+        self.ring.control().consumer.acked.load(Ordering::Acquire)
+    }
+
+    /// After a `SeqCst` publish: whether the consumer said it is going to
+    /// sleep. Clears the flag when set, so only one wake-up is sent per
+    /// sleep.
+    #[inline(always)]
+    pub(crate) fn take_peer_sleeping(&self) -> bool {
+        let s = &self.ring.control().sleep.sleeping;
+        s.load(Ordering::SeqCst) != 0 && s.swap(0, Ordering::SeqCst) != 0
+    }
+}
+
+/// A record found by [`RingConsumer::peek`]; valid until `consume`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Record {
+    /// First byte of the body, in shared memory.
+    pub(crate) body: NonNull<u8>,
+    /// Body length, checked against the data area.
+    pub(crate) len: usize,
+    /// The producer's info word (wrap bit clear).
+    pub(crate) info: u32,
+    /// Ring bytes to consume.
+    rec: usize,
+}
+
+/// The reading end of a ring; creates the ring.
+pub struct RingConsumer {
+    data: NonNull<u8>,
+    mask: u64,
+    key: u64,
+    /// Next position to read.
+    head: u64,
+    /// Head at the last credit return.
+    returned: u64,
+    half: u64,
+    max_len: usize,
+    size: usize,
+    ring: Mapped,
+}
+
+impl std::fmt::Debug for RingConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingConsumer").field("size", &self.size).field("head", &self.head).finish()
+    }
+}
+
+impl RingConsumer {
+    /// Creates a ring with a data area of `size` bytes (a power of two
+    /// between [`MIN_RING_SIZE`] and [`MAX_RING_SIZE`]) in a new sealed
+    /// memfd.
+    pub fn create(size: usize) -> Result<Self, RingError> {
+        Ok(Self::from_mapped(Mapped::create(size)?))
+    }
+
+    /// Maps an existing ring to consume from it (the creator must not
+    /// consume too: one consumer per ring).
+    pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
+        Ok(Self::from_mapped(Mapped::attach(fd)?))
+    }
+
+    fn from_mapped(ring: Mapped) -> Self {
+        Self {
+            data: ring.data(),
+            mask: ring.size as u64 - 1,
+            key: ring.key,
+            head: 0,
+            returned: 0,
+            half: ring.size as u64 / 2,
+            max_len: ring.size / 2 - RECORD_HEADER_LEN,
+            size: ring.size,
+            ring,
+        }
+    }
+
+    /// The ring's memfd, to hand to the producer.
+    pub fn memfd(&self) -> BorrowedFd<'_> {
+        self.ring.fd.as_fd()
+    }
+
+    /// Bytes of the data area.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Pops one record and passes its body to `read`. `Ok(None)` when the
+    /// ring is empty.
+    ///
+    /// The slice views shared memory: an honest producer does not touch it
+    /// until the record is consumed, but a hostile one could. With an
+    /// untrusted peer, copy what you need once and validate the copy (as
+    /// [`ShmDatapath`](super::ShmDatapath) does).
+    #[inline]
+    pub fn try_pop<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, RingCorrupt> {
+        self.try_pop_with_info(|_, bytes| read(bytes))
+    }
+
+    /// Like [`try_pop`](Self::try_pop), also passing the record's info word.
+    #[inline]
+    pub fn try_pop_with_info<R>(&mut self, read: impl FnOnce(u32, &[u8]) -> R) -> Result<Option<R>, RingCorrupt> {
+        let Some(rec) = self.peek()? else { return Ok(None) };
+        // SAFETY: `peek` checked that body..body+len lies in the data area;
+        // the producer does not reuse it before we return credits (below).
+        let out = read(rec.info, unsafe { std::slice::from_raw_parts(rec.body.as_ptr(), rec.len) });
+        self.consume(rec);
+        Ok(Some(out))
+    }
+
+    /// Whether a record (or a wrap marker) is published at the head.
+    #[inline(always)]
+    pub fn has_data(&self) -> bool {
+        self.head_tag(Ordering::Acquire) == self.head ^ self.key
+    }
+
+    /// `has_data` with a `SeqCst` load, after announcing sleep.
+    #[inline(always)]
+    pub(crate) fn has_data_seqcst(&self) -> bool {
+        self.head_tag(Ordering::SeqCst) == self.head ^ self.key
+    }
+
+    #[inline(always)]
+    fn head_tag(&self, order: Ordering) -> u64 {
+        let off = (self.head & self.mask) as usize;
+        // SAFETY: off is 16-aligned and below size: an aligned u64 in the
+        // data area, accessed atomically because the producer writes it.
+        unsafe { (*self.data.as_ptr().add(off).cast::<AtomicU64>()).load(order) }
+    }
+
+    /// The next record, its header copied out of shared memory once and
+    /// checked; skips wrap records. Does not consume it.
+    #[inline(always)]
+    pub(crate) fn peek(&mut self) -> Result<Option<Record>, RingCorrupt> {
+        loop {
+            let off = (self.head & self.mask) as usize;
+            // SAFETY: off is 16-aligned and at most size - 16 (size is a
+            // multiple of 16), so the header words are in the data area and
+            // aligned for their atomics.
+            let (hdr, tag, len, info) = unsafe {
+                let hdr = self.data.as_ptr().add(off);
+                let tag = (*hdr.cast::<AtomicU64>()).load(Ordering::Acquire);
+                if tag != self.head ^ self.key {
+                    return Ok(None);
+                }
+                let len = (*hdr.add(8).cast::<AtomicU32>()).load(Ordering::Relaxed) as usize;
+                let info = (*hdr.add(12).cast::<AtomicU32>()).load(Ordering::Relaxed);
+                (hdr, tag, len, info)
+            };
+            debug_assert_eq!(tag, self.head ^ self.key);
+            let rec = record_len(len);
+            if len > self.max_len || rec > self.size - off {
+                return Err(RingCorrupt);
+            }
+            if info & INFO_WRAP != 0 {
+                if rec != self.size - off {
+                    return Err(RingCorrupt);
+                }
+                self.advance(rec);
+                continue;
+            }
+            // SAFETY: off + 16 + len <= size (checked above).
+            let body = unsafe { NonNull::new_unchecked(hdr.add(RECORD_HEADER_LEN)) };
+            return Ok(Some(Record { body, len, info, rec }));
+        }
+    }
+
+    /// Consumes the record `peek` returned (the caller is done reading it).
+    #[inline(always)]
+    pub(crate) fn consume(&mut self, rec: Record) {
+        self.advance(rec.rec);
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, rec: usize) {
+        self.head += rec as u64;
+        if self.head - self.returned >= self.half {
+            self.return_credits();
+        }
+    }
+
+    #[cold]
+    fn return_credits(&mut self) {
+        // Release: every read of the consumed records happens before the
+        // producer may overwrite them.
+        self.ring.control().consumer.credits.store(self.head, Ordering::Release);
+        self.returned = self.head;
+    }
+
+    /// Publishes a value in the acknowledgement word the producer reads
+    /// with [`RingProducer::acked`] (the datapath counts completed sends).
+    #[inline(always)]
+    pub fn set_acked(&self, value: u64) {
+        self.ring.control().consumer.acked.store(value, Ordering::Release);
+    }
+
+    /// Announces (or withdraws) that the consumer is going to sleep. After
+    /// announcing, check [`has_data_seqcst`](Self::has_data_seqcst) once
+    /// more before sleeping: with the producer's `SeqCst` publish and flag
+    /// read, one of the two sides is sure to see the other.
+    #[inline(always)]
+    pub(crate) fn set_sleeping(&self, sleeping: bool) {
+        self.ring.control().sleep.sleeping.store(sleeping as u32, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_pop_wrap_and_credits() {
+        let (mut p, mut c) = Ring::create(MIN_RING_SIZE).unwrap();
+        assert_eq!(p.max_len(), 2048 - 16);
+        let mut expect = std::collections::VecDeque::new();
+        let mut n = 0u32;
+        for round in 0..2000 {
+            let len = (round * 37) % 700;
+            let msg: Vec<u8> = (0..len).map(|i| (i as u32 ^ n) as u8).collect();
+            match p.try_push(&msg) {
+                Ok(()) => {
+                    expect.push_back(msg);
+                    n += 1;
+                }
+                Err(PushError::Full) => {
+                    while let Some(got) = c.try_pop(|b| b.to_vec()).unwrap() {
+                        assert_eq!(got, expect.pop_front().unwrap());
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        while let Some(got) = c.try_pop(|b| b.to_vec()).unwrap() {
+            assert_eq!(got, expect.pop_front().unwrap());
+        }
+        assert!(expect.is_empty());
+        assert!(n > 1000);
+    }
+
+    #[test]
+    fn too_large_and_full() {
+        let (mut p, mut c) = Ring::create(MIN_RING_SIZE).unwrap();
+        assert_eq!(p.try_push(&[0; 2033]), Err(PushError::TooLarge { len: 2033, max: 2032 }));
+        p.try_push(&[1; 2032]).unwrap();
+        p.try_push(&[2; 2032]).unwrap();
+        assert_eq!(p.try_push(&[3; 1]), Err(PushError::Full));
+        assert_eq!(c.try_pop(|b| b[0]).unwrap(), Some(1));
+        // Half the ring consumed: credits returned.
+        p.try_push(&[4; 1000]).unwrap();
+        assert_eq!(c.try_pop(|b| b[0]).unwrap(), Some(2));
+        assert_eq!(c.try_pop(|b| b.len()).unwrap(), Some(1000));
+        assert_eq!(c.try_pop(|b| b.len()).unwrap(), None);
+    }
+
+    #[test]
+    fn attach_checks_seals_and_header() {
+        let plain = rustix::fs::memfd_create("x", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&plain, (CONTROL_BYTES + MIN_RING_SIZE) as u64).unwrap();
+        assert!(matches!(RingProducer::attach(plain), Err(RingError::NotSealed)));
+        let sealed = sys::create_sealed_memfd("x", CONTROL_BYTES + MIN_RING_SIZE).unwrap();
+        assert!(matches!(RingProducer::attach(sealed), Err(RingError::BadHeader(_))));
+        assert!(matches!(RingConsumer::create(5000), Err(RingError::BadSize(5000))));
+    }
+}

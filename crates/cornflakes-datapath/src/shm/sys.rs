@@ -1,0 +1,139 @@
+//! The system calls behind the shared-memory datapath: sealed memfds,
+//! mappings, passing descriptors over a Unix socket (`SCM_RIGHTS`).
+//!
+//! Each function wraps one or two rustix calls; the unsafe ones say what the
+//! caller must uphold. Nothing here runs on the fast path except through
+//! [`Mapping::ptr`].
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+
+use rustix::fs::{fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, memfd_create, MemfdFlags, SealFlags};
+use rustix::io::IoSliceMut;
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+use rustix::net::{
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags,
+};
+
+/// Most descriptors one [`recv_fds`] call accepts; more are closed.
+pub const MAX_PASSED_FDS: usize = 8;
+
+/// A shared mapping of a whole file (a memfd), unmapped on drop.
+///
+/// The memory may be written by another process at any time, so no Rust
+/// reference to its bytes is ever handed out by this type: users go through
+/// [`Mapping::ptr`] and atomics or raw copies.
+pub(crate) struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps the first `len` bytes of `fd`, shared, read-write or read-only,
+    /// with the pages faulted in up front (`MAP_POPULATE`).
+    ///
+    /// The caller must have checked that the file is at least `len` bytes
+    /// long and cannot shrink (sealed), or accept a `SIGBUS` on access past
+    /// its end.
+    pub(crate) fn map(fd: BorrowedFd<'_>, len: usize, writable: bool) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+        }
+        let prot = if writable { ProtFlags::READ | ProtFlags::WRITE } else { ProtFlags::READ };
+        // SAFETY: a new mapping at an address of the kernel's choosing (no
+        // MAP_FIXED) cannot alias any existing Rust object.
+        let raw = unsafe { mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED | MapFlags::POPULATE, fd, 0) }?;
+        let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Self { ptr, len })
+    }
+
+    /// First byte of the mapping.
+    #[inline(always)]
+    pub(crate) fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was created by `Mapping::map` with this length
+        // and its owner (a ring endpoint or peer pool) is going away: every
+        // pointer derived from it lives no longer than the owner.
+        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping").field("ptr", &self.ptr).field("len", &self.len).finish()
+    }
+}
+
+/// Creates a memfd of `len` bytes and seals it against shrinking and
+/// growing, so that a peer that maps it can trust its size forever.
+pub(crate) fn create_sealed_memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let fd = memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    ftruncate(&fd, len as u64)?;
+    fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
+    Ok(fd)
+}
+
+/// Current size of the file behind `fd`.
+pub(crate) fn file_size(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let st = fstat(fd)?;
+    u64::try_from(st.st_size).map_err(|_| io::Error::other("negative file size"))
+}
+
+/// Whether `fd` is sealed against shrinking (so mapped pages can never
+/// disappear under a reader and raise `SIGBUS`).
+pub(crate) fn is_shrink_sealed(fd: BorrowedFd<'_>) -> bool {
+    fcntl_get_seals(fd).is_ok_and(|s| s.contains(SealFlags::SHRINK))
+}
+
+/// Sends `bytes` with the descriptors `fds` attached (`SCM_RIGHTS`), in one
+/// `sendmsg`. Used at connection set-up; public so that tools (the bare-ring
+/// benchmark, hostile-peer tests) can hand memfds to another process.
+pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if fds.len() > MAX_PASSED_FDS || !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors to pass"));
+    }
+    let sent = sendmsg(&sock, &[io::IoSlice::new(bytes)], &mut control, SendFlags::NOSIGNAL)?;
+    if sent != bytes.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short sendmsg"));
+    }
+    Ok(())
+}
+
+/// Receives up to `buf.len()` bytes and any descriptors sent with them
+/// (at most [`MAX_PASSED_FDS`]; the kernel closes the rest). Returns the
+/// byte count (0 at end of stream) and the descriptors, owned.
+pub fn recv_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg(&sock, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let mut fds = Vec::new();
+    for m in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = m {
+            fds.extend(rights);
+        }
+    }
+    Ok((msg.bytes, fds))
+}
+
+/// A random 64-bit value (not cryptographic: it only has to differ between
+/// rings so that stale bytes cannot pass for a record header).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id() as u64);
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}

@@ -1,0 +1,291 @@
+//! A hostile peer: this test speaks the set-up protocol by hand
+//! (`shm::proto`), then writes malformed records, corrupts the shared ring
+//! with `pwrite` on its memfd, lies about credits and acknowledgements. The
+//! datapath must drop what is malformed (counting it), close a connection
+//! whose ring is corrupt, never read outside the shared regions, and keep
+//! serving everyone else.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cornflakes_datapath::shm::proto::{
+    Desc, Hello, DESC_INLINE, DESC_LEN, DESC_POOL, HELLO_LEN, INFO_NEEDS_ACK, MAX_SEGMENTS,
+};
+use cornflakes_datapath::shm::ring::{RingConsumer, RingProducer, CONTROL_BYTES};
+use cornflakes_datapath::shm::{recv_fds, send_fds, ShmConfig, ShmDatapath, ShmError};
+use cornflakes_datapath::{write_packet_header, ConnId, Datapath, RecvError, Segment, SendError};
+use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use rustix::io::{pread, pwrite};
+
+const MAX_MESSAGE: usize = 64 << 10;
+const FAKE_POOL: usize = 1 << 20;
+
+fn socket_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("cf-shm-hostile-{name}-{}.sock", std::process::id()))
+}
+
+fn server(name: &str) -> ShmDatapath {
+    let config = ShmConfig { max_message: MAX_MESSAGE, ring_size: 64 << 10, ..ShmConfig::default() };
+    ShmDatapath::listen(socket_path(name), config).unwrap()
+}
+
+/// The hand-made peer.
+struct Hostile {
+    _sock: UnixStream,
+    /// Ring the server writes to us (we created it: we can corrupt its
+    /// consumer words).
+    rx: RingConsumer,
+    /// Ring we write to the server (it created it; we can still `pwrite`).
+    tx: RingProducer,
+    /// Our "pool" memfd, which the server maps read-only.
+    pool: OwnedFd,
+}
+
+fn fake_pool() -> OwnedFd {
+    let fd = memfd_create("fake-pool", MemfdFlags::CLOEXEC).unwrap();
+    ftruncate(&fd, FAKE_POOL as u64).unwrap();
+    let pattern: Vec<u8> = (0..FAKE_POOL).map(|i| (i % 251) as u8).collect();
+    pwrite(&fd, &pattern, 0).unwrap();
+    fd
+}
+
+fn hostile_connect(server: &mut ShmDatapath, name: &str) -> (Hostile, ConnId) {
+    let sock = UnixStream::connect(socket_path(name)).unwrap();
+    let rx = RingConsumer::create(4096).unwrap();
+    let pool = fake_pool();
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
+    let id = server.accept(Duration::from_secs(5)).unwrap();
+    let mut buf = [0u8; HELLO_LEN];
+    let (n, mut fds) = recv_fds(&sock, &mut buf).unwrap();
+    assert_eq!((n, fds.len()), (HELLO_LEN, 2));
+    let server_hello = Hello::decode(&buf).unwrap();
+    assert_eq!(server_hello.max_message, MAX_MESSAGE as u64);
+    fds.pop();
+    let tx = RingProducer::attach(fds.pop().unwrap()).unwrap();
+    (Hostile { _sock: sock, rx, tx, pool }, id)
+}
+
+fn packet(id: u32) -> [u8; 8] {
+    let mut p = [0u8; 8];
+    write_packet_header(&mut p, id);
+    p
+}
+
+fn descs(list: &[Desc]) -> Vec<u8> {
+    let mut out = vec![0u8; list.len() * DESC_LEN];
+    for (i, d) in list.iter().enumerate() {
+        d.encode(&mut out[i * DESC_LEN..]);
+    }
+    out
+}
+
+impl Hostile {
+    fn push(&mut self, info: u32, body: &[u8]) {
+        self.tx.try_push_with_info(body.len(), info, |b| b.copy_from_slice(body)).unwrap();
+    }
+
+    /// A record: descriptors, packet header, first segment, inline bytes.
+    fn push_msg(&mut self, info: u32, d: &[Desc], id: u32, first: &[u8], inline: &[u8]) {
+        let mut body = descs(d);
+        body.extend_from_slice(&packet(id));
+        body.extend_from_slice(first);
+        body.extend_from_slice(inline);
+        self.push(info, &body);
+    }
+}
+
+fn pool_desc(offset: u64, len: u32) -> Desc {
+    Desc { offset, len, kind: DESC_POOL }
+}
+
+fn fake_pool_bytes(offset: usize, len: usize) -> Vec<u8> {
+    (offset..offset + len).map(|i| (i % 251) as u8).collect()
+}
+
+#[test]
+fn malformed_records_are_dropped_and_serving_continues() {
+    let mut server = server("malformed");
+    let (mut h, id) = hostile_connect(&mut server, "malformed");
+    let ack = INFO_NEEDS_ACK;
+    let mut bad = 0;
+    // Shorter than a packet header.
+    h.push(0, &[1, 2, 3]);
+    bad += 1;
+    // Packet header with a non-zero reserved word.
+    h.push(0, &[1, 0, 0, 0, 9, 0, 0, 0, b'x']);
+    bad += 1;
+    // Unknown info bits.
+    h.push_msg(1 << 20, &[], 1, b"x", &[]);
+    bad += 1;
+    // More descriptors than allowed, and more than the body holds.
+    h.push_msg(MAX_SEGMENTS as u32 + 1, &[], 1, b"x", &[]);
+    bad += 1;
+    h.push_msg(4, &[pool_desc(0, 8)], 1, b"", &[]);
+    bad += 1;
+    // Descriptors outside the peer pool: past its end, overflowing, and
+    // ending one byte past it.
+    h.push_msg(1 | ack, &[pool_desc(FAKE_POOL as u64 + 4096, 16)], 1, b"x", &[]);
+    h.push_msg(1 | ack, &[pool_desc(u64::MAX - 4, 16)], 1, b"x", &[]);
+    h.push_msg(1 | ack, &[pool_desc(FAKE_POOL as u64 - 15, 16)], 1, b"x", &[]);
+    bad += 3;
+    // Unknown descriptor kind; inline descriptor with an offset.
+    h.push_msg(1, &[Desc { offset: 0, len: 4, kind: 7 }], 1, b"x", b"abcd");
+    h.push_msg(1, &[Desc { offset: 64, len: 4, kind: DESC_INLINE }], 1, b"x", b"abcd");
+    bad += 2;
+    // Inline lengths claiming more than the record holds.
+    h.push_msg(1, &[Desc { offset: 0, len: 4000, kind: DESC_INLINE }], 1, b"x", b"abcd");
+    bad += 1;
+    // Total over the server's max_message (each piece is in range).
+    h.push_msg(2 | ack, &[pool_desc(0, 40_000), pool_desc(40_000, 40_000)], 1, b"x", &[]);
+    bad += 1;
+    let mut out = Vec::new();
+    server.recv_batch(&mut out, 64).unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(server.stats().dropped_malformed, bad);
+    // Every record that asked for an acknowledgement was counted.
+    assert_eq!(h.tx.acked(), 4);
+
+    // A valid message after all that: gathered from our pool and inline.
+    h.push_msg(2 | ack, &[pool_desc(1000, 3000), Desc { offset: 0, len: 3, kind: DESC_INLINE }], 77, b"first", b"end");
+    // Our pool grows; a descriptor past the old end makes the server
+    // re-map (after checking the new size).
+    ftruncate(&h.pool, 2 * FAKE_POOL as u64).unwrap();
+    pwrite(&h.pool, &[0xEE; 100], FAKE_POOL as u64 + 500).unwrap();
+    h.push_msg(1 | ack, &[pool_desc(FAKE_POOL as u64 + 500, 100)], 78, b"", &[]);
+    out.clear();
+    server.recv_batch(&mut out, 64).unwrap();
+    assert_eq!(out.len(), 2);
+    let mut expect = b"first".to_vec();
+    expect.extend_from_slice(&fake_pool_bytes(1000, 3000));
+    expect.extend_from_slice(b"end");
+    assert_eq!((out[0].conn, out[0].msg_id), (id, 77));
+    assert_eq!(&out[0].payload[..], &expect[..]);
+    assert_eq!(&out[1].payload[..], &[0xEE; 100][..]);
+    assert_eq!(server.shm_stats().peer_pool_remaps, 1);
+    assert_eq!(server.stats().dropped_malformed, bad);
+    assert_eq!(h.tx.acked(), 6);
+    // The connection still works both ways.
+    server.push_buf(id, 5, b"reply").unwrap();
+    let got = h.rx.try_pop(|b| b.to_vec()).unwrap().unwrap();
+    assert_eq!(&got[8..], b"reply");
+}
+
+/// Reads the ring key from a ring memfd (header word at offset 24).
+fn ring_key(fd: &impl AsFd) -> u64 {
+    let mut k = [0u8; 8];
+    pread(fd, &mut k, 24).unwrap();
+    u64::from_le_bytes(k)
+}
+
+/// Writes a record header at data offset `off` for position `pos`.
+fn forge_header(fd: &impl AsFd, off: usize, pos: u64, len: u32, info: u32) {
+    let mut hdr = [0u8; 16];
+    hdr[0..8].copy_from_slice(&(pos ^ ring_key(fd)).to_le_bytes());
+    hdr[8..12].copy_from_slice(&len.to_le_bytes());
+    hdr[12..16].copy_from_slice(&info.to_le_bytes());
+    pwrite(fd, &hdr, (CONTROL_BYTES + off) as u64).unwrap();
+}
+
+#[test]
+fn corrupt_ring_closes_only_that_connection() {
+    let mut server = server("corrupt");
+    let (h1, id1) = hostile_connect(&mut server, "corrupt");
+    let (mut h2, id2) = hostile_connect(&mut server, "corrupt");
+    let mut honest = ShmDatapath::new(ShmConfig::default()).unwrap();
+    let (s_honest, c_honest) = ShmDatapath::link(&mut server, &mut honest).unwrap();
+    // Connection 1: a published header with an impossible length.
+    forge_header(&h1.tx.memfd(), 0, 0, 0x7FFF_FFF0, 0);
+    // Connection 2: one good message, then a wrap record that does not end
+    // at the end of the ring.
+    h2.push_msg(0, &[], 9, b"good", &[]);
+    forge_header(&h2.tx.memfd(), 32, 32, 64, 1 << 31);
+    honest.push_buf(c_honest, 1, b"honest").unwrap();
+    let mut out = Vec::new();
+    let mut closed = Vec::new();
+    for _ in 0..10 {
+        match server.recv_batch(&mut out, 64) {
+            Ok(_) => {}
+            Err(RecvError::Closed(id)) => closed.push(id),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    closed.sort();
+    let mut expect_closed = vec![id1, id2];
+    expect_closed.sort();
+    assert_eq!(closed, expect_closed);
+    assert_eq!(server.shm_stats().corrupt_rings, 2);
+    let mut got: Vec<_> = out.iter().map(|r| (r.conn, r.payload.to_vec())).collect();
+    got.sort();
+    let mut expect = vec![(id2, b"good".to_vec()), (s_honest, b"honest".to_vec())];
+    expect.sort();
+    assert_eq!(got, expect);
+    // Serving continues.
+    assert!(matches!(server.push_buf(id1, 0, b"x"), Err(SendError::Closed(_))));
+    server.push_buf(s_honest, 2, b"still serving").unwrap();
+    let mut back = Vec::new();
+    while back.is_empty() {
+        honest.recv_batch(&mut back, 1).unwrap();
+    }
+    assert_eq!(&back[0].payload[..], b"still serving");
+}
+
+#[test]
+fn lies_about_credits_and_acknowledgements() {
+    let mut server = server("credits");
+    let (h, id) = hostile_connect(&mut server, "credits");
+    // An acknowledgement of sends never made is ignored.
+    let value = server.pool().alloc_copy(&[1u8; 1000]).unwrap();
+    server.push_segments(id, 1, &[Segment::ZeroCopy(value.clone())]).unwrap();
+    pwrite(h.rx.memfd(), &1000u64.to_le_bytes(), 136).unwrap();
+    assert_eq!(server.poll_completions().unwrap(), 0);
+    assert_eq!(value.ref_count(), 2);
+    // A real one releases the buffer.
+    h.rx.set_acked(1);
+    assert_eq!(server.poll_completions().unwrap(), 1);
+    assert_eq!(value.ref_count(), 1);
+    // Credits beyond what was ever written: the server stops sending to
+    // this peer (Closed), without panicking.
+    pwrite(h.rx.memfd(), &(1u64 << 40).to_le_bytes(), 128).unwrap();
+    let err = loop {
+        match server.push_buf(id, 2, &[0u8; 1000]) {
+            Ok(()) => {}
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, SendError::Closed(c) if c == id), "{err:?}");
+}
+
+#[test]
+fn bad_handshakes_are_refused() {
+    let mut server = server("handshake");
+    let pool = fake_pool();
+    // A ring memfd that is not sealed: could shrink under the server.
+    let sock = UnixStream::connect(socket_path("handshake")).unwrap();
+    let unsealed = memfd_create("unsealed", MemfdFlags::CLOEXEC).unwrap();
+    ftruncate(&unsealed, (CONTROL_BYTES + 4096) as u64).unwrap();
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    send_fds(&sock, &hello.encode(), &[unsealed.as_fd(), pool.as_fd()]).unwrap();
+    assert!(matches!(server.accept(Duration::from_secs(5)), Err(ShmError::Ring(_))));
+    // One descriptor instead of two.
+    let sock2 = UnixStream::connect(socket_path("handshake")).unwrap();
+    let rx = RingConsumer::create(4096).unwrap();
+    send_fds(&sock2, &hello.encode(), &[rx.memfd()]).unwrap();
+    assert!(matches!(server.accept(Duration::from_secs(5)), Err(ShmError::Handshake(_))));
+    // A bad magic.
+    let sock3 = UnixStream::connect(socket_path("handshake")).unwrap();
+    send_fds(&sock3, &[0u8; HELLO_LEN], &[rx.memfd(), pool.as_fd()]).unwrap();
+    assert!(matches!(server.accept(Duration::from_secs(5)), Err(ShmError::Handshake(_))));
+    // A peer that says nothing times out (short timeout for the test).
+    let config = ShmConfig { handshake_timeout: Duration::from_millis(100), ..ShmConfig::default() };
+    let path = socket_path("silent");
+    let mut quiet_server = ShmDatapath::listen(&path, config).unwrap();
+    let _silent = UnixStream::connect(&path).unwrap();
+    assert!(matches!(quiet_server.accept(Duration::from_secs(5)), Err(ShmError::Handshake(_))));
+    // The server still accepts a good peer.
+    drop((sock, sock2, sock3));
+    let (_h, id) = hostile_connect(&mut server, "handshake");
+    assert_eq!(server.connections().collect::<Vec<_>>(), [id]);
+}
