@@ -43,8 +43,15 @@ struct Hostile {
     pool: OwnedFd,
 }
 
+/// A "pool" memfd sealed against shrinking, as `cornflakes::Pool` makes them.
 fn fake_pool() -> OwnedFd {
-    let fd = memfd_create("fake-pool", MemfdFlags::CLOEXEC).unwrap();
+    let fd = unsealed_pool();
+    rustix::fs::fcntl_add_seals(&fd, rustix::fs::SealFlags::SHRINK).unwrap();
+    fd
+}
+
+fn unsealed_pool() -> OwnedFd {
+    let fd = memfd_create("fake-pool", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
     ftruncate(&fd, FAKE_POOL as u64).unwrap();
     let pattern: Vec<u8> = (0..FAKE_POOL).map(|i| (i % 251) as u8).collect();
     pwrite(&fd, &pattern, 0).unwrap();
@@ -288,4 +295,18 @@ fn bad_handshakes_are_refused() {
     drop((sock, sock2, sock3));
     let (_h, id) = hostile_connect(&mut server, "handshake");
     assert_eq!(server.connections().collect::<Vec<_>>(), [id]);
+}
+
+/// A peer whose pool file could shrink under our gathers is refused.
+#[test]
+fn unsealed_peer_pool_is_refused() {
+    let name = "unsealed";
+    let mut server = ShmDatapath::listen(socket_path(name), ShmConfig::default()).unwrap();
+    let sock = UnixStream::connect(socket_path(name)).unwrap();
+    let rx = RingConsumer::create(4096).unwrap();
+    let pool = unsealed_pool();
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
+    let err = server.accept(Duration::from_secs(5)).expect_err("an unsealed peer pool must be refused");
+    assert!(err.to_string().contains("seal"), "{err}");
 }

@@ -111,11 +111,10 @@
 //! packet header. A malformed record is dropped and counted in
 //! [`DatapathStats::dropped_malformed`]; serving continues. Ring memfds are
 //! sealed against shrinking by their creator and checked by the other side.
-//! **Limitation**: the pool memfd comes from `cornflakes::Pool`, which does
-//! not create it with `MFD_ALLOW_SEALING`, so a hostile peer could shrink
-//! its own pool file and make a gather fault (`SIGBUS`);
-//! [`ShmConfig::require_sealed_peer_pool`] refuses such peers once pools
-//! are sealed.
+//! So is the peer's pool memfd (`cornflakes::Pool` seals it against
+//! shrinking): a peer whose pool file is not sealed is refused
+//! ([`ShmConfig::require_sealed_peer_pool`]), since it could shrink the
+//! file and make a gather fault (`SIGBUS`).
 
 pub mod proto;
 pub mod ring;
@@ -164,7 +163,7 @@ pub struct ShmConfig {
     /// Largest peer pool mapped (address space, not memory). Default 1 TiB.
     pub max_peer_pool_bytes: usize,
     /// Refuse peers whose pool memfd is not sealed against shrinking.
-    /// Default false: `cornflakes::Pool` memfds are not sealable yet.
+    /// Default true (`cornflakes::Pool` seals its memfd).
     pub require_sealed_peer_pool: bool,
     /// The pool to create (ignored by [`ShmDatapath::with_pool`]).
     pub pool: PoolConfig,
@@ -179,7 +178,7 @@ impl Default for ShmConfig {
             handshake_timeout: Duration::from_secs(5),
             idle_polls_per_check: 16384,
             max_peer_pool_bytes: 1 << 40,
-            require_sealed_peer_pool: false,
+            require_sealed_peer_pool: true,
             pool: PoolConfig::default(),
         }
     }

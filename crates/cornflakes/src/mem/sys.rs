@@ -7,7 +7,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 
-use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
 use rustix::mm::{mlock, mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 
 use super::REGION_SIZE;
@@ -59,12 +59,18 @@ impl Drop for Reservation {
 }
 
 /// The file that backs a pool's regions; datapaths share it with peers.
+///
+/// It is sealed against shrinking: a peer that maps it can rely on every
+/// byte it has seen staying mapped (a shrunk file would turn its reads into
+/// SIGBUS). Growing stays allowed.
 pub(crate) fn create_backing(kind: PageKind) -> std::io::Result<OwnedFd> {
-    let mut flags = MemfdFlags::CLOEXEC;
+    let mut flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
     if kind == PageKind::Huge2M {
         flags |= MemfdFlags::HUGETLB | MemfdFlags::HUGE_2MB;
     }
-    Ok(memfd_create("cornflakes-pool", flags)?)
+    let fd = memfd_create("cornflakes-pool", flags)?;
+    fcntl_add_seals(&fd, SealFlags::SHRINK)?;
+    Ok(fd)
 }
 
 /// Grows the backing file to `len` bytes.

@@ -191,3 +191,13 @@ fn auto_falls_back_to_small_pages() {
     }
     assert!(pool.alloc(100).is_ok());
 }
+
+#[test]
+fn backing_memfd_is_sealed_against_shrinking() {
+    let pool = small_pool();
+    let seals = rustix::fs::fcntl_get_seals(pool.backing_fd()).unwrap();
+    assert!(seals.contains(rustix::fs::SealFlags::SHRINK));
+    assert!(!seals.contains(rustix::fs::SealFlags::GROW), "the pool must still be able to grow");
+    let len = rustix::fs::fstat(pool.backing_fd()).unwrap().st_size as u64;
+    assert!(rustix::fs::ftruncate(pool.backing_fd(), len / 2).is_err(), "shrinking is refused");
+}
