@@ -162,7 +162,7 @@ fn client(iters: usize, core: usize, server_core: usize) {
         let payload = vec![0x5a; size];
         let mut req = GetM::new_in(&arena);
         req.append_vals(&payload);
-        let bytes = req.serialize_to_vec();
+        let bytes = req.serialize_to_vec().unwrap();
         let mut rtts = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
             let start = Instant::now();

@@ -22,7 +22,7 @@ fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(segments.len(), 1);
     assert_eq!(segments[0].as_ptr(), value.as_ptr(), "the value itself is the second segment");
 
-    let pkt = pool.alloc_copy(&m.serialize_to_vec())?;
+    let pkt = pool.alloc_copy(&m.serialize_to_vec().unwrap())?;
     let back = kv::GetM::deserialize(&pkt, &arena)?;
     assert_eq!(back.get_keys()[0].as_str()?, "user:42");
     assert!(back.get_vals()[0].is_zero_copy());

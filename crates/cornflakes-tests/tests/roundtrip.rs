@@ -305,6 +305,7 @@ fn check_node(got: &Node<'_>, want: &NodeModel<RcBuf>, zc: &impl Fn(usize) -> bo
     for (g, w) in got.get_leaves().iter().zip(leaves) {
         assert_eq!(g.has_type(), w.is_some());
         assert_eq!(g.get_type().as_str().unwrap(), w.as_ref().map(s).unwrap_or(""));
+        check_bytes(g.get_type().as_cf_bytes(), w.as_deref().unwrap_or(&[]), zc);
     }
 }
 
@@ -386,7 +387,7 @@ fn round_trip(model: &Model<Vec<u8>>, threshold: usize) {
     let msg = build(&values, &arena);
     check(&msg, &values, |len| len >= threshold && len > 0);
 
-    let contiguous = msg.serialize_to_vec();
+    let contiguous = msg.serialize_to_vec().unwrap();
     let (segmented, _) = segments(&msg);
     assert!(contiguous == segmented, "the two transmit forms produced different bytes");
 
@@ -397,7 +398,7 @@ fn round_trip(model: &Model<Vec<u8>>, threshold: usize) {
     // Re-encoded, every field is now a copy, so the data order may differ
     // from the original (copied data precedes zero-copy data); the content
     // may not.
-    let reencoded = back.serialize_to_vec();
+    let reencoded = back.serialize_to_vec().unwrap();
     check(&Everything::deserialize_from_slice(&reencoded, &decode_arena).unwrap(), &values, |_| false);
 
     // Decoded from a received pool buffer: long fields reference it.
@@ -406,7 +407,7 @@ fn round_trip(model: &Model<Vec<u8>>, threshold: usize) {
     check(&back, &values, |len| len >= threshold && len > 0);
     // Same copy/zero-copy split as the original: encoding is deterministic,
     // so the bytes are identical.
-    assert!(back.serialize_to_vec() == contiguous, "re-encoding a decoded message changed its bytes");
+    assert!(back.serialize_to_vec().unwrap() == contiguous, "re-encoding a decoded message changed its bytes");
 }
 
 proptest! {
@@ -436,7 +437,7 @@ fn heap_values_are_copied_transparently() {
     let mut m = Inner::new_in(&arena);
     m.set_data(&heap);
     assert!(!m.get_data().is_zero_copy(), "memory outside the pool cannot be zero-copy");
-    let bytes = m.serialize_to_vec();
+    let bytes = m.serialize_to_vec().unwrap();
     assert_eq!(Inner::deserialize_from_slice(&bytes, &arena).unwrap().get_data().as_bytes(), &heap[..]);
 }
 
@@ -454,7 +455,7 @@ fn a_value_dropped_by_the_application_stays_alive_in_the_message() {
     m.set_data_field(field);
     drop(value);
     assert_eq!(pool.stats().live_slots, 1, "the message still holds the value");
-    assert_eq!(m.serialize_to_vec().len(), 4 + 4 + 8 + 1024);
+    assert_eq!(m.serialize_to_vec().unwrap().len(), 4 + 4 + 8 + 1024);
     drop(m);
     assert_eq!(pool.stats().live_slots, 0, "released with the message");
 }

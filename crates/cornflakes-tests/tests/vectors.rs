@@ -10,11 +10,8 @@ use cornflakes_tests::example::{node::Leaf, GetM, Inner, Node};
 use cornflakes_tests::wide::Wide;
 
 fn parse_hex(text: &str) -> Vec<u8> {
-    let digits: String = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap())
-        .flat_map(|l| l.split_whitespace())
-        .collect();
+    let digits: String =
+        text.lines().map(|l| l.split('#').next().unwrap()).flat_map(|l| l.split_whitespace()).collect();
     assert!(digits.len() % 2 == 0, "odd number of hex digits");
     (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap()).collect()
 }
@@ -47,7 +44,7 @@ fn inner_small() {
     let mut m = Inner::new_in(&arena);
     m.set_a(0x0102_0304);
     m.set_data(b"hi");
-    let bytes = check_vector("inner_small.hex", &m.serialize_to_vec());
+    let bytes = check_vector("inner_small.hex", &m.serialize_to_vec().unwrap());
     let back = Inner::deserialize_from_slice(&bytes, &arena).unwrap();
     assert_eq!((back.get_a(), back.get_data().as_bytes()), (0x0102_0304, &b"hi"[..]));
 }
@@ -56,7 +53,7 @@ fn inner_small() {
 fn inner_empty() {
     let arena = Arena::copying();
     let m = Inner::new_in(&arena);
-    let bytes = check_vector("inner_empty.hex", &m.serialize_to_vec());
+    let bytes = check_vector("inner_empty.hex", &m.serialize_to_vec().unwrap());
     let back = Inner::deserialize_from_slice(&bytes, &arena).unwrap();
     assert!(!back.has_a() && !back.has_data());
 }
@@ -76,7 +73,7 @@ fn getm_figure4() {
     m.append_vals(b"val3");
     let layout = m.layout();
     assert_eq!(layout.zero_copy_entries, 1);
-    let bytes = check_vector("getm_figure4.hex", &m.serialize_to_vec());
+    let bytes = check_vector("getm_figure4.hex", &m.serialize_to_vec().unwrap());
     // Decoding from a pool buffer makes val1 zero-copy again.
     let pkt = pool.alloc_copy(&bytes).unwrap();
     let back = GetM::deserialize(&pkt, &arena).unwrap();
@@ -94,7 +91,7 @@ fn wide_two_word_bitmap() {
     m.set_f1(1);
     m.set_f33(33);
     m.set_f40(40);
-    let bytes = check_vector("wide_two_words.hex", &m.serialize_to_vec());
+    let bytes = check_vector("wide_two_words.hex", &m.serialize_to_vec().unwrap());
     let back = Wide::deserialize_from_slice(&bytes, &arena).unwrap();
     assert_eq!((back.get_f1(), back.get_f33(), back.get_f40()), (1, 33, 40));
     assert!(!back.has_f2() && !back.has_f32());
@@ -112,7 +109,7 @@ fn node_nested() {
     let mut leaf = Leaf::new_in(&arena);
     leaf.set_type("x");
     root.append_leaves(leaf);
-    let bytes = check_vector("node_nested.hex", &root.serialize_to_vec());
+    let bytes = check_vector("node_nested.hex", &root.serialize_to_vec().unwrap());
     let back = Node::deserialize_from_slice(&bytes, &arena).unwrap();
     assert_eq!(back, root);
     assert_eq!(back.get_left().unwrap().get_value(), 2);

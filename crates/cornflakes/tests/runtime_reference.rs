@@ -16,7 +16,7 @@ fn inner_round_trips_in_every_mode() {
         m.set_a(7);
         m.set_data(&big);
         assert_eq!(m.get_data().is_zero_copy(), threshold <= 2048);
-        let bytes = m.serialize_to_vec();
+        let bytes = m.serialize_to_vec().unwrap();
         let back = Inner::deserialize_from_slice(&bytes, &arena).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.get_a(), 7);
@@ -29,7 +29,7 @@ fn inner_wire_bytes_are_as_specified() {
     let mut m = Inner::new_in(&arena);
     m.set_a(0x0102_0304);
     m.set_data(b"hi");
-    let bytes = m.serialize_to_vec();
+    let bytes = m.serialize_to_vec().unwrap();
     #[rustfmt::skip]
     let expected = [
         1, 0, 0, 0,             // one bitmap word

@@ -22,16 +22,17 @@
 //! checked, and a malformed message yields a [`DecodeError`], never a panic
 //! or an out-of-bounds read. Allocation is bounded by a constant times the
 //! input length: each list's table must fit in the input, and the total of
-//! headers and tables visited may not exceed the input length
+//! headers, tables and field data visited may not exceed the input length
 //! ([`DecodeOptions::traversal_limit`]), so offsets that point back into
-//! already-visited headers cannot multiply the work.
+//! already-visited headers or data cannot multiply the work, and a decoded
+//! message is never larger than what was received.
 
 mod field;
 mod reader;
 mod writer;
 
 pub use field::{Field, Scalar};
-pub use reader::{DecodeOptions, Reader};
+pub use reader::{DecodeOptions, Reader, MAX_DEPTH_CAP};
 pub use writer::Writer;
 
 use crate::field::Arena;
@@ -110,9 +111,9 @@ pub enum DecodeError {
     /// Nested objects go deeper than [`DecodeOptions::max_depth`].
     #[error("message nests deeper than the limit of {0}")]
     TooDeep(u32),
-    /// More header and table bytes were visited than the traversal limit
-    /// allows (offsets pointing back into visited headers).
-    #[error("message visits more than {0} header bytes (traversal limit)")]
+    /// More header, table and data bytes were visited than the traversal
+    /// limit allows (offsets pointing back into visited headers or data).
+    #[error("message visits more than {0} bytes of headers and data (traversal limit)")]
     TraversalLimit(usize),
     /// A bool holds something other than 0 or 1.
     #[error("invalid bool byte {value} at offset {at}")]
@@ -217,12 +218,17 @@ pub trait Message<'a>: Sized + 'a {
         Ok(total)
     }
 
-    /// Serializes into a new vector.
-    fn serialize_to_vec(&self) -> Vec<u8> {
-        let mut out = vec![0u8; self.layout().total_len()];
-        let n = self.serialize_into(&mut out).expect("buffer sized from the layout");
+    /// Serializes into a new vector. Fails only for a message of 4 GiB or
+    /// more.
+    fn serialize_to_vec(&self) -> Result<Vec<u8>, EncodeError> {
+        let total = self.layout().total_len();
+        if total > u32::MAX as usize {
+            return Err(EncodeError::TooLarge(total));
+        }
+        let mut out = vec![0u8; total];
+        let n = self.serialize_into(&mut out)?;
         debug_assert_eq!(n, out.len());
-        out
+        Ok(out)
     }
 
     /// Decodes a received buffer without copying: bytes fields at least the

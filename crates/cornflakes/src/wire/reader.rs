@@ -7,14 +7,20 @@ use crate::mem::RcBuf;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Deepest nesting of objects accepted. Stops stack exhaustion through
-    /// recursive schemas and self-referencing offsets. Default 64.
+    /// recursive schemas and self-referencing offsets. Default 64; values
+    /// above [`MAX_DEPTH_CAP`] are treated as the cap, since each level
+    /// takes a stack frame.
     pub max_depth: u32,
-    /// Most header and table bytes the decoder visits, as a multiple of the
-    /// input length. An honest encoder visits each byte once, so 1 suffices;
-    /// offsets that point back into visited headers fail instead of
-    /// multiplying work and memory. Default 1.
+    /// Most bytes the decoder visits (object headers, list tables and
+    /// bytes/string data), as a multiple of the input length. An honest
+    /// encoder places each byte once, so 1 suffices; offsets that point back
+    /// into visited headers or data fail instead of multiplying work and
+    /// memory. Default 1.
     pub traversal_limit: usize,
 }
+
+/// The deepest nesting any decode accepts, whatever the options say.
+pub const MAX_DEPTH_CAP: u32 = 1000;
 
 impl Default for DecodeOptions {
     fn default() -> Self {
@@ -46,7 +52,7 @@ impl<'a> Reader<'a> {
             arena,
             threshold: arena.threshold(),
             depth: 0,
-            max_depth: options.max_depth,
+            max_depth: options.max_depth.min(MAX_DEPTH_CAP),
             budget: limit,
             limit,
         }
@@ -109,12 +115,16 @@ impl<'a> Reader<'a> {
 
     /// Reads a bytes entry (offset, length) at `entry` and returns the data:
     /// a zero-copy reference into the packet when at least the threshold
-    /// long, else a borrowed slice.
+    /// long, else a borrowed slice. The length is charged to the traversal
+    /// budget, so entries that all name the same bytes cannot make the
+    /// decoded message (and anything that re-encodes or scans it) larger
+    /// than the input.
     #[inline]
-    pub fn bytes(&self, entry: usize) -> Result<CfBytes<'a>, DecodeError> {
+    pub fn bytes(&mut self, entry: usize) -> Result<CfBytes<'a>, DecodeError> {
         let off = self.u32(entry)? as usize;
         let len = self.u32(entry + 4)? as usize;
         let data = self.slice(off, len)?;
+        self.charge(len)?;
         if len >= self.threshold && len > 0 {
             if let Some(buf) = self.pkt.and_then(|p| p.slice_ref(data)) {
                 return Ok(CfBytes::ZeroCopy(buf));
