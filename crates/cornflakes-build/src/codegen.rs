@@ -273,7 +273,7 @@ fn emit_accessors(code: &mut String, f: &FieldCode) {
             Kind::String => ("&'a str".to_owned(), format!("{RT}::CfString::new(value, self.arena.get())")),
             Kind::Message(_) => (f.elem.clone(), "value".to_owned()),
         };
-        let _ = writeln!(code, "/// Appends to `{n}`.\n#[inline]\npub fn append_{n}(&mut self, value: {arg}) {{ self.{m}.append({value}); {set_bit} }}");
+        let _ = writeln!(code, "/// Appends to `{n}`.\n#[inline(always)]\npub fn append_{n}(&mut self, value: {arg}) {{ self.{m}.append({value}); {set_bit} }}");
         let _ = writeln!(
             code,
             "/// Clears `{n}`.\n#[inline]\npub fn clear_{n}(&mut self) {{ self.{m}.clear(); {clear_bit} }}"
@@ -303,7 +303,7 @@ fn emit_accessors(code: &mut String, f: &FieldCode) {
             );
             let _ = writeln!(
                 code,
-                "/// Sets `{n}`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.\n#[inline]\npub fn set_{n}(&mut self, value: {arg}) {{ self.{m} = {RT}::{ctor}::new(value, self.arena.get()); {set_bit} }}"
+                "/// Sets `{n}`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.\n#[inline(always)]\npub fn set_{n}(&mut self, value: {arg}) {{ self.{m} = {RT}::{ctor}::new(value, self.arena.get()); {set_bit} }}"
             );
             let _ = writeln!(
                 code,

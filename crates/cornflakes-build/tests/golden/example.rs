@@ -70,7 +70,7 @@ impl<'a> GetM<'a> {
         &mut self.keys
     }
     /// Appends to `keys`.
-    #[inline]
+    #[inline(always)]
     pub fn append_keys(&mut self, value: &'a str) {
         self.keys.append(::cornflakes::CfString::new(value, self.arena.get()));
         ::cornflakes::field::set_bit(&mut self.bitmap, 1);
@@ -113,7 +113,7 @@ impl<'a> GetM<'a> {
         &mut self.vals
     }
     /// Appends to `vals`.
-    #[inline]
+    #[inline(always)]
     pub fn append_vals(&mut self, value: &'a [u8]) {
         self.vals.append(::cornflakes::CfBytes::new(value, self.arena.get()));
         ::cornflakes::field::set_bit(&mut self.bitmap, 2);
@@ -315,7 +315,7 @@ impl<'a> Inner<'a> {
         &self.data
     }
     /// Sets `data`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.
-    #[inline]
+    #[inline(always)]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.arena.get());
         ::cornflakes::field::set_bit(&mut self.bitmap, 1);
@@ -628,7 +628,7 @@ impl<'a> Everything<'a> {
         &self.text
     }
     /// Sets `text`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.
-    #[inline]
+    #[inline(always)]
     pub fn set_text(&mut self, value: &'a str) {
         self.text = ::cornflakes::CfString::new(value, self.arena.get());
         ::cornflakes::field::set_bit(&mut self.bitmap, 7);
@@ -662,7 +662,7 @@ impl<'a> Everything<'a> {
         &self.data
     }
     /// Sets `data`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.
-    #[inline]
+    #[inline(always)]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.arena.get());
         ::cornflakes::field::set_bit(&mut self.bitmap, 8);
@@ -747,7 +747,7 @@ impl<'a> Everything<'a> {
         &mut self.r_i32
     }
     /// Appends to `r_i32`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_i32(&mut self, value: i32) {
         self.r_i32.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 10);
@@ -785,7 +785,7 @@ impl<'a> Everything<'a> {
         &mut self.r_i64
     }
     /// Appends to `r_i64`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_i64(&mut self, value: i64) {
         self.r_i64.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 11);
@@ -823,7 +823,7 @@ impl<'a> Everything<'a> {
         &mut self.r_u32
     }
     /// Appends to `r_u32`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_u32(&mut self, value: u32) {
         self.r_u32.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 12);
@@ -861,7 +861,7 @@ impl<'a> Everything<'a> {
         &mut self.r_u64
     }
     /// Appends to `r_u64`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_u64(&mut self, value: u64) {
         self.r_u64.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 13);
@@ -899,7 +899,7 @@ impl<'a> Everything<'a> {
         &mut self.r_flag
     }
     /// Appends to `r_flag`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_flag(&mut self, value: bool) {
         self.r_flag.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 14);
@@ -937,7 +937,7 @@ impl<'a> Everything<'a> {
         &mut self.r_f32
     }
     /// Appends to `r_f32`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_f32(&mut self, value: f32) {
         self.r_f32.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 15);
@@ -975,7 +975,7 @@ impl<'a> Everything<'a> {
         &mut self.r_f64
     }
     /// Appends to `r_f64`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_f64(&mut self, value: f64) {
         self.r_f64.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 16);
@@ -1018,7 +1018,7 @@ impl<'a> Everything<'a> {
         &mut self.r_text
     }
     /// Appends to `r_text`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_text(&mut self, value: &'a str) {
         self.r_text.append(::cornflakes::CfString::new(value, self.arena.get()));
         ::cornflakes::field::set_bit(&mut self.bitmap, 17);
@@ -1061,7 +1061,7 @@ impl<'a> Everything<'a> {
         &mut self.r_data
     }
     /// Appends to `r_data`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_data(&mut self, value: &'a [u8]) {
         self.r_data.append(::cornflakes::CfBytes::new(value, self.arena.get()));
         ::cornflakes::field::set_bit(&mut self.bitmap, 18);
@@ -1102,7 +1102,7 @@ impl<'a> Everything<'a> {
         &mut self.r_inner
     }
     /// Appends to `r_inner`.
-    #[inline]
+    #[inline(always)]
     pub fn append_r_inner(&mut self, value: Inner<'a>) {
         self.r_inner.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 19);
@@ -1990,7 +1990,7 @@ impl<'a> Node<'a> {
         &mut self.leaves
     }
     /// Appends to `leaves`.
-    #[inline]
+    #[inline(always)]
     pub fn append_leaves(&mut self, value: node::Leaf<'a>) {
         self.leaves.append(value);
         ::cornflakes::field::set_bit(&mut self.bitmap, 3);
@@ -2193,7 +2193,7 @@ pub mod node {
             &self.r#type
         }
         /// Sets `type`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.
-        #[inline]
+        #[inline(always)]
         pub fn set_type(&mut self, value: &'a str) {
             self.r#type = ::cornflakes::CfString::new(value, self.arena.get());
             ::cornflakes::field::set_bit(&mut self.bitmap, 0);

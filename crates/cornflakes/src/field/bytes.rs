@@ -16,7 +16,7 @@ pub enum CfBytes<'a> {
 impl<'a> CfBytes<'a> {
     /// Applies the hybrid rule to `data`: zero-copy when it is at least the
     /// arena's threshold long and lies in the arena's pool, copy otherwise.
-    #[inline]
+    #[inline(always)]
     pub fn new(data: &'a [u8], arena: &Arena) -> Self {
         if data.len() >= arena.threshold() {
             if let Some(buf) = arena.pool().and_then(|p| p.recover(data)) {

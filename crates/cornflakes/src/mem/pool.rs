@@ -336,7 +336,7 @@ impl Pool {
     ///
     /// O(1): a range check against the pool, one region-table entry (one
     /// cache line) and the slot's count.
-    #[inline]
+    #[inline(always)]
     pub fn recover(&self, data: &[u8]) -> Option<RcBuf> {
         let inner = &*self.inner;
         let addr = data.as_ptr() as usize;
@@ -344,7 +344,11 @@ impl Pool {
         if data.is_empty() || offset >= inner.mapped_regions.get() << REGION_SHIFT {
             return None;
         }
-        let region = &inner.regions[offset >> REGION_SHIFT];
+        debug_assert!(offset >> REGION_SHIFT < inner.regions.len());
+        // SAFETY: offset < mapped_regions * REGION_SIZE, and mapped_regions
+        // never exceeds the table's length (checked when mapping), so the
+        // index is in bounds. (The bounds check cost ~10% of a zero-copy set.)
+        let region = unsafe { inner.regions.get_unchecked(offset >> REGION_SHIFT) };
         let shift = region.class_shift.get();
         let in_region = offset & (REGION_SIZE - 1);
         let slot = in_region >> shift;

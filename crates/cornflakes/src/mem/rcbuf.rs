@@ -163,12 +163,19 @@ impl RcBuf {
 
     /// The view of `sub`, which must lie within this view, as a new buffer
     /// (no pool lookup); `None` when `sub` is elsewhere.
+    #[inline(always)]
     pub fn slice_ref(&self, sub: &[u8]) -> Option<RcBuf> {
         let start = (sub.as_ptr() as usize).wrapping_sub(self.ptr.as_ptr() as usize);
         if start > self.len || sub.len() > self.len - start {
             return None;
         }
-        self.try_slice(start..start + sub.len())
+        let count = self.count();
+        count.set(count.get().checked_add(1).unwrap_or_else(|| count_overflow()));
+        // An empty view keeps this view's start (see `try_slice`).
+        let ptr = if sub.is_empty() { self.ptr } else { NonNull::from(sub).cast() };
+        // SAFETY: `sub` lies within this view, so within the same slot; the
+        // count now includes the new view's reference.
+        Some(unsafe { RcBuf::from_raw_parts(ptr, sub.len(), self.region) })
     }
 }
 

@@ -84,7 +84,7 @@ impl<'b> Writer<'b> {
                 (off, buf.len())
             }
         };
-        self.put_u32(entry, off as u32);
-        self.put_u32(entry + 4, len as u32);
+        // One 8-byte store: offset in the low word, length in the high one.
+        self.put_u64(entry, off as u64 | (len as u64) << 32);
     }
 }

@@ -1,0 +1,58 @@
+//! The server half of a two-process benchmark: `cf` re-executes itself as
+//! `cf serve ...` pinned to another core, waits for its `READY <addr>`
+//! line, and kills it when done. The child exits by itself when its stdin
+//! closes, so a killed client never leaves a spinning server behind.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A running server process.
+pub(crate) struct ServerChild {
+    child: Child,
+    /// What the server printed after `READY `: its address.
+    pub(crate) addr: String,
+}
+
+impl ServerChild {
+    /// Starts `cf serve <args>` and waits for it to be ready.
+    pub(crate) fn spawn(args: &[String]) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the cf binary: {e}"))?;
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the server process: {e}"))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map_err(|e| format!("server did not start: {e}"))?;
+        let Some(addr) = line.trim().strip_prefix("READY ") else {
+            let _ = child.kill();
+            return Err(format!("server did not start (said {line:?})"));
+        };
+        Ok(ServerChild { addr: addr.to_owned(), child })
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// In the server: exits the process when the parent closes our stdin.
+pub(crate) fn exit_with_parent() {
+    std::thread::spawn(|| {
+        let mut buf = [0u8; 64];
+        use std::io::Read;
+        while let Ok(n) = std::io::stdin().read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        std::process::exit(0);
+    });
+}

@@ -1,0 +1,315 @@
+//! `cf echo`: the paper's Figure 2 experiment. Clients send a message
+//! holding a list of byte fields (two of 2048 B by default); the server
+//! echoes it back in one of three ways:
+//!
+//! - `hybrid`: deserializes, builds the response with the generated setters
+//!   (fields of at least 512 B become zero-copy references into the
+//!   received buffer) and sends it with serialize-and-send;
+//! - `no-sas`: the same, but without serialize-and-send: the header and
+//!   copied data are first written into a separate buffer and the message
+//!   is handed to the datapath as an explicit list of segments;
+//! - `raw`: sends the received bytes back as they are, without
+//!   deserializing (the "no serialization" limit).
+//!
+//! The client keeps `--window` requests outstanding, checks every response
+//! byte for byte, and reports throughput and latency.
+
+use std::time::{Duration, Instant};
+
+use cornflakes::{Arena, Message, RcBuf};
+use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
+use hdrhistogram::Histogram;
+
+use crate::child::ServerChild;
+use crate::transport::{self, Transport, SERVER_WAIT};
+use crate::Echo;
+
+/// How the server echoes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Mode {
+    /// Deserialize, rebuild, serialize-and-send.
+    Hybrid,
+    /// Deserialize, rebuild, write into a buffer, send a segment list.
+    NoSas,
+    /// Echo the received bytes without deserializing.
+    Raw,
+}
+
+impl Mode {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::NoSas => "no-sas",
+            Mode::Raw => "raw",
+        }
+    }
+}
+
+/// Options of `cf echo`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// Transport to run over (`shm` or `udp`).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// How the server echoes.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    mode: Mode,
+    /// Fields in the message.
+    #[arg(long, default_value_t = 2)]
+    fields: usize,
+    /// Bytes per field.
+    #[arg(long, default_value_t = 2048)]
+    size: usize,
+    /// Requests kept outstanding.
+    #[arg(long, default_value_t = 16)]
+    window: usize,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Unmeasured seconds first.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Core of the client (this process).
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Core of the server process.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+}
+
+/// Field `i` of every request: distinct bytes per field.
+fn field(i: usize, size: usize) -> Vec<u8> {
+    (0..size).map(|j| (i * 67 + j * 13 + 5) as u8).collect()
+}
+
+pub(crate) fn run(args: &Args) -> Result<(), String> {
+    if args.transport == Transport::Bare {
+        return Err("echo runs over a datapath: use --transport shm or udp".into());
+    }
+    let serve_args = vec![
+        "--core".to_owned(),
+        args.server_core.to_string(),
+        "--role".to_owned(),
+        format!("echo-{}", args.mode.name()),
+        "--transport".to_owned(),
+        args.transport.name().to_owned(),
+    ];
+    eprintln!(
+        "echo over {} ({} server): {} x {} B fields, window {}, {:.1} s",
+        args.transport.name(),
+        args.mode.name(),
+        args.fields,
+        args.size,
+        args.window,
+        args.seconds
+    );
+    let report = match args.transport {
+        Transport::Shm => {
+            let path = transport::shm_socket_path();
+            let mut serve_args = serve_args;
+            serve_args.extend(["--addr".to_owned(), path.clone()]);
+            let _server = ServerChild::spawn(&serve_args)?;
+            crate::pin::pin_to_core(args.client_core)?;
+            let (mut dp, conn) = transport::shm_client(&path)?;
+            client(&mut dp, conn, args)?
+        }
+        Transport::Udp => {
+            let server = ServerChild::spawn(&serve_args)?;
+            crate::pin::pin_to_core(args.client_core)?;
+            let (mut dp, conn) = transport::udp_client(&server.addr)?;
+            client(&mut dp, conn, args)?
+        }
+        Transport::Bare => unreachable!("rejected above"),
+    };
+    println!("{report}");
+    Ok(())
+}
+
+fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, String> {
+    let values: Vec<RcBuf> = (0..args.fields)
+        .map(|i| dp.pool().alloc_copy(&field(i, args.size)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("cannot allocate request values: {e}"))?;
+    let arena_pool = dp.pool().clone();
+    let mut arena = Arena::new(&arena_pool);
+    let mut rx: Vec<Received> = Vec::with_capacity(64);
+    let mut outstanding: Vec<Option<(u32, Instant)>> = vec![None; args.window];
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
+    let (mut done, mut measured, mut errors) = (0u64, 0u64, 0u64);
+    let warmup = Duration::from_secs_f64(args.warmup);
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let end = measure_from + Duration::from_secs_f64(args.seconds);
+    let mut measured_start = None;
+
+    let send = |dp: &mut D, arena: &Arena, id: u32| -> Result<(), String> {
+        let mut msg = Echo::new_in(arena);
+        msg.init_vals(values.len());
+        for v in &values {
+            msg.append_vals(v);
+        }
+        loop {
+            match dp.push_message(conn, id, &msg) {
+                Ok(()) => return Ok(()),
+                Err(SendError::Full) => {
+                    dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+                }
+                Err(e) => return Err(format!("send failed: {e}")),
+            }
+        }
+    };
+
+    // Slot `s` carries ids s, s + window, s + 2 window, ...
+    for (slot, entry) in outstanding.iter_mut().enumerate() {
+        send(dp, &arena, slot as u32)?;
+        *entry = Some((slot as u32, Instant::now()));
+    }
+    dp.flush().map_err(|e| format!("flush failed: {e}"))?;
+    arena.reset();
+    let mut last_progress = Instant::now();
+    while Instant::now() < end {
+        if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
+            if outstanding.iter().flatten().any(|(_, t)| t.elapsed() > Duration::from_secs(2)) {
+                return Err("a response did not arrive within 2 s".into());
+            }
+            continue;
+        }
+        let now = Instant::now();
+        for r in rx.drain(..) {
+            let slot = r.msg_id as usize % args.window;
+            let Some((expected, sent)) = outstanding[slot] else {
+                errors += 1;
+                continue;
+            };
+            if r.msg_id != expected {
+                errors += 1;
+                continue;
+            }
+            outstanding[slot] = None;
+            if !response_ok(&r, &values, &arena) {
+                errors += 1;
+            }
+            done += 1;
+            if now >= measure_from {
+                measured_start.get_or_insert(now);
+                measured += 1;
+                hist.record((now - sent).as_nanos() as u64).expect("within bounds");
+            }
+            let id = r.msg_id.wrapping_add(args.window as u32);
+            drop(r);
+            send(dp, &arena, id)?;
+            outstanding[slot] = Some((id, Instant::now()));
+        }
+        dp.flush().map_err(|e| format!("flush failed: {e}"))?;
+        dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+        arena.reset();
+        if last_progress.elapsed() > Duration::from_secs(1) {
+            eprintln!("  {:>5.1} s: {done} responses", start.elapsed().as_secs_f64());
+            last_progress = Instant::now();
+        }
+    }
+    if errors > 0 {
+        return Err(format!("{errors} responses were wrong or unexpected"));
+    }
+    let secs = measured_start.map(|s| s.elapsed().as_secs_f64()).unwrap_or(f64::NAN);
+    let rps = measured as f64 / secs;
+    let gbps = rps * (args.fields * args.size) as f64 * 8.0 / 1e9;
+    let q = |p: f64| hist.value_at_quantile(p);
+    eprintln!(
+        "{rps:.0} echoes/s ({gbps:.2} Gbit/s of field data), latency p50 {} ns, p99 {} ns ({measured} measured)",
+        q(0.5),
+        q(0.99)
+    );
+    Ok(format!(
+        "{{\"transport\":\"{}\",\"mode\":\"{}\",\"fields\":{},\"size\":{},\"window\":{},\"echoes_per_s\":{rps:.0},\"gbps\":{gbps:.3},\"p50_ns\":{},\"p99_ns\":{},\"responses\":{measured},\"errors\":{errors}}}",
+        args.transport.name(),
+        args.mode.name(),
+        args.fields,
+        args.size,
+        args.window,
+        q(0.5),
+        q(0.99)
+    ))
+}
+
+/// Whether a response carries exactly the request's fields.
+fn response_ok(r: &Received, values: &[RcBuf], arena: &Arena) -> bool {
+    match Echo::deserialize(&r.payload, arena) {
+        Ok(m) => {
+            m.get_vals().len() == values.len()
+                && m.get_vals().iter().zip(values).all(|(got, want)| got.as_bytes() == want.as_slice())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Server: echoes every message in `mode`, until the parent goes. Malformed
+/// requests are counted and dropped.
+pub(crate) fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), String> {
+    let pool = dp.pool().clone();
+    let mut arena = Arena::new(&pool);
+    let mut rx: Vec<Received> = Vec::with_capacity(32);
+    let mut malformed = 0u64;
+    loop {
+        if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
+            dp.wait(SERVER_WAIT).map_err(|e| format!("wait failed: {e}"))?;
+            continue;
+        }
+        for r in rx.drain(..) {
+            let result = match mode {
+                Mode::Raw => {
+                    retry(dp, |dp| dp.push_segments(r.conn, r.msg_id, &[Segment::ZeroCopy(r.payload.clone())]))
+                }
+                Mode::Hybrid | Mode::NoSas => {
+                    let Ok(req) = Echo::deserialize(&r.payload, &arena) else {
+                        malformed += 1;
+                        continue;
+                    };
+                    let mut resp = Echo::new_in(&arena);
+                    resp.init_vals(req.get_vals().len());
+                    for v in req.get_vals().iter() {
+                        resp.append_vals(v.as_bytes());
+                    }
+                    if mode == Mode::Hybrid {
+                        retry(dp, |dp| dp.push_message(r.conn, r.msg_id, &resp))
+                    } else {
+                        send_without_sas(dp, r.conn, r.msg_id, &resp)
+                    }
+                }
+            };
+            result?;
+        }
+        dp.flush().map_err(|e| format!("flush failed: {e}"))?;
+        dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+        arena.reset();
+        if malformed > 0 && malformed.is_power_of_two() {
+            eprintln!("echo server: {malformed} malformed requests dropped");
+        }
+    }
+}
+
+/// The ablation: serialize into a separate buffer, gather the zero-copy
+/// entries into a vector, hand the datapath a segment list.
+fn send_without_sas<'a, D: Datapath, M: Message<'a>>(dp: &mut D, conn: ConnId, id: u32, msg: &M) -> Result<(), String> {
+    let layout = msg.layout();
+    let mut first = dp.alloc(layout.first_segment_len()).map_err(|e| format!("no buffer: {e}"))?;
+    msg.write_header_and_copies(&layout, first.as_mut_slice().expect("fresh buffer"))
+        .map_err(|e| format!("serialize failed: {e}"))?;
+    let mut segments = Vec::with_capacity(1 + layout.zero_copy_entries);
+    segments.push(Segment::Copy(&first));
+    msg.for_each_zero_copy(|b| segments.push(Segment::ZeroCopy(b.clone())));
+    retry(dp, |dp| dp.push_segments(conn, id, &segments))
+}
+
+/// Retries a send while the datapath applies back-pressure.
+fn retry<D: Datapath>(dp: &mut D, mut f: impl FnMut(&mut D) -> Result<(), SendError>) -> Result<(), String> {
+    loop {
+        match f(dp) {
+            Ok(()) => return Ok(()),
+            Err(SendError::Full) => {
+                dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+            }
+            Err(e) => return Err(format!("send failed: {e}")),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! `cf shapes`: a quick side-by-side serialization comparison, in process.
+//! For statistically careful numbers use the criterion bench
+//! (`scripts/bench-shapes.sh`); this measures the same operations.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use cornflakes_bench::{run_op, with_case, Case, Op, Shape, System, WithCase};
+
+/// Options of `cf shapes`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// Time per system, shape and operation.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    time: Duration,
+    /// Repeated batches per measurement; the median is reported.
+    #[arg(long, default_value_t = 7)]
+    batches: usize,
+    /// Core to pin to (the last core by default).
+    #[arg(long)]
+    core: Option<usize>,
+    /// Only these shapes (repeatable).
+    #[arg(long, value_enum)]
+    shape: Vec<Shape>,
+    /// Print one JSON object per measurement instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len()));
+    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: use e.g. 300ms or 2s"))?;
+    match unit {
+        "ms" => Ok(Duration::from_secs_f64(n / 1e3)),
+        "s" | "" => Ok(Duration::from_secs_f64(n)),
+        "us" => Ok(Duration::from_secs_f64(n / 1e6)),
+        _ => Err(format!("bad duration unit in {s:?}: use us, ms or s")),
+    }
+}
+
+/// Times one operation: calibrates a batch size, then reports the median
+/// ns/op over `batches` batches.
+struct Timer {
+    op: Op,
+    time: Duration,
+    batches: usize,
+}
+
+impl WithCase for Timer {
+    type Output = f64;
+    fn run<C: Case>(self, case: &mut C) -> f64 {
+        let per_batch = self.time / self.batches as u32;
+        let mut iters = 1u64;
+        loop {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(run_op(case, self.op));
+            }
+            if start.elapsed() >= per_batch / 4 || iters >= 1 << 30 {
+                break;
+            }
+            iters *= 2;
+        }
+        let iters = iters * 4;
+        let mut samples: Vec<f64> = (0..self.batches)
+            .map(|_| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(run_op(case, self.op));
+                }
+                start.elapsed().as_nanos() as f64 / iters as f64
+            })
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    }
+}
+
+pub(crate) fn run(args: &Args) -> Result<(), String> {
+    let core = args.core.unwrap_or(crate::pin::available_cores().saturating_sub(1));
+    if let Err(e) = crate::pin::pin_to_core(core) {
+        eprintln!("warning: {e}; running unpinned");
+    }
+    let shapes: Vec<Shape> = if args.shape.is_empty() { Shape::ALL.to_vec() } else { args.shape.clone() };
+    let total = shapes.len() * Op::ALL.len() * System::ALL.len();
+    let mut done = 0;
+    let mut rows = Vec::new();
+    for &shape in &shapes {
+        for op in Op::ALL {
+            let mut ns = Vec::new();
+            for system in System::ALL {
+                done += 1;
+                eprint!("\r[{done:>2}/{total}] {:<10} {:<9} {:<12}", shape.name(), op.name(), system.name());
+                let t = with_case(system, shape, Timer { op, time: args.time, batches: args.batches.max(1) });
+                if args.json {
+                    println!(
+                        "{{\"shape\":\"{}\",\"op\":\"{}\",\"system\":\"{}\",\"ns_per_op\":{t:.1}}}",
+                        shape.name(),
+                        op.name(),
+                        system.name()
+                    );
+                }
+                ns.push(t);
+            }
+            rows.push((shape, op, ns));
+        }
+    }
+    eprintln!("\r{:<60}", "");
+    if args.json {
+        return Ok(());
+    }
+    println!("ns per operation (median of {} batches, pinned to core {core})", args.batches);
+    print!("{:<10} {:<9}", "shape", "op");
+    for s in System::ALL {
+        print!(" {:>12}", s.name());
+    }
+    println!(" {:>16}", "best other / cf");
+    for (shape, op, ns) in &rows {
+        print!("{:<10} {:<9}", shape.name(), op.name());
+        for t in ns {
+            print!(" {t:>12.1}");
+        }
+        let best_other = ns[1..].iter().copied().fold(f64::INFINITY, f64::min);
+        println!(" {:>15.2}x", best_other / ns[0]);
+    }
+    println!("\nTargets (serialize): >= 3x on shapes with fields >= 512 B (b, c); >= 0.91x on the others.");
+    Ok(())
+}
