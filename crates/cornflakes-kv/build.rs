@@ -1,0 +1,3 @@
+fn main() -> Result<(), cornflakes_build::Error> {
+    cornflakes_build::compile_protos(&["proto/kv.proto"], &["proto"])
+}

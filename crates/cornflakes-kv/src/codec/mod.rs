@@ -1,0 +1,109 @@
+//! Serializers: one server codec and one client codec per system, all
+//! speaking the logical schema of `proto/kv.proto` over the same datapath.
+//!
+//! A server codec decodes a request into a [`Request`] view (borrowing the
+//! received buffer where the serializer allows it), lets the [`Store`] run
+//! it, and sends the [`Status`] and values back by its best path: Cornflakes
+//! with serialize-and-send (values of at least the threshold go out
+//! zero-copy), protobuf and FlatBuffers encoded straight into pinned
+//! memory, Cap'n Proto as its segment list.
+
+use ::cornflakes::RcBuf;
+use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
+use smallvec::SmallVec;
+
+use crate::protocol::Status;
+use crate::store::Store;
+
+pub mod cornflakes;
+
+/// A decoded request: borrowed views of its fields.
+#[derive(Debug, Default)]
+pub struct Request<'r> {
+    /// The `op` number (checked by the store, so unknown ones get
+    /// [`Status::UnknownOp`]).
+    pub op: u32,
+    /// Keys.
+    pub keys: SmallVec<[&'r [u8]; 4]>,
+    /// Values.
+    pub vals: SmallVec<[&'r [u8]; 4]>,
+    /// Element index (get-from-list).
+    pub index: u32,
+}
+
+/// Values of a response, borrowed from the store or the request.
+pub type ResponseVals<'r> = SmallVec<[&'r [u8]; 8]>;
+
+/// Why a server codec could not handle a request.
+#[derive(Debug, thiserror::Error)]
+pub enum HandleError {
+    /// The request could not be decoded; it is dropped and counted.
+    #[error("malformed request")]
+    Malformed,
+    /// Sending the response failed for good (not back-pressure, which the
+    /// codec retries).
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
+
+/// The server half of a serializer.
+pub trait ServerCodec {
+    /// Decodes `rx`, runs it on `store` and sends the response to `rx.conn`
+    /// with `rx.msg_id`. Retries on [`SendError::Full`] after polling
+    /// completions; a response too large to send is replaced by
+    /// [`Status::TooLarge`].
+    fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError>;
+
+    /// Called after each received batch (reset arenas, release scratch).
+    fn end_batch(&mut self) {}
+}
+
+/// The client half of a serializer.
+pub trait ClientCodec {
+    /// Encodes `req` and queues it on `dp` (flushed by the caller). Values
+    /// in `dp`'s pool may be sent zero-copy where the serializer can.
+    fn send_request<D: Datapath>(
+        &mut self,
+        dp: &mut D,
+        conn: ConnId,
+        msg_id: u32,
+        req: &Request<'_>,
+    ) -> Result<(), SendError>;
+
+    /// Decodes a response and hands its status and values to `check`.
+    /// Returns `Err` when the bytes are not a response of this serializer.
+    fn read_response(&mut self, payload: &RcBuf, check: &mut dyn FnMut(Status, &[&[u8]])) -> Result<(), Malformed>;
+
+    /// Called after each received batch (reset arenas, release scratch).
+    fn end_batch(&mut self) {}
+}
+
+/// A response that could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed response")]
+pub struct Malformed;
+
+/// How long [`retry_full`] keeps retrying before giving up.
+pub const RETRY_FOR: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Sends with `f`, polling completions while the datapath pushes back, for
+/// at most [`RETRY_FOR`]; then returns [`SendError::Full`] (a peer that
+/// stopped reading must not stall the server: the caller drops and counts).
+pub fn retry_full<D: Datapath>(
+    dp: &mut D,
+    mut f: impl FnMut(&mut D) -> Result<(), SendError>,
+) -> Result<(), SendError> {
+    let mut since: Option<std::time::Instant> = None;
+    loop {
+        match f(dp) {
+            Err(SendError::Full) => {
+                let start = *since.get_or_insert_with(std::time::Instant::now);
+                if start.elapsed() > RETRY_FOR {
+                    return Err(SendError::Full);
+                }
+                dp.poll_completions()?;
+            }
+            other => return other,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! A key-value store over the Cornflakes datapaths (paper §6.1.2) that runs
+//! every serializer on the same store, values and datapath, so that only
+//! the serializer differs between systems.
+//!
+//! - [`protocol`]: operations, statuses, limits; the messages are in
+//!   `proto/kv.proto`.
+//! - [`store`]: keys to values in pinned pool buffers.
+//! - [`codec`]: one server and one client codec per serializer.
+//! - [`server`]: the serving loop.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod protocol;
+pub mod server;
+pub mod store;
+
+pub use codec::{ClientCodec, HandleError, Malformed, Request, ServerCodec};
+pub use protocol::{Limits, Op, Status};
+pub use server::{ServerStats, System};
+pub use store::Store;
+
+/// Cornflakes types generated from `proto/kv.proto`.
+#[allow(missing_docs, dead_code, clippy::all)]
+pub mod kv_proto {
+    include!(concat!(env!("OUT_DIR"), "/kv.rs"));
+}

@@ -1,0 +1,150 @@
+//! The serving loop, and the systems a server can run.
+
+use std::time::Duration;
+
+use cornflakes::field::{DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
+
+use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
+use crate::codec::{HandleError, ServerCodec};
+use crate::store::Store;
+
+/// A serializer configuration the server (and the client) can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum System {
+    /// Cornflakes, hybrid (threshold 512 B), serialize-and-send.
+    Cornflakes,
+    /// Cornflakes sending every field zero-copy (threshold 0).
+    CornflakesOnlySg,
+    /// Cornflakes copying every field (no zero-copy).
+    CornflakesOnlyCopy,
+    /// Cornflakes hybrid, without serialize-and-send (segment list).
+    CornflakesNoSas,
+    /// Protocol Buffers (prost).
+    Protobuf,
+    /// FlatBuffers.
+    Flatbuffers,
+    /// Cap'n Proto.
+    Capnp,
+    /// Echo of the received bytes without serialization (echo only).
+    Raw,
+}
+
+impl System {
+    /// Every system, in the order tables list them.
+    pub const ALL: [System; 8] = [
+        System::Cornflakes,
+        System::CornflakesOnlySg,
+        System::CornflakesOnlyCopy,
+        System::CornflakesNoSas,
+        System::Protobuf,
+        System::Flatbuffers,
+        System::Capnp,
+        System::Raw,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Cornflakes => "cornflakes",
+            System::CornflakesOnlySg => "cornflakes-only-sg",
+            System::CornflakesOnlyCopy => "cornflakes-only-copy",
+            System::CornflakesNoSas => "cornflakes-no-sas",
+            System::Protobuf => "protobuf",
+            System::Flatbuffers => "flatbuffers",
+            System::Capnp => "capnp",
+            System::Raw => "raw",
+        }
+    }
+
+    /// The system called `name`.
+    pub fn from_name(name: &str) -> Option<System> {
+        System::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether this is one of the serialization libraries Cornflakes is
+    /// compared against.
+    pub fn is_baseline_library(self) -> bool {
+        matches!(self, System::Protobuf | System::Flatbuffers | System::Capnp)
+    }
+}
+
+/// What a server has counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Requests answered.
+    pub handled: u64,
+    /// Requests dropped because they could not be decoded.
+    pub malformed: u64,
+    /// Responses dropped because the client did not make room in time or
+    /// had gone.
+    pub dropped_full: u64,
+    /// Responses that could not be sent for another reason (no buffer).
+    pub send_failed: u64,
+}
+
+/// How long one `wait` lasts before the loop checks `keep_going` again.
+const WAIT: Duration = Duration::from_millis(100);
+
+/// Serves requests with `system` until `keep_going` returns false or the
+/// datapath fails. Malformed requests are dropped and counted; one request
+/// never stops the server.
+pub fn serve<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    mut keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    let pool = dp.pool().clone();
+    match system {
+        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, true), &mut keep_going),
+        System::CornflakesOnlySg => run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going),
+        System::CornflakesOnlyCopy => run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going),
+        System::CornflakesNoSas => {
+            run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
+        }
+        System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
+        System::Protobuf | System::Flatbuffers | System::Capnp => {
+            // Baseline codecs arrive in the next commit.
+            let _ = (&mut keep_going, store);
+            Err(RecvError::Io(std::io::Error::other(format!("{} is not built yet", system.name()))))
+        }
+    }
+}
+
+fn run<D: Datapath, C: ServerCodec>(
+    dp: &mut D,
+    store: &mut Store,
+    mut codec: C,
+    keep_going: &mut dyn FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    let mut stats = ServerStats::default();
+    let mut rx: Vec<Received> = Vec::with_capacity(32);
+    while keep_going(&stats) {
+        match dp.recv_batch(&mut rx, 32) {
+            Ok(0) => {
+                dp.wait(WAIT)?;
+                continue;
+            }
+            Ok(_) => {}
+            // A client that goes away ends its connection, not the server.
+            Err(RecvError::Closed(_)) => continue,
+            Err(e) => return Err(e),
+        }
+        for r in rx.drain(..) {
+            match codec.handle(dp, store, &r) {
+                Ok(()) => stats.handled += 1,
+                Err(HandleError::Malformed) => stats.malformed += 1,
+                Err(HandleError::Send(SendError::Full | SendError::Closed(_))) => stats.dropped_full += 1,
+                Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
+                Err(HandleError::Send(_)) => stats.send_failed += 1,
+            }
+        }
+        codec.end_batch();
+        // Errors here are the peer's (closed) or back-pressure; the next
+        // receive reports a real failure.
+        let _ = dp.flush();
+        let _ = dp.poll_completions();
+    }
+    Ok(stats)
+}

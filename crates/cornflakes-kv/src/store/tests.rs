@@ -1,0 +1,101 @@
+use cornflakes::Pool;
+
+use super::*;
+use crate::codec::Request;
+
+fn store() -> Store {
+    Store::new(Pool::new().expect("pool"), Limits::default())
+}
+
+fn req<'r>(op: Op, keys: &[&'r [u8]], vals: &[&'r [u8]], index: u32) -> Request<'r> {
+    Request { op: op as u32, keys: keys.iter().copied().collect(), vals: vals.iter().copied().collect(), index }
+}
+
+fn run(store: &mut Store, r: &Request<'_>) -> (Status, Vec<Vec<u8>>) {
+    let mut out = ResponseVals::new();
+    let status = store.execute(r, &mut out);
+    (status, out.iter().map(|v| v.to_vec()).collect())
+}
+
+#[test]
+fn put_then_get_returns_a_copy_in_the_pool() {
+    let mut s = store();
+    let value = vec![7u8; 1000];
+    assert_eq!(run(&mut s, &req(Op::Put, &[b"k"], &[&value], 0)).0, Status::Ok);
+    let (status, vals) = run(&mut s, &req(Op::Get, &[b"k"], &[], 0));
+    assert_eq!((status, vals), (Status::Ok, vec![value.clone()]));
+    let stored = &s.get(b"k").unwrap()[0];
+    assert!(s.pool.recover(stored.as_slice()).is_some(), "values live in the pool");
+    assert_eq!(s.value_bytes(), 1000);
+}
+
+#[test]
+fn put_swaps_in_new_buffers_and_leaves_old_references_intact() {
+    let mut s = store();
+    run(&mut s, &req(Op::Put, &[b"k"], &[b"old value"], 0));
+    // An in-flight send holds a reference to the old value.
+    let in_flight = s.get(b"k").unwrap()[0].clone();
+    run(&mut s, &req(Op::Put, &[b"k"], &[b"new value!"], 0));
+    assert_eq!(in_flight.as_slice(), b"old value");
+    assert_eq!(s.get(b"k").unwrap()[0].as_slice(), b"new value!");
+    assert_eq!(s.value_bytes(), 10);
+    assert_eq!(s.len(), 1);
+}
+
+#[test]
+fn lists_get_list_get_from_list_and_append() {
+    let mut s = store();
+    assert_eq!(run(&mut s, &req(Op::Put, &[b"l"], &[b"a", b"bb", b"ccc"], 0)).0, Status::Ok);
+    assert_eq!(run(&mut s, &req(Op::GetList, &[b"l"], &[], 0)).1, vec![b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
+    assert_eq!(run(&mut s, &req(Op::GetFromList, &[b"l"], &[], 2)).1, vec![b"ccc".to_vec()]);
+    assert_eq!(run(&mut s, &req(Op::GetFromList, &[b"l"], &[], 3)).0, Status::NotFound);
+    assert_eq!(run(&mut s, &req(Op::Get, &[b"l"], &[], 0)).0, Status::BadRequest, "get of a list value");
+    assert_eq!(run(&mut s, &req(Op::Append, &[b"l"], &[b"dddd"], 0)).0, Status::Ok);
+    assert_eq!(run(&mut s, &req(Op::Append, &[b"new"], &[b"x"], 0)).0, Status::Ok);
+    assert_eq!(run(&mut s, &req(Op::GetList, &[b"l"], &[], 0)).1.len(), 4);
+    assert_eq!(run(&mut s, &req(Op::GetList, &[b"new"], &[], 0)).1, vec![b"x".to_vec()]);
+    assert_eq!(s.value_bytes(), 1 + 2 + 3 + 4 + 1);
+}
+
+#[test]
+fn put_many_and_get_many() {
+    let mut s = store();
+    assert_eq!(run(&mut s, &req(Op::PutM, &[b"a", b"b"], &[b"1", b"22"], 0)).0, Status::Ok);
+    assert_eq!(run(&mut s, &req(Op::GetM, &[b"b", b"a"], &[], 0)).1, vec![b"22".to_vec(), b"1".to_vec()]);
+    assert_eq!(run(&mut s, &req(Op::GetM, &[b"a", b"zz"], &[], 0)), (Status::NotFound, vec![]));
+    assert_eq!(run(&mut s, &req(Op::PutM, &[b"a", b"b"], &[b"1"], 0)).0, Status::BadRequest);
+}
+
+#[test]
+fn echo_returns_the_request_values() {
+    let mut s = store();
+    assert_eq!(run(&mut s, &req(Op::Echo, &[], &[b"x", b"yz"], 0)).1, vec![b"x".to_vec(), b"yz".to_vec()]);
+    assert!(s.is_empty());
+}
+
+#[test]
+fn bad_requests_get_statuses() {
+    let mut s = store();
+    let long_key = vec![b'k'; 2000];
+    let big = vec![0u8; (1 << 20) + 1];
+    let many: Vec<&[u8]> = vec![b"k"; 65];
+    assert_eq!(run(&mut s, &Request { op: 99, ..Request::default() }).0, Status::UnknownOp);
+    assert_eq!(run(&mut s, &Request { op: 0, ..Request::default() }).0, Status::UnknownOp);
+    assert_eq!(run(&mut s, &req(Op::Get, &[], &[], 0)).0, Status::BadRequest);
+    assert_eq!(run(&mut s, &req(Op::Get, &[b"missing"], &[], 0)).0, Status::NotFound);
+    assert_eq!(run(&mut s, &req(Op::Put, &[&long_key], &[b"v"], 0)).0, Status::TooLarge);
+    assert_eq!(run(&mut s, &req(Op::Put, &[b""], &[b"v"], 0)).0, Status::BadRequest);
+    assert_eq!(run(&mut s, &req(Op::Put, &[b"k"], &[&big], 0)).0, Status::TooLarge);
+    assert_eq!(run(&mut s, &req(Op::Put, &[b"k"], &[], 0)).0, Status::BadRequest);
+    assert_eq!(run(&mut s, &req(Op::GetM, &many, &[], 0)).0, Status::TooLarge);
+    assert_eq!(run(&mut s, &req(Op::Append, &[b"k"], &[b"a", b"b"], 0)).0, Status::BadRequest);
+    assert!(s.is_empty(), "no failed request changed the store");
+}
+
+#[test]
+fn preload_fills_elements() {
+    let mut s = store();
+    s.insert_with(b"k", &[3, 5], |i, buf| buf.fill(i as u8 + 1)).unwrap();
+    let v = s.get(b"k").unwrap();
+    assert_eq!((v[0].as_slice(), v[1].as_slice()), (&[1u8; 3][..], &[2u8; 5][..]));
+}
