@@ -1,0 +1,208 @@
+//! The key-value workloads of the Cornflakes paper (SOSP 2023, §2.2, §5 and
+//! §6.1.4), as pure functions of a [`WorkloadSpec`] plus seeded generators.
+//!
+//! | spec | paper | values | operations |
+//! |---|---|---|---|
+//! | `echo` | Fig. 2, §6.2.3 | `fields` × `size` B, carried by the request | [`Op::Echo`] |
+//! | `ycsb` | §5 (Fig. 5), §6.3, Table 5 | lists of `fields` × `size` B | [`Op::GetList`] ([`Op::Get`] if 1 field) |
+//! | `google` | §6.1.4, Table 1, Fig. 6 | lists of 1..=`max` fields, Google's bytes-field sizes | [`Op::GetList`] |
+//! | `twitter` | §6.1.4, Fig. 7, 12 | fitted to cluster 4's statistics, chunks of ≤ 8192 B | [`Op::Get`] / [`Op::GetList`], [`Op::Put`] |
+//! | `cdn` | §6.1.4, Table 2, Fig. 11 | Tragen `tc-1` image sizes in 8000 B segments | [`Op::GetFromList`] per segment |
+//!
+//! Keys are numbered `0..num_keys()`. A key's bytes ([`Workload::key`]) and
+//! its value's element sizes ([`Workload::value_sizes`]) are pure functions
+//! of the spec and the index, so a server preloads and a client checks
+//! without sharing anything but the spec string. Value contents come from
+//! [`fill_value`] and are checked in O(1) by [`check_value`]. The data the
+//! workloads are built from is embedded from the repository's `data/`
+//! folder, so nothing is read at run time.
+//!
+//! A put sends exactly the value the key already holds, so every later get
+//! stays checkable in any order; no generator issues [`Op::Append`], which
+//! would make list lengths depend on the order of requests. Names write
+//! lists as count × bytes: `echo-2x2048B`, `ycsb-4x1024B` (the paper's
+//! "YCSB 1024x4" writes bytes × count), `google-1-8`, `twitter`, `cdn`.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod cdn;
+mod echo;
+mod google;
+mod spec;
+mod twitter;
+mod util;
+mod ycsb;
+mod zipf;
+
+pub use cornflakes_kv::Op;
+pub use spec::{WorkloadError, WorkloadSpec};
+
+use smallvec::SmallVec;
+
+/// One request, by key index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The operation.
+    pub op: Op,
+    /// Key indices (one for every operation the generators issue).
+    pub keys: SmallVec<[u32; 4]>,
+    /// The list element, for [`Op::GetFromList`]; 0 otherwise.
+    pub index: u32,
+}
+
+impl Request {
+    /// A request for one key.
+    pub fn one(op: Op, key: u32) -> Self {
+        Request { op, keys: smallvec::smallvec![key], index: 0 }
+    }
+
+    /// A request for element `index` of one key's list value.
+    pub fn at(op: Op, key: u32, index: u32) -> Self {
+        Request { op, keys: smallvec::smallvec![key], index }
+    }
+}
+
+/// What arrives at one instant of the open loop: one request for most
+/// workloads, all segments of one object for CDN.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Transaction {
+    /// The requests, sent in order.
+    pub requests: SmallVec<[Request; 1]>,
+}
+
+/// A workload: its keys, their values, and how clients query them.
+pub trait Workload: Send + Sync {
+    /// Short name for reports and file names, e.g. `ycsb-4x1024B`.
+    fn name(&self) -> &str;
+    /// Number of keys (objects for CDN).
+    fn num_keys(&self) -> u32;
+    /// Whether the server preloads every key (false for echo).
+    fn preload(&self) -> bool;
+    /// Key bytes of key `i` (ASCII), appended to `out` after clearing it.
+    fn key(&self, i: u32, out: &mut Vec<u8>);
+    /// Element sizes of key `i`'s value (1 element = plain value; more = a
+    /// list value), written to `out` after clearing it. For echo: the sizes
+    /// of the values the request carries.
+    fn value_sizes(&self, i: u32, out: &mut Vec<u32>);
+    /// A per-client-thread generator of transactions, seeded.
+    fn generator(&self, seed: u64) -> Box<dyn Generator>;
+    /// What one transaction is, for reporting ("requests", "objects").
+    fn unit(&self) -> &'static str {
+        "requests"
+    }
+}
+
+/// A stream of transactions for one client thread.
+pub trait Generator: Send {
+    /// Replaces the contents of `out` with the next transaction. Does not
+    /// allocate once `out` has grown to the largest transaction.
+    fn next(&mut self, out: &mut Transaction);
+}
+
+/// Sum of the value bytes of every key: the working set the server holds
+/// (0 when the workload is not preloaded).
+pub fn total_value_bytes(w: &dyn Workload) -> u64 {
+    if !w.preload() {
+        return 0;
+    }
+    let mut sizes = Vec::new();
+    (0..w.num_keys())
+        .map(|i| {
+            w.value_sizes(i, &mut sizes);
+            sizes.iter().map(|&s| u64::from(s)).sum::<u64>()
+        })
+        .sum()
+}
+
+/// The 8-byte fingerprint that starts element `elem` of key `key`'s value.
+#[inline]
+fn fingerprint(key: u32, elem: u32) -> u64 {
+    util::mix64(((u64::from(key) << 32) | u64::from(elem)) ^ 0x5EED_F00D_CAFE_BABE)
+}
+
+/// Fills element `elem` of key `key`'s value: the first `min(8, len)` bytes
+/// are the fingerprint of (key, elem), little-endian, the rest one letter
+/// (a memset, so preloading hundreds of megabytes stays fast). Shared by the
+/// server's preload and the client's put and echo values.
+pub fn fill_value(key: u32, elem: u32, out: &mut [u8]) {
+    let fp = fingerprint(key, elem);
+    let n = out.len().min(8);
+    let (head, rest) = out.split_at_mut(n);
+    head.copy_from_slice(&fp.to_le_bytes()[..n]);
+    rest.fill(b'a' + (fp >> 32) as u8 % 26);
+}
+
+/// Whether `data` can be element `elem` of key `key`'s value of
+/// `expected_len` bytes: checks the length and the fingerprint only, so the
+/// load generator spends O(1) per element, not a pass over the bytes.
+pub fn check_value(key: u32, elem: u32, expected_len: u32, data: &[u8]) -> bool {
+    let n = data.len().min(8);
+    data.len() == expected_len as usize && data[..n] == fingerprint(key, elem).to_le_bytes()[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_then_check_round_trips() {
+        for len in [0usize, 1, 7, 8, 9, 64, 4096] {
+            let mut buf = vec![0u8; len];
+            fill_value(12, 3, &mut buf);
+            assert!(check_value(12, 3, len as u32, &buf), "len {len}");
+        }
+    }
+
+    #[test]
+    fn check_rejects_wrong_key_elem_or_length() {
+        let mut buf = vec![0u8; 100];
+        fill_value(12, 3, &mut buf);
+        assert!(!check_value(13, 3, 100, &buf));
+        assert!(!check_value(12, 4, 100, &buf));
+        assert!(!check_value(12, 3, 99, &buf));
+        assert!(!check_value(12, 3, 101, &buf));
+        let mut other = buf.clone();
+        other[5] ^= 1;
+        assert!(!check_value(12, 3, 100, &other));
+        // Key and element are not interchangeable.
+        let mut swapped = vec![0u8; 100];
+        fill_value(3, 12, &mut swapped);
+        assert!(!check_value(12, 3, 100, &swapped));
+    }
+
+    /// The defaults' working sets are several times a 105 MiB L3 and fit a
+    /// 24 GiB machine with room (printed with `--nocapture`, with the bytes
+    /// of the power-of-two pool slots, 64 B at least, that hold them).
+    #[test]
+    fn default_working_sets() {
+        for name in WorkloadSpec::names() {
+            let w = WorkloadSpec::default_for(name).unwrap().build().unwrap();
+            let bytes = total_value_bytes(w.as_ref());
+            let (mut sizes, mut slots, mut elems) = (Vec::new(), 0u64, 0u64);
+            for i in 0..if w.preload() { w.num_keys() } else { 0 } {
+                w.value_sizes(i, &mut sizes);
+                slots += sizes.iter().map(|&s| u64::from(s.max(64).next_power_of_two())).sum::<u64>();
+                elems += sizes.len() as u64;
+            }
+            eprintln!(
+                "{:<14} keys {:>7}  values {:>11} B  elements {:>8}  pool slots {:>11} B",
+                w.name(),
+                w.num_keys(),
+                bytes,
+                elems,
+                slots
+            );
+            if w.preload() {
+                assert!((400e6..=600e6).contains(&(bytes as f64)), "{}: {bytes}", w.name());
+            }
+        }
+    }
+
+    #[test]
+    fn fill_pattern_is_ascii_after_fingerprint() {
+        let mut buf = vec![0u8; 32];
+        fill_value(1, 0, &mut buf);
+        assert!(buf[8..].iter().all(|b| b.is_ascii_lowercase()));
+        assert!(buf[8..].iter().all(|&b| b == buf[8]));
+    }
+}
