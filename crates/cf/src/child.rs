@@ -16,9 +16,14 @@ pub(crate) struct ServerChild {
 impl ServerChild {
     /// Starts `cf serve <args>` and waits for it to be ready.
     pub(crate) fn spawn(args: &[String]) -> Result<Self, String> {
+        Self::spawn_subcommand("serve", args)
+    }
+
+    /// Starts `cf <subcommand> <args>` and waits for its `READY` line.
+    pub(crate) fn spawn_subcommand(subcommand: &str, args: &[String]) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find the cf binary: {e}"))?;
         let mut child = Command::new(exe)
-            .arg("serve")
+            .arg(subcommand)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -174,13 +174,13 @@ fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, 
         if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
             // UDP may drop a datagram (socket buffers on loopback): count the
             // request as lost and reissue its slot with a new id.
-            for slot in 0..args.window {
-                if let Some((id, t)) = outstanding[slot] {
+            for entry in outstanding.iter_mut() {
+                if let Some((id, t)) = *entry {
                     if t.elapsed() > LOST_AFTER {
                         lost += 1;
                         let id = id.wrapping_add(args.window as u32);
                         send(dp, &arena, id)?;
-                        outstanding[slot] = Some((id, Instant::now()));
+                        *entry = Some((id, Instant::now()));
                     }
                 }
             }

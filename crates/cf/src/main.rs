@@ -3,9 +3,13 @@
 #![deny(unsafe_code)]
 
 mod child;
+mod compare;
 mod echo;
+mod kv;
+mod loadgen;
 mod pin;
 mod pingpong;
+mod plot;
 mod shapes;
 mod transport;
 
@@ -49,6 +53,29 @@ enum Command {
     /// (hybrid), without it (no-sas), or echoes raw bytes (raw). Prints
     /// throughput and latency; the last line is a JSON object.
     Echo(echo::Args),
+    /// The paper's comparisons: every serializer on the key-value store.
+    ///
+    /// For each workload (echo, ycsb, google, twitter, cdn), starts the
+    /// key-value server with each system in turn on one core, sweeps the
+    /// offered load with the open-loop load generator on the other core
+    /// over the shared-memory datapath, prints the highest achieved load
+    /// and p99 of each system and the paper's ratios, and writes
+    /// OUT/summary.json and OUT/<workload>.png. With no arguments, runs a
+    /// short default of all five workloads.
+    Compare(compare::Args),
+    /// The key-value server, for running by hand (see also `cf loadgen`).
+    ///
+    /// Preloads the workload's keys into pinned memory and serves get, put,
+    /// get-many, get-list, get-from-list, append and put-many (and echo)
+    /// requests in the chosen serializer until killed.
+    KvServer(kv::ServerArgs),
+    /// The open-loop load generator, against a running `cf kv-server`.
+    ///
+    /// Poisson arrivals at --rate (or a sweep that raises the load until
+    /// the achieved load falls below 95 % of it), several client threads,
+    /// every response checked, HDR-histogram latencies. The last line is a
+    /// JSON object.
+    Loadgen(kv::LoadgenArgs),
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
@@ -107,6 +134,9 @@ fn main() -> std::process::ExitCode {
         Command::Shapes(args) => shapes::run(args),
         Command::Pingpong(args) => pingpong::run(args),
         Command::Echo(args) => echo::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::KvServer(args) => kv::run_server(args),
+        Command::Loadgen(args) => kv::run_loadgen(args),
         Command::Serve(args) => serve(args),
     };
     match result {

@@ -50,8 +50,83 @@ fn echo_in_every_mode_over_both_datapaths() {
 #[test]
 fn help_explains_each_subcommand() {
     let help = cf(&["--help"]);
-    for sub in ["shapes", "pingpong", "echo"] {
+    for sub in ["shapes", "pingpong", "echo", "compare", "kv-server", "loadgen"] {
         assert!(help.contains(sub), "{help}");
     }
     assert!(!help.lines().any(|l| l.trim_start().starts_with("serve ")), "the server subcommand stays hidden: {help}");
+}
+
+#[test]
+fn compare_writes_a_summary_and_a_plot_for_every_system() {
+    let out = std::env::temp_dir().join(format!("cf-compare-test-{}", std::process::id()));
+    let table = cf(&[
+        "compare",
+        "--workload",
+        "ycsb:keys=2000,fields=2,size=600",
+        "--workload",
+        "echo:fields=2,size=2048",
+        "--systems",
+        "cornflakes,protobuf,flatbuffers,capnp",
+        "--seconds",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary.json written"))
+            .expect("summary.json is JSON");
+    let workloads = summary["workloads"].as_array().expect("workloads");
+    assert_eq!(workloads.len(), 2, "{summary}");
+    for w in workloads {
+        let systems = w["systems"].as_array().expect("systems");
+        assert_eq!(systems.len(), 4, "{w}");
+        for s in systems {
+            assert!(s["max_achieved_rps"].as_f64().expect("max_achieved_rps") > 0.0, "{s}");
+            assert_eq!(s["errors"], 0, "{s}");
+            assert!(s["p99_us"].as_f64().expect("p99_us") > 0.0, "{s}");
+            assert!(!s["points"].as_array().expect("points").is_empty(), "{s}");
+            assert!(table.contains(s["name"].as_str().unwrap()), "{table}");
+        }
+        let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn loadgen_against_a_server_started_by_hand() {
+    let sock = std::env::temp_dir().join(format!("cf-kv-test-{}.sock", std::process::id()));
+    let sock = sock.to_str().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["kv-server", "--system", "capnp", "--workload", "twitter:keys=2000", "--addr", sock])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+    assert!(line.starts_with("READY"), "{line}");
+    let out = cf(&[
+        "loadgen",
+        "--system",
+        "capnp",
+        "--workload",
+        "twitter:keys=2000",
+        "--addr",
+        sock,
+        "--rate",
+        "5000",
+        "--seconds",
+        "0.3",
+        "--warmup",
+        "0.1",
+    ]);
+    server.kill().ok();
+    server.wait().ok();
+    let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).expect("JSON last line");
+    assert_eq!(json["errors"], 0, "{json}");
+    assert_eq!(json["timeouts"], 0, "{json}");
+    let achieved = json["max_achieved_rps"].as_f64().unwrap();
+    assert!(achieved > 4000.0 && achieved < 6000.0, "offered 5000/s, achieved {achieved}");
 }

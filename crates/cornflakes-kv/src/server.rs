@@ -104,11 +104,11 @@ pub fn serve<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
-        System::Protobuf | System::Flatbuffers | System::Capnp => {
-            // Baseline codecs arrive in the next commit.
-            let _ = (&mut keep_going, store);
-            Err(RecvError::Io(std::io::Error::other(format!("{} is not built yet", system.name()))))
+        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&pool), &mut keep_going),
+        System::Flatbuffers => {
+            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&pool), &mut keep_going)
         }
+        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&pool), &mut keep_going),
     }
 }
 

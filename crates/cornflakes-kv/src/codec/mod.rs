@@ -15,7 +15,10 @@ use smallvec::SmallVec;
 use crate::protocol::Status;
 use crate::store::Store;
 
+pub mod capnp;
 pub mod cornflakes;
+pub mod flatbuffers;
+pub mod prost;
 
 /// A decoded request: borrowed views of its fields.
 #[derive(Debug, Default)]

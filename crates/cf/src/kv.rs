@@ -1,0 +1,208 @@
+//! `cf kv-server` and `cf loadgen`: the two halves of the key-value
+//! experiments, to run by hand (on two hosts, or against other clients).
+
+use std::time::{Duration, Instant};
+
+use cornflakes_datapath::Datapath;
+use cornflakes_kv::{Limits, Store, System};
+use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
+
+use crate::loadgen::{self, LoadConfig, SweepConfig, Target};
+use crate::transport::Transport;
+
+/// Parses a system name for clap.
+pub(crate) fn parse_system(s: &str) -> Result<System, String> {
+    System::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = System::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown system {s:?}; one of: {}", names.join(", "))
+    })
+}
+
+/// Parses a workload description for clap.
+pub(crate) fn parse_workload(s: &str) -> Result<WorkloadSpec, String> {
+    s.parse::<WorkloadSpec>().map_err(|e| e.to_string())
+}
+
+/// Options of `cf kv-server`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServerArgs {
+    /// Serializer: cornflakes, cornflakes-only-sg, cornflakes-only-copy,
+    /// cornflakes-no-sas, protobuf, flatbuffers, capnp, raw (echo only).
+    #[arg(long, value_parser = parse_system, default_value = "cornflakes")]
+    pub(crate) system: System,
+    /// Workload whose keys are preloaded, e.g. `ycsb`, `google:max=8`,
+    /// `twitter:keys=1000000`, `cdn`, `echo` (see `cf compare --help`).
+    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
+    pub(crate) workload: WorkloadSpec,
+    /// Transport (`shm` or `udp`).
+    #[arg(long, value_enum, default_value = "shm")]
+    pub(crate) transport: Transport,
+    /// Unix socket path (shm) or IP:port to bind (udp).
+    #[arg(long, default_value = "/tmp/cf-kv.sock")]
+    pub(crate) addr: String,
+    /// Core to pin the server to.
+    #[arg(long)]
+    pub(crate) core: Option<usize>,
+    /// Exit when standard input closes (set by `cf compare`).
+    #[arg(long, hide = true)]
+    pub(crate) exit_with_parent: bool,
+}
+
+/// Fills `store` with every key of `workload`, printing progress.
+pub(crate) fn preload(store: &mut Store, workload: &dyn Workload) -> Result<(), String> {
+    if !workload.preload() {
+        return Ok(());
+    }
+    let start = Instant::now();
+    let mut last = start;
+    let (mut key, mut sizes) = (Vec::new(), Vec::new());
+    let n = workload.num_keys();
+    for i in 0..n {
+        key.clear();
+        workload.key(i, &mut key);
+        workload.value_sizes(i, &mut sizes);
+        store
+            .insert_with(&key, &sizes, |elem, buf| fill_value(i, elem as u32, buf))
+            .map_err(|e| format!("cannot preload key {i}: {e} (try a smaller workload, e.g. keys=...)"))?;
+        if last.elapsed() > Duration::from_secs(2) {
+            eprintln!("  preloading: {i}/{n} keys, {} MB", store.value_bytes() >> 20);
+            last = Instant::now();
+        }
+    }
+    eprintln!(
+        "preloaded {} keys, {} MB of values in {:.1} s",
+        store.len(),
+        store.value_bytes() >> 20,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
+    if args.exit_with_parent {
+        crate::child::exit_with_parent();
+    }
+    if let Some(core) = args.core {
+        crate::pin::pin_to_core(core)?;
+    }
+    let workload = args.workload.build().map_err(|e| e.to_string())?;
+    match args.transport {
+        Transport::Shm => {
+            let _ = std::fs::remove_file(&args.addr);
+            let mut dp = crate::transport::shm_server(&args.addr)?;
+            serve(&mut dp, args, workload.as_ref(), &args.addr)
+        }
+        Transport::Udp => {
+            let addr = args.addr.parse().map_err(|e| format!("bad --addr {:?} for udp: {e}", args.addr))?;
+            let mut dp =
+                cornflakes_datapath::udp::UdpDatapath::bind(addr, cornflakes_datapath::udp::UdpConfig::loopback())
+                    .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
+            let local = dp.local_addr().to_string();
+            serve(&mut dp, args, workload.as_ref(), &local)
+        }
+        Transport::Bare => Err("the key-value server runs over a datapath: --transport shm or udp".into()),
+    }
+}
+
+fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, addr: &str) -> Result<(), String> {
+    let mut store = Store::new(dp.pool().clone(), Limits::default());
+    preload(&mut store, workload)?;
+    eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
+    println!("READY {addr}");
+    let mut last = Instant::now();
+    let stats = cornflakes_kv::server::serve(dp, &mut store, args.system, |stats| {
+        if last.elapsed() > Duration::from_secs(10) && (stats.malformed > 0 || stats.dropped_full > 0) {
+            eprintln!(
+                "kv-server: {} handled, {} malformed dropped, {} responses dropped",
+                stats.handled, stats.malformed, stats.dropped_full
+            );
+            last = Instant::now();
+        }
+        true
+    })
+    .map_err(|e| format!("server failed: {e}"))?;
+    eprintln!("kv-server: stopped after {} requests", stats.handled);
+    Ok(())
+}
+
+/// Options of `cf loadgen`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LoadgenArgs {
+    /// Serializer the server runs (the client speaks the same).
+    #[arg(long, value_parser = parse_system, default_value = "cornflakes")]
+    pub(crate) system: System,
+    /// Workload, as given to the server.
+    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
+    pub(crate) workload: WorkloadSpec,
+    /// Transport (`shm` or `udp`).
+    #[arg(long, value_enum, default_value = "shm")]
+    pub(crate) transport: Transport,
+    /// Server's Unix socket path (shm) or IP:port (udp).
+    #[arg(long, default_value = "/tmp/cf-kv.sock")]
+    pub(crate) addr: String,
+    /// Offered load, transactions per second; without it, sweep.
+    #[arg(long)]
+    pub(crate) rate: Option<f64>,
+    /// Client threads (connections).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) seconds: f64,
+    /// Unrecorded seconds before each point.
+    #[arg(long, default_value_t = 0.5)]
+    pub(crate) warmup: f64,
+    /// Request timeout, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) timeout_ms: u64,
+    /// Core to pin the client threads to.
+    #[arg(long)]
+    pub(crate) core: Option<usize>,
+    /// Seed of arrivals and key choices.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+}
+
+impl LoadgenArgs {
+    pub(crate) fn load_config(&self) -> LoadConfig {
+        LoadConfig {
+            rate: self.rate,
+            threads: self.threads,
+            warmup: Duration::from_secs_f64(self.warmup),
+            duration: Duration::from_secs_f64(self.seconds),
+            timeout: Duration::from_millis(self.timeout_ms),
+            max_outstanding: 16384,
+            seed: self.seed,
+        }
+    }
+}
+
+pub(crate) fn target(transport: Transport, addr: &str) -> Result<Target, String> {
+    match transport {
+        Transport::Shm => Ok(Target::Shm(addr.to_owned())),
+        Transport::Udp => Ok(Target::Udp(addr.parse().map_err(|e| format!("bad server address {addr:?}: {e}"))?)),
+        Transport::Bare => Err("the load generator runs over a datapath: --transport shm or udp".into()),
+    }
+}
+
+pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
+    let workload = args.workload.build().map_err(|e| e.to_string())?;
+    let target = target(args.transport, &args.addr)?;
+    let cfg = args.load_config();
+    let points = match args.rate {
+        Some(_) => vec![loadgen::run_point(&target, args.system, workload.as_ref(), &cfg, args.core)?],
+        None => {
+            let sweep_cfg =
+                SweepConfig { point: cfg, fractions: SweepConfig::DEFAULT_FRACTIONS.to_vec(), probe_outstanding: 32 };
+            let r =
+                loadgen::sweep(&target, args.system, workload.as_ref(), &sweep_cfg, args.core, |m| eprintln!("  {m}"))?;
+            r.points
+        }
+    };
+    for p in &points {
+        eprintln!("{}", crate::compare::describe_point(p, workload.unit()));
+    }
+    let best = points.iter().max_by(|a, b| a.achieved.total_cmp(&b.achieved)).ok_or("no load point ran")?;
+    println!("{}", crate::compare::system_json(args.system.name(), &points, best));
+    Ok(())
+}
