@@ -78,6 +78,37 @@ pub(crate) fn preload(store: &mut Store, workload: &dyn Workload) -> Result<(), 
     Ok(())
 }
 
+/// Free hugepage memory, bytes (0 when the machine has none reserved).
+fn free_hugepage_bytes() -> u64 {
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else { return 0 };
+    let field = |name: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    field("HugePages_Free:") * field("Hugepagesize:") * 1024
+}
+
+/// The server's pool: hugepages only when enough are free for the values
+/// (a pool's memory is one file, so it cannot switch to small pages once
+/// the hugepages run out).
+fn pool_config_for(value_bytes: u64) -> cornflakes::PoolConfig {
+    let mut config = cornflakes::PoolConfig::default();
+    // Slots are powers of two, and requests and responses need room too.
+    let needed = value_bytes * 2 + (256 << 20);
+    let free = free_hugepage_bytes();
+    if free < needed {
+        if free > 0 {
+            eprintln!("kv-server: {} MB of free hugepages < {} MB needed; using 4 KiB pages", free >> 20, needed >> 20);
+        }
+        config.hugepages = cornflakes::mem::HugePages::Never;
+    }
+    config
+}
+
 pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
     if args.exit_with_parent {
         crate::child::exit_with_parent();
@@ -89,7 +120,12 @@ pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
     match args.transport {
         Transport::Shm => {
             let _ = std::fs::remove_file(&args.addr);
-            let mut dp = crate::transport::shm_server(&args.addr)?;
+            let config = cornflakes_datapath::shm::ShmConfig {
+                pool: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
+                ..Default::default()
+            };
+            let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
+                .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
             serve(&mut dp, args, workload.as_ref(), &args.addr)
         }
         Transport::Udp => {

@@ -68,9 +68,11 @@ pub(crate) struct PointResult {
 
 impl PointResult {
     /// Whether the system kept up: achieved at least 95 % of offered.
+    /// A point with timeouts did not keep up either: requests queued past
+    /// the timeout.
     pub(crate) fn kept_up(&self) -> bool {
         match self.offered {
-            Some(rate) => self.achieved >= 0.95 * rate,
+            Some(rate) => self.achieved >= 0.95 * rate && self.timeouts == 0,
             None => true,
         }
     }
