@@ -140,7 +140,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 },
                 None => json!({"name": s.name(), "failed": true}),
             }).collect::<Vec<_>>(),
-            "ratios": ratios(workload.name(), &results),
+            "ratios": ratios(&results),
         }));
         write_summary(&args.out, &summary)?;
     }
@@ -254,7 +254,7 @@ fn max_of(results: &[(System, Option<SweepResult>)], system: System) -> Option<f
 }
 
 /// The paper's comparisons that apply to this workload: (what, ratio).
-fn ratios(workload: &str, results: &[(System, Option<SweepResult>)]) -> Value {
+fn ratios(results: &[(System, Option<SweepResult>)]) -> Value {
     let cf = max_of(results, System::Cornflakes);
     let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp]
         .into_iter()
@@ -274,7 +274,6 @@ fn ratios(workload: &str, results: &[(System, Option<SweepResult>)]) -> Value {
     if let Some((s, _)) = best_lib {
         out.insert("best_library".into(), json!(s.name()));
     }
-    let _ = workload;
     Value::Object(out)
 }
 
@@ -304,7 +303,7 @@ fn print_table(workload: &str, unit: &str, results: &[(System, Option<SweepResul
             None => println!("{:<22} {:>14}", s.name(), "failed"),
         }
     }
-    let ratios = ratios(workload, results);
+    let ratios = ratios(results);
     if let Value::Object(m) = ratios {
         for (k, v) in m {
             println!("  {k}: {v}");

@@ -217,6 +217,10 @@ struct Txn {
     recorded: bool,
 }
 
+/// A value's elements; inline so that reusing a cached echo value does
+/// not allocate per request.
+type Values = smallvec::SmallVec<[RcBuf; 4]>;
+
 /// Responses in flight at most per thread (a power of two); msg ids index
 /// a ring of this size.
 const SLOTS: usize = 1 << 16;
@@ -244,7 +248,7 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     outstanding_txns: usize,
     key_scratch: Vec<u8>,
     /// Values for puts and echoes, in the pool (so zero-copy applies).
-    value_cache: Vec<Option<Vec<RcBuf>>>,
+    value_cache: Vec<Option<Values>>,
     scratch_sizes: Vec<u32>,
     result: ThreadResult,
     record_from: Instant,
@@ -447,13 +451,13 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
 
     /// The value key `key` holds, as pool buffers: cached for echo keys,
     /// made fresh for puts.
-    fn values_of(&mut self, key: u32) -> Result<Vec<RcBuf>, String> {
+    fn values_of(&mut self, key: u32) -> Result<Values, String> {
         if let Some(Some(v)) = self.value_cache.get(key as usize) {
             return Ok(v.clone());
         }
         let mut sizes = std::mem::take(&mut self.scratch_sizes);
         self.workload.value_sizes(key, &mut sizes);
-        let mut values = Vec::with_capacity(sizes.len());
+        let mut values = Values::with_capacity(sizes.len());
         for (elem, &size) in sizes.iter().enumerate() {
             let mut buf = self.dp.alloc(size as usize).map_err(|e| format!("no client buffer: {e}"))?;
             fill_value(key, elem as u32, buf.as_mut_slice().expect("a fresh buffer is unique"));
