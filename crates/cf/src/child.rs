@@ -4,11 +4,14 @@
 //! closes, so a killed client never leaves a spinning server behind.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// A running server process.
 pub(crate) struct ServerChild {
     child: Child,
+    stdout: BufReader<ChildStdout>,
     /// What the server printed after `READY `: its address.
     pub(crate) addr: String,
 }
@@ -30,14 +33,27 @@ impl ServerChild {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("cannot start the server process: {e}"))?;
-        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map_err(|e| format!("server did not start: {e}"))?;
+        if let Err(e) = stdout.read_line(&mut line) {
+            let _ = child.kill();
+            return Err(format!("server did not start: {e}"));
+        }
         let Some(addr) = line.trim().strip_prefix("READY ") else {
             let _ = child.kill();
             return Err(format!("server did not start (said {line:?})"));
         };
-        Ok(ServerChild { addr: addr.to_owned(), child })
+        Ok(ServerChild { addr: addr.to_owned(), child, stdout })
+    }
+
+    /// Asks the server to stop (closes its stdin), waits for it, and
+    /// returns the lines it printed after `READY` (a server that counts
+    /// what it did prints its counters there).
+    pub(crate) fn finish(&mut self) -> Vec<String> {
+        drop(self.child.stdin.take());
+        let lines = (&mut self.stdout).lines().map_while(Result::ok).collect();
+        let _ = self.child.wait();
+        lines
     }
 }
 
@@ -51,13 +67,29 @@ impl Drop for ServerChild {
 /// In the server: exits the process when the parent closes our stdin.
 pub(crate) fn exit_with_parent() {
     std::thread::spawn(|| {
-        let mut buf = [0u8; 64];
-        use std::io::Read;
-        while let Ok(n) = std::io::stdin().read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-        }
+        wait_for_stdin_eof();
         std::process::exit(0);
     });
+}
+
+/// In the server: raises `stop` when the parent closes our stdin, so the
+/// serving loop can finish and report; exits anyway if it has not within
+/// a few seconds.
+pub(crate) fn stop_with_parent(stop: &'static AtomicBool) {
+    std::thread::spawn(move || {
+        wait_for_stdin_eof();
+        stop.store(true, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_secs(3));
+        std::process::exit(0);
+    });
+}
+
+fn wait_for_stdin_eof() {
+    let mut buf = [0u8; 64];
+    use std::io::Read;
+    while let Ok(n) = std::io::stdin().read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
 }

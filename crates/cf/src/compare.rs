@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use crate::child::ServerChild;
 use crate::kv::parse_system;
-use crate::loadgen::{self, LoadConfig, PointResult, SweepConfig, SweepResult, Target};
+use crate::kv::ServerCounters;
+use crate::loadgen::{self, LoadConfig, PointResult, SweepArgs, SweepResult, Target};
 use crate::plot;
 
 /// Options of `cf compare`.
@@ -50,6 +51,12 @@ pub(crate) struct Args {
     /// Core of the load generator.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
+    /// Sweeps per system; the table and ratios use the median maximum.
+    /// Repeats are interleaved across systems.
+    #[arg(long, default_value_t = 1)]
+    repeats: usize,
+    #[command(flatten)]
+    sweep: SweepArgs,
 }
 
 /// The systems compared on a workload by default.
@@ -68,6 +75,44 @@ fn default_systems(workload: &str) -> Vec<System> {
     }
 }
 
+/// One system's sweeps on a workload, one per repeat.
+struct SystemRuns {
+    system: System,
+    sweeps: Vec<SweepResult>,
+    /// Repeats that failed, and why.
+    failures: Vec<String>,
+    /// The server's counters, summed over the repeats.
+    server: ServerCounters,
+}
+
+impl SystemRuns {
+    /// The sweep whose highest achieved load is the median of the repeats
+    /// (the lower middle one for an even count), with that point.
+    fn median(&self) -> Option<(&SweepResult, &PointResult)> {
+        let mut runs: Vec<_> = self.sweeps.iter().filter_map(|s| s.best().map(|b| (s, b))).collect();
+        runs.sort_by(|a, b| a.1.achieved.total_cmp(&b.1.achieved));
+        runs.get(runs.len().saturating_sub(1) / 2).copied()
+    }
+
+    /// The median highest achieved load.
+    fn max(&self) -> Option<f64> {
+        self.median().map(|(_, b)| b.achieved)
+    }
+
+    /// The highest achieved load of each repeat, in the order run.
+    fn maxima(&self) -> Vec<f64> {
+        self.sweeps.iter().filter_map(|s| s.best().map(|b| b.achieved)).collect()
+    }
+
+    fn errors(&self) -> u64 {
+        self.sweeps.iter().map(SweepResult::errors).sum()
+    }
+
+    fn timeouts(&self) -> u64 {
+        self.sweeps.iter().map(SweepResult::timeouts).sum()
+    }
+}
+
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     let names: Vec<String> = if args.workload.is_empty() {
         WorkloadSpec::names().iter().map(|s| s.to_string()).collect()
@@ -75,6 +120,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         args.workload.clone()
     };
     let specs: Vec<WorkloadSpec> = names.iter().map(|n| crate::kv::parse_workload(n)).collect::<Result<_, _>>()?;
+    if args.repeats == 0 {
+        return Err("--repeats must be at least 1".into());
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     if crate::pin::available_cores() <= args.server_core.max(args.client_core) {
         eprintln!("warning: fewer cores than --server-core/--client-core; pinning will fail");
@@ -84,16 +132,38 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     for spec in &specs {
         let workload = spec.build().map_err(|e| e.to_string())?;
         let systems = if args.systems.is_empty() { default_systems(workload.name()) } else { args.systems.clone() };
-        eprintln!("\n== {} ({} systems; unit: {}) ==", workload.name(), systems.len(), workload.unit());
-        let mut results = Vec::new();
-        for (i, &system) in systems.iter().enumerate() {
-            let label = format!("[{}/{}] {} {}", i + 1, systems.len(), workload.name(), system.name());
-            let r = run_system(args, spec, system, &label);
-            match r {
-                Ok(r) => results.push((system, Some(r))),
-                Err(e) => {
-                    eprintln!("{label}: FAILED: {e}");
-                    results.push((system, None));
+        eprintln!(
+            "\n== {} ({} systems x {} repeats; unit: {}) ==",
+            workload.name(),
+            systems.len(),
+            args.repeats,
+            workload.unit()
+        );
+        let mut results: Vec<SystemRuns> = systems
+            .iter()
+            .map(|&system| SystemRuns { system, sweeps: Vec::new(), failures: Vec::new(), server: Default::default() })
+            .collect();
+        // Repeats are interleaved, so a slow phase of the machine hits
+        // every system alike instead of one.
+        for repeat in 0..args.repeats {
+            for (i, runs) in results.iter_mut().enumerate() {
+                let label = format!(
+                    "[{}/{}{}] {} {}",
+                    i + 1,
+                    systems.len(),
+                    if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() },
+                    workload.name(),
+                    runs.system.name()
+                );
+                match run_system(args, spec, runs.system, &label) {
+                    Ok((sweep, server)) => {
+                        runs.sweeps.push(sweep);
+                        runs.server.add(&server);
+                    }
+                    Err(e) => {
+                        eprintln!("{label}: FAILED: {e}");
+                        runs.failures.push(e);
+                    }
                 }
             }
         }
@@ -101,10 +171,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         let png = args.out.join(format!("{}.png", workload.name()));
         let series: Vec<plot::Series> = results
             .iter()
-            .filter_map(|(s, r)| {
-                r.as_ref().map(|r| plot::Series {
-                    name: s.name().to_owned(),
-                    points: r.points.iter().map(|p| (p.achieved, p.p99_us)).collect(),
+            .filter_map(|r| {
+                r.median().map(|(sweep, _)| plot::Series {
+                    name: r.system.name().to_owned(),
+                    points: sweep.points.iter().map(|p| (p.achieved, p.p99_us)).collect(),
                 })
             })
             .collect();
@@ -115,10 +185,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             eprintln!("warning: cannot draw {}: {e}", png.display());
         }
         let bars_png = args.out.join(format!("{}-max.png", workload.name()));
-        let bars: Vec<(String, f64)> = results
-            .iter()
-            .map(|(s, r)| (s.name().to_owned(), r.as_ref().and_then(|r| r.best()).map_or(f64::NAN, |b| b.achieved)))
-            .collect();
+        let bars: Vec<(String, f64)> =
+            results.iter().map(|r| (r.system.name().to_owned(), r.max().unwrap_or(f64::NAN))).collect();
         let y_label = format!("highest achieved load (thousand {} / s)", workload.unit());
         if let Err(e) = plot::max_throughput_bars_png(
             &bars_png,
@@ -132,14 +200,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             "workload": workload.name(),
             "spec": spec.to_string(),
             "unit": workload.unit(),
+            "repeats": args.repeats,
             "plot": png.file_name().map(|f| f.to_string_lossy().into_owned()),
-            "systems": results.iter().map(|(s, r)| match r {
-                Some(r) => match r.best() {
-                    Some(best) => system_json(s.name(), &r.points, best),
-                    None => json!({"name": s.name(), "failed": "no load point ran"}),
-                },
-                None => json!({"name": s.name(), "failed": true}),
-            }).collect::<Vec<_>>(),
+            "systems": results.iter().map(runs_json).collect::<Vec<_>>(),
             "ratios": ratios(&results),
         }));
         write_summary(&args.out, &summary)?;
@@ -152,18 +215,52 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// The JSON object of one system's repeats: the median repeat's figures
+/// and curve, every repeat's maximum, totals of errors and counters.
+fn runs_json(r: &SystemRuns) -> Value {
+    let mut v = match r.median() {
+        Some((sweep, best)) => system_json(r.system.name(), &sweep.points, best),
+        None => json!({ "name": r.system.name() }),
+    };
+    let Value::Object(m) = &mut v else { unreachable!("system_json makes an object") };
+    m.insert("repeats_max_rps".into(), json!(r.maxima().iter().map(|x| x.round()).collect::<Vec<_>>()));
+    m.insert("errors".into(), json!(r.errors()));
+    m.insert("timeouts".into(), json!(r.timeouts()));
+    if let Some((sweep, _)) = r.median() {
+        m.insert("slo_p99_us".into(), json!((sweep.slo_us * 10.0).round() / 10.0));
+    }
+    m.insert(
+        "server".into(),
+        json!({
+            "handled": r.server.handled,
+            "malformed": r.server.malformed,
+            "dropped_full": r.server.dropped_full,
+            "send_failed": r.server.send_failed,
+        }),
+    );
+    if !r.failures.is_empty() {
+        m.insert("failed".into(), json!(r.failures));
+    }
+    v
+}
+
 fn write_summary(out: &Path, summary: &[Value]) -> Result<(), String> {
     let path = out.join("summary.json");
     let text = serde_json::to_string_pretty(&json!({ "workloads": summary })).expect("JSON values serialize");
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Starts the server with `system` and sweeps it.
-fn run_system(args: &Args, spec: &WorkloadSpec, system: System, label: &str) -> Result<SweepResult, String> {
+/// Starts the server with `system`, sweeps it, and stops it.
+fn run_system(
+    args: &Args,
+    spec: &WorkloadSpec,
+    system: System,
+    label: &str,
+) -> Result<(SweepResult, ServerCounters), String> {
     let path = crate::transport::shm_socket_path();
     eprintln!("{label}: starting server (preloading)");
     let t0 = Instant::now();
-    let server = ServerChild::spawn_subcommand(
+    let mut server = ServerChild::spawn_subcommand(
         "kv-server",
         &[
             "--system".into(),
@@ -181,19 +278,15 @@ fn run_system(args: &Args, spec: &WorkloadSpec, system: System, label: &str) -> 
     )?;
     eprintln!("{label}: server ready in {:.1} s", t0.elapsed().as_secs_f64());
     let workload = spec.build().map_err(|e| e.to_string())?;
-    let cfg = SweepConfig {
-        point: LoadConfig {
-            rate: None,
-            threads: args.threads,
-            warmup: Duration::from_secs_f64(args.warmup),
-            duration: Duration::from_secs_f64(args.seconds),
-            timeout: Duration::from_millis(args.timeout_ms),
-            max_outstanding: 16384,
-            seed: 1,
-        },
-        fractions: SweepConfig::DEFAULT_FRACTIONS.to_vec(),
-        probe_outstanding: 32,
-    };
+    let cfg = args.sweep.sweep_config(LoadConfig {
+        rate: None,
+        threads: args.threads,
+        warmup: Duration::from_secs_f64(args.warmup),
+        duration: Duration::from_secs_f64(args.seconds),
+        timeout: Duration::from_millis(args.timeout_ms),
+        max_outstanding: 16384,
+        seed: 1,
+    });
     let result = loadgen::sweep(
         &Target::Shm(server.addr.clone()),
         system,
@@ -202,20 +295,25 @@ fn run_system(args: &Args, spec: &WorkloadSpec, system: System, label: &str) -> 
         Some(args.client_core),
         |m| eprintln!("{label}: {m}"),
     );
+    let counters = server.finish().iter().find_map(|l| ServerCounters::parse(l));
     drop(server);
     let _ = std::fs::remove_file(&path);
     let result = result?;
+    let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
         eprintln!(
-            "{label}: max {:.0} {}/s (p99 {:.1} µs), {} errors, {} timeouts",
+            "{label}: max {:.0} {}/s (p99 {:.1} µs, bound {:.1} µs), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
             best.achieved,
             workload.unit(),
             best.p99_us,
+            result.slo_us,
             result.errors(),
-            result.timeouts()
+            result.timeouts(),
+            counters.malformed,
+            counters.dropped_full + counters.send_failed,
         );
     }
-    Ok(result)
+    Ok((result, counters))
 }
 
 /// One line about a load point.
@@ -249,12 +347,13 @@ pub(crate) fn system_json(name: &str, points: &[PointResult], best: &PointResult
     })
 }
 
-fn max_of(results: &[(System, Option<SweepResult>)], system: System) -> Option<f64> {
-    results.iter().find(|(s, _)| *s == system)?.1.as_ref()?.best().map(|b| b.achieved)
+fn max_of(results: &[SystemRuns], system: System) -> Option<f64> {
+    results.iter().find(|r| r.system == system)?.max()
 }
 
-/// The paper's comparisons that apply to this workload: (what, ratio).
-fn ratios(results: &[(System, Option<SweepResult>)]) -> Value {
+/// The paper's comparisons that apply to this workload: (what, ratio of
+/// median maxima).
+fn ratios(results: &[SystemRuns]) -> Value {
     let cf = max_of(results, System::Cornflakes);
     let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp]
         .into_iter()
@@ -277,34 +376,45 @@ fn ratios(results: &[(System, Option<SweepResult>)]) -> Value {
     Value::Object(out)
 }
 
-fn print_table(workload: &str, unit: &str, results: &[(System, Option<SweepResult>)]) {
+fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
     let cf = max_of(results, System::Cornflakes);
-    println!("\n{workload}: highest achieved load (achieved >= 95 % of offered up to it), p99 at that load");
     println!(
-        "{:<22} {:>14} {:>10} {:>10} {:>8} {:>9}",
+        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, p99 within the bound); \
+         median of repeats, p99 at that load"
+    );
+    println!(
+        "{:<22} {:>12} {:>21} {:>10} {:>10} {:>8} {:>9} {:>8}",
         "system",
         format!("{unit}/s"),
+        "repeats min-max",
         "p99 µs",
         "vs cf",
         "errors",
-        "timeouts"
+        "timeouts",
+        "dropped"
     );
-    for (s, r) in results {
-        match r.as_ref().and_then(|r| r.best().map(|b| (r, b))) {
-            Some((r, best)) => println!(
-                "{:<22} {:>14.0} {:>10.1} {:>10} {:>8} {:>9}",
-                s.name(),
-                best.achieved,
-                best.p99_us,
-                cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
-                r.errors(),
-                r.timeouts()
-            ),
-            None => println!("{:<22} {:>14}", s.name(), "failed"),
+    for r in results {
+        match r.median() {
+            Some((_, best)) => {
+                let maxima = r.maxima();
+                let lo = maxima.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = maxima.iter().copied().fold(0.0, f64::max);
+                println!(
+                    "{:<22} {:>12.0} {:>21} {:>10.1} {:>10} {:>8} {:>9} {:>8}",
+                    r.system.name(),
+                    best.achieved,
+                    format!("{lo:.0}-{hi:.0}"),
+                    best.p99_us,
+                    cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
+                    r.errors(),
+                    r.timeouts(),
+                    r.server.malformed + r.server.dropped_full + r.server.send_failed,
+                )
+            }
+            None => println!("{:<22} {:>12}", r.system.name(), "failed"),
         }
     }
-    let ratios = ratios(results);
-    if let Value::Object(m) = ratios {
+    if let Value::Object(m) = ratios(results) {
         for (k, v) in m {
             println!("  {k}: {v}");
         }

@@ -1,13 +1,14 @@
 //! `cf kv-server` and `cf loadgen`: the two halves of the key-value
 //! experiments, to run by hand (on two hosts, or against other clients).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cornflakes_datapath::Datapath;
 use cornflakes_kv::{Limits, Store, System};
 use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
-use crate::loadgen::{self, LoadConfig, SweepConfig, Target};
+use crate::loadgen::{self, LoadConfig, SweepArgs, Target};
 use crate::transport::Transport;
 
 /// Parses a system name for clap.
@@ -109,9 +110,12 @@ fn pool_config_for(value_bytes: u64) -> cornflakes::PoolConfig {
     config
 }
 
+/// Raised when `cf compare` closes the server's stdin.
+static STOP: AtomicBool = AtomicBool::new(false);
+
 pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
     if args.exit_with_parent {
-        crate::child::exit_with_parent();
+        crate::child::stop_with_parent(&STOP);
     }
     if let Some(core) = args.core {
         crate::pin::pin_to_core(core)?;
@@ -146,19 +150,80 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, ad
     eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
     println!("READY {addr}");
     let mut last = Instant::now();
+    let mut reported = (0, 0);
     let stats = cornflakes_kv::server::serve(dp, &mut store, args.system, |stats| {
-        if last.elapsed() > Duration::from_secs(10) && (stats.malformed > 0 || stats.dropped_full > 0) {
+        let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
+        if problems != reported && last.elapsed() > Duration::from_secs(10) {
             eprintln!(
                 "kv-server: {} handled, {} malformed dropped, {} responses dropped",
-                stats.handled, stats.malformed, stats.dropped_full
+                stats.handled, problems.0, problems.1
             );
-            last = Instant::now();
+            (last, reported) = (Instant::now(), problems);
         }
-        true
+        !STOP.load(Ordering::Relaxed)
     })
     .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
+    // For `cf compare`, which collects it into summary.json.
+    println!("{}", ServerCounters::from(&stats));
     Ok(())
+}
+
+/// The server's counters, as its last line of output says them:
+/// `STATS handled=N malformed=N dropped_full=N send_failed=N`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ServerCounters {
+    pub(crate) handled: u64,
+    pub(crate) malformed: u64,
+    pub(crate) dropped_full: u64,
+    pub(crate) send_failed: u64,
+}
+
+impl From<&cornflakes_kv::ServerStats> for ServerCounters {
+    fn from(s: &cornflakes_kv::ServerStats) -> Self {
+        ServerCounters {
+            handled: s.handled,
+            malformed: s.malformed,
+            dropped_full: s.dropped_full,
+            send_failed: s.send_failed,
+        }
+    }
+}
+
+impl std::fmt::Display for ServerCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "STATS handled={} malformed={} dropped_full={} send_failed={}",
+            self.handled, self.malformed, self.dropped_full, self.send_failed
+        )
+    }
+}
+
+impl ServerCounters {
+    /// Parses the `STATS` line; `None` for any other line.
+    pub(crate) fn parse(line: &str) -> Option<Self> {
+        let mut c = ServerCounters::default();
+        for field in line.strip_prefix("STATS ")?.split_whitespace() {
+            let (name, value) = field.split_once('=')?;
+            let value: u64 = value.parse().ok()?;
+            match name {
+                "handled" => c.handled = value,
+                "malformed" => c.malformed = value,
+                "dropped_full" => c.dropped_full = value,
+                "send_failed" => c.send_failed = value,
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+
+    pub(crate) fn add(&mut self, o: &ServerCounters) {
+        self.handled += o.handled;
+        self.malformed += o.malformed;
+        self.dropped_full += o.dropped_full;
+        self.send_failed += o.send_failed;
+    }
 }
 
 /// Options of `cf loadgen`.
@@ -197,6 +262,8 @@ pub(crate) struct LoadgenArgs {
     /// Seed of arrivals and key choices.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 impl LoadgenArgs {
@@ -225,20 +292,35 @@ pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
     let workload = args.workload.build().map_err(|e| e.to_string())?;
     let target = target(args.transport, &args.addr)?;
     let cfg = args.load_config();
-    let points = match args.rate {
-        Some(_) => vec![loadgen::run_point(&target, args.system, workload.as_ref(), &cfg, args.core)?],
+    let (points, best) = match args.rate {
+        Some(_) => {
+            let p = loadgen::run_point(&target, args.system, workload.as_ref(), &cfg, args.core)?;
+            (vec![p.clone()], p)
+        }
         None => {
-            let sweep_cfg =
-                SweepConfig { point: cfg, fractions: SweepConfig::DEFAULT_FRACTIONS.to_vec(), probe_outstanding: 32 };
+            let sweep_cfg = args.sweep.sweep_config(cfg);
             let r =
                 loadgen::sweep(&target, args.system, workload.as_ref(), &sweep_cfg, args.core, |m| eprintln!("  {m}"))?;
-            r.points
+            let best = r.best().ok_or("no load point ran")?.clone();
+            (r.points, best)
         }
     };
     for p in &points {
         eprintln!("{}", crate::compare::describe_point(p, workload.unit()));
     }
-    let best = points.iter().max_by(|a, b| a.achieved.total_cmp(&b.achieved)).ok_or("no load point ran")?;
-    println!("{}", crate::compare::system_json(args.system.name(), &points, best));
+    println!("{}", crate::compare::system_json(args.system.name(), &points, &best));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerCounters;
+
+    #[test]
+    fn server_counters_survive_their_line() {
+        let c = ServerCounters { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3 };
+        assert_eq!(ServerCounters::parse(&c.to_string()), Some(c));
+        assert_eq!(ServerCounters::parse("READY /tmp/x"), None);
+        assert_eq!(ServerCounters::parse("STATS handled=x"), None);
+    }
 }

@@ -67,12 +67,13 @@ pub(crate) struct PointResult {
 }
 
 impl PointResult {
-    /// Whether the system kept up: achieved at least 95 % of offered.
-    /// A point with timeouts did not keep up either: requests queued past
-    /// the timeout.
-    pub(crate) fn kept_up(&self) -> bool {
+    /// Whether the system kept up with this point: it achieved at least
+    /// 95 % of the offered load, no request timed out, and the p99 latency
+    /// stayed within `slo_us` (a queue that grows inside a point shows in
+    /// its tail before it shows in its throughput).
+    pub(crate) fn kept_up(&self, slo_us: f64) -> bool {
         match self.offered {
-            Some(rate) => self.achieved >= 0.95 * rate && self.timeouts == 0,
+            Some(rate) => self.achieved >= 0.95 * rate && self.timeouts == 0 && self.p99_us <= slo_us,
             None => true,
         }
     }
@@ -587,11 +588,89 @@ pub(crate) struct SweepConfig {
     pub(crate) fractions: Vec<f64>,
     /// In-flight transactions per thread of the closed-loop probe.
     pub(crate) probe_outstanding: usize,
+    /// The p99 latency bound of a point that kept up.
+    pub(crate) slo: LatencySlo,
+    /// Points spent bisecting between the highest load kept up with and
+    /// the lowest one not kept up with.
+    pub(crate) refine: usize,
 }
 
 impl SweepConfig {
     /// Load points from 20 % to 130 % of the probed capacity.
     pub(crate) const DEFAULT_FRACTIONS: [f64; 9] = [0.2, 0.4, 0.6, 0.75, 0.85, 0.92, 1.0, 1.1, 1.3];
+
+    /// The default sweep around `point`.
+    pub(crate) fn new(point: LoadConfig) -> Self {
+        SweepConfig {
+            point,
+            fractions: Self::DEFAULT_FRACTIONS.to_vec(),
+            probe_outstanding: 32,
+            slo: LatencySlo::default(),
+            refine: 2,
+        }
+    }
+}
+
+/// The p99 latency a load point may have and still count as kept up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum LatencySlo {
+    /// At most this many microseconds.
+    Fixed(f64),
+    /// At most `factor` times the median latency of the sweep's first
+    /// (lowest) load point, and never less than `floor_us`: "no queue has
+    /// built up yet", whatever the workload's unloaded latency is. The base
+    /// is the median, not the p99, because a 2-core machine's scheduling
+    /// hiccups move the low-load p99 by an order of magnitude; the floor
+    /// keeps such hiccups from failing a point that kept up.
+    RelativeToLowLoad { factor: f64, floor_us: f64 },
+}
+
+impl Default for LatencySlo {
+    fn default() -> Self {
+        LatencySlo::RelativeToLowLoad { factor: 20.0, floor_us: 500.0 }
+    }
+}
+
+impl LatencySlo {
+    /// The bound in microseconds, given the median latency at the lowest
+    /// load.
+    pub(crate) fn bound_us(self, low_load_p50_us: f64) -> f64 {
+        match self {
+            LatencySlo::Fixed(us) => us,
+            LatencySlo::RelativeToLowLoad { factor, floor_us } => (factor * low_load_p50_us).max(floor_us),
+        }
+    }
+}
+
+/// Command-line settings of a sweep's stopping rule.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct SweepArgs {
+    /// p99 bound (µs) of a load point that counts as kept up. Default: 20x
+    /// the median latency of the sweep's lowest load point, at least 500 µs
+    /// (see --slo-factor, --slo-floor-us).
+    #[arg(long)]
+    pub(crate) p99_slo_us: Option<f64>,
+    /// Without --p99-slo-us: the bound as a multiple of the lowest load's
+    /// median latency ...
+    #[arg(long, default_value_t = 20.0)]
+    pub(crate) slo_factor: f64,
+    /// ... but never below this many µs.
+    #[arg(long, default_value_t = 500.0)]
+    pub(crate) slo_floor_us: f64,
+    /// Extra points that bisect the step where the system fell behind.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) refine: usize,
+}
+
+impl SweepArgs {
+    /// The sweep these settings describe, around `point`.
+    pub(crate) fn sweep_config(&self, point: LoadConfig) -> SweepConfig {
+        let slo = match self.p99_slo_us {
+            Some(us) => LatencySlo::Fixed(us),
+            None => LatencySlo::RelativeToLowLoad { factor: self.slo_factor, floor_us: self.slo_floor_us },
+        };
+        SweepConfig { slo, refine: self.refine, ..SweepConfig::new(point) }
+    }
 }
 
 /// Points past the listed fractions before a sweep gives up looking for
@@ -605,18 +684,24 @@ pub(crate) struct SweepResult {
     pub(crate) probe: PointResult,
     /// Open-loop points, in the order run.
     pub(crate) points: Vec<PointResult>,
+    /// The p99 bound (µs) the points were held to.
+    pub(crate) slo_us: f64,
 }
 
 impl SweepResult {
     /// The point with the highest achieved load among those the system
-    /// kept up with (achieved >= 95 % of offered), or among all points if
-    /// it kept up with none: its p99 is then the overloaded one.
+    /// kept up with, or among all points if it kept up with none: its p99
+    /// is then the overloaded one.
     pub(crate) fn best(&self) -> Option<&PointResult> {
         let by_load = |a: &&PointResult, b: &&PointResult| a.achieved.total_cmp(&b.achieved);
-        self.points.iter().filter(|p| p.kept_up()).max_by(by_load).or_else(|| self.points.iter().max_by(by_load))
+        self.points
+            .iter()
+            .filter(|p| p.kept_up(self.slo_us))
+            .max_by(by_load)
+            .or_else(|| self.points.iter().max_by(by_load))
     }
 
-    /// Errors and timeouts over all points.
+    /// Errors over all points, the probe included.
     pub(crate) fn errors(&self) -> u64 {
         self.points.iter().chain([&self.probe]).map(|p| p.errors).sum()
     }
@@ -627,9 +712,11 @@ impl SweepResult {
     }
 }
 
-/// Raises the offered load until the achieved load falls below 95 % of it:
-/// first a closed-loop probe estimates the capacity, then open-loop points
-/// run at fractions of it. `progress` hears about each point.
+/// Raises the offered load until the system no longer keeps up (achieved
+/// below 95 % of offered, timeouts, or p99 over the bound): first a
+/// closed-loop probe estimates the capacity, then open-loop points run at
+/// fractions of it, then a few points bisect between the last load kept up
+/// with and the first one not. `progress` hears about each point.
 pub(crate) fn sweep(
     target: &Target,
     system: System,
@@ -650,22 +737,84 @@ pub(crate) fn sweep(
             probe.timeouts
         ));
     }
-    let mut points = Vec::new();
-    let mut fraction = cfg.fractions.iter().copied();
-    let mut last = 0.0;
+    let mut points: Vec<PointResult> = Vec::new();
+    let mut slo_us = f64::INFINITY;
+    let mut run = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<bool, String> {
+        progress(&format!("point {}: offered {rate:.0}/s ({what})", points.len() + 1));
+        let point = run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
+        if points.is_empty() {
+            slo_us = cfg.slo.bound_us(point.p50_us);
+        }
+        let kept = point.kept_up(slo_us);
+        if !kept {
+            progress(&format!(
+                "  not kept up: achieved {:.0}/s, p99 {:.1} µs (bound {slo_us:.1}), {} timeouts",
+                point.achieved, point.p99_us, point.timeouts
+            ));
+        }
+        points.push(point);
+        Ok(kept)
+    };
     // The given fractions, then 20 % more each time until the system falls
     // behind (an open loop can go past the closed-loop probe).
-    for i in 0..cfg.fractions.len() + MAX_EXTRA_POINTS {
+    let mut fraction = cfg.fractions.iter().copied();
+    let (mut last, mut kept_rate, mut failed_rate) = (0.0, None, None);
+    for _ in 0..cfg.fractions.len() + MAX_EXTRA_POINTS {
         let f = fraction.next().unwrap_or(last * 1.2);
         last = f;
         let rate = probe.achieved * f;
-        progress(&format!("point {}: offered {:.0}/s ({:.0} % of the probe)", i + 1, rate, f * 100.0));
-        let point = run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
-        let stop = !point.kept_up();
-        points.push(point);
-        if stop {
+        if run(rate, format!("{:.0} % of the probe", f * 100.0), &mut progress)? {
+            kept_rate = Some(rate);
+        } else {
+            failed_rate = Some(rate);
             break;
         }
     }
-    Ok(SweepResult { probe, points })
+    // Bisect the step in which the system fell behind.
+    if let (Some(mut lo), Some(mut hi)) = (kept_rate, failed_rate) {
+        for _ in 0..cfg.refine {
+            let mid = (lo + hi) / 2.0;
+            if run(mid, "refining".into(), &mut progress)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    Ok(SweepResult { probe, points, slo_us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LatencySlo, PointResult};
+
+    fn point(offered: f64, achieved: f64, p99_us: f64, timeouts: u64) -> PointResult {
+        PointResult {
+            offered: Some(offered),
+            achieved,
+            p50_us: p99_us / 2.0,
+            p99_us,
+            p999_us: p99_us,
+            offered_count: offered as u64,
+            completed: achieved as u64,
+            timeouts,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn a_point_keeps_up_only_with_its_load_its_requests_and_its_tail() {
+        assert!(point(1000.0, 960.0, 50.0, 0).kept_up(100.0));
+        assert!(!point(1000.0, 940.0, 50.0, 0).kept_up(100.0), "below 95 % of offered");
+        assert!(!point(1000.0, 1000.0, 50.0, 1).kept_up(100.0), "a timeout");
+        assert!(!point(1000.0, 1000.0, 150.0, 0).kept_up(100.0), "p99 over the bound");
+    }
+
+    #[test]
+    fn the_latency_bound_follows_the_low_load_median_above_a_floor() {
+        let slo = LatencySlo::RelativeToLowLoad { factor: 20.0, floor_us: 500.0 };
+        assert_eq!(slo.bound_us(5.0), 500.0);
+        assert_eq!(slo.bound_us(40.0), 800.0);
+        assert_eq!(LatencySlo::Fixed(70.0).bound_us(40.0), 70.0);
+    }
 }

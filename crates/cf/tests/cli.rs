@@ -71,6 +71,10 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
         "0.2",
         "--warmup",
         "0.05",
+        "--repeats",
+        "2",
+        "--refine",
+        "1",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -87,6 +91,10 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             assert_eq!(s["errors"], 0, "{s}");
             assert!(s["p99_us"].as_f64().expect("p99_us") > 0.0, "{s}");
             assert!(!s["points"].as_array().expect("points").is_empty(), "{s}");
+            assert_eq!(s["repeats_max_rps"].as_array().expect("repeats_max_rps").len(), 2, "{s}");
+            assert!(s["server"]["handled"].as_u64().expect("server counters") > 0, "{s}");
+            assert_eq!(s["server"]["malformed"], 0, "{s}");
+            assert!(s["slo_p99_us"].as_f64().expect("slo_p99_us") >= 500.0, "{s}");
             assert!(table.contains(s["name"].as_str().unwrap()), "{table}");
         }
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
