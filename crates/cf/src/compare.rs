@@ -1,7 +1,7 @@
 //! `cf compare`: the main job. For each workload it starts the key-value
 //! server with each system in turn (pinned to one core), sweeps the offered
 //! load with the load generator (pinned to the other core) over the
-//! shared-memory datapath, prints a table like the paper's, and writes
+//! shared-memory datapath (or UDP), prints a table like the paper's, and writes
 //! `summary.json` and throughput-latency plots.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 use crate::child::ServerChild;
 use crate::kv::parse_system;
 use crate::kv::ServerCounters;
-use crate::loadgen::{self, LoadConfig, PointResult, SweepArgs, SweepResult, Target};
+use crate::loadgen::{self, LoadConfig, PointResult, SweepArgs, SweepResult};
+use crate::transport::Transport;
 use crate::plot;
 
 /// Options of `cf compare`.
@@ -51,6 +52,10 @@ pub(crate) struct Args {
     /// Core of the load generator.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
+    /// Datapath between the load generator and the server: `shm` (the
+    /// paper's targets are for it) or `udp` (io_uring on 127.0.0.1).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
     /// Sweeps per system; the table and ratios use the median maximum.
     /// Repeats are interleaved across systems.
     #[arg(long, default_value_t = 1)]
@@ -200,6 +205,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             "workload": workload.name(),
             "spec": spec.to_string(),
             "unit": workload.unit(),
+            "transport": args.transport.name(),
             "repeats": args.repeats,
             "plot": png.file_name().map(|f| f.to_string_lossy().into_owned()),
             "systems": results.iter().map(runs_json).collect::<Vec<_>>(),
@@ -257,7 +263,11 @@ fn run_system(
     system: System,
     label: &str,
 ) -> Result<(SweepResult, ServerCounters), String> {
-    let path = crate::transport::shm_socket_path();
+    let path = match args.transport {
+        Transport::Shm => crate::transport::shm_socket_path(),
+        Transport::Udp => "127.0.0.1:0".to_owned(),
+        Transport::Bare => return Err("compare runs over a datapath: --transport shm or udp".into()),
+    };
     eprintln!("{label}: starting server (preloading)");
     let t0 = Instant::now();
     let mut server = ServerChild::spawn_subcommand(
@@ -268,7 +278,7 @@ fn run_system(
             "--workload".into(),
             spec.to_string(),
             "--transport".into(),
-            "shm".into(),
+            args.transport.name().into(),
             "--addr".into(),
             path.clone(),
             "--core".into(),
@@ -287,8 +297,9 @@ fn run_system(
         max_outstanding: 16384,
         seed: 1,
     });
+    let target = crate::kv::target(args.transport, &server.addr)?;
     let result = loadgen::sweep(
-        &Target::Shm(server.addr.clone()),
+        &target,
         system,
         workload.as_ref(),
         &cfg,
@@ -297,7 +308,9 @@ fn run_system(
     );
     let counters = server.finish().iter().find_map(|l| ServerCounters::parse(l));
     drop(server);
-    let _ = std::fs::remove_file(&path);
+    if args.transport == Transport::Shm {
+        let _ = std::fs::remove_file(&path);
+    }
     let result = result?;
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
