@@ -15,8 +15,8 @@ use crate::child::ServerChild;
 use crate::kv::parse_system;
 use crate::kv::ServerCounters;
 use crate::loadgen::{self, LoadConfig, PointResult, SweepArgs, SweepResult};
-use crate::transport::Transport;
 use crate::plot;
+use crate::transport::Transport;
 
 /// Options of `cf compare`.
 #[derive(clap::Args, Debug)]
@@ -298,14 +298,8 @@ fn run_system(
         seed: 1,
     });
     let target = crate::kv::target(args.transport, &server.addr)?;
-    let result = loadgen::sweep(
-        &target,
-        system,
-        workload.as_ref(),
-        &cfg,
-        Some(args.client_core),
-        |m| eprintln!("{label}: {m}"),
-    );
+    let result =
+        loadgen::sweep(&target, system, workload.as_ref(), &cfg, Some(args.client_core), |m| eprintln!("{label}: {m}"));
     let counters = server.finish().iter().find_map(|l| ServerCounters::parse(l));
     drop(server);
     if args.transport == Transport::Shm {

@@ -267,6 +267,8 @@ struct Conn {
     zc_received: u64,
     /// Last value published in `rx`'s acknowledgement word.
     zc_reported: u64,
+    /// Scratch for the descriptors of the record being received.
+    descs: Vec<Desc>,
     peer_max_message: usize,
     full_streak: u32,
     /// The peer is gone: drain `rx`, then reclaim.
@@ -524,6 +526,7 @@ impl ShmDatapath {
             zc_acked: 0,
             zc_received: 0,
             zc_reported: 0,
+            descs: Vec::with_capacity(MAX_SEGMENTS),
             peer_max_message: usize::try_from(hello.max_message).unwrap_or(usize::MAX).min(MAX_ALLOC),
             full_streak: 0,
             dead: false,
@@ -884,14 +887,19 @@ fn receive_record(
     if body_len < desc_bytes + PACKET_HEADER_LEN {
         return Err(Discard::Malformed);
     }
-    let mut raw = [0u8; MAX_SEGMENTS * DESC_LEN];
-    // SAFETY: desc_bytes <= body_len, in the ring.
-    unsafe { copy_from_shared(body, &mut raw, desc_bytes) };
-    let mut descs = [Desc::default(); MAX_SEGMENTS];
+    // Copied out one descriptor at a time into a reused vector: zeroing a
+    // MAX_SEGMENTS-sized scratch array on every record cost more than the
+    // descriptors themselves.
+    let descs = &mut c.descs;
+    descs.clear();
     let mut inline_total = 0usize;
     let mut segs_total = 0usize;
-    for (i, d) in descs.iter_mut().enumerate().take(n) {
-        *d = Desc::decode(raw[i * DESC_LEN..(i + 1) * DESC_LEN].try_into().expect("16 bytes"));
+    for i in 0..n {
+        let mut raw = [0u8; DESC_LEN];
+        // SAFETY: (i + 1) * DESC_LEN <= desc_bytes <= body_len, in the ring.
+        unsafe { copy_from_shared(body.add(i * DESC_LEN), &mut raw, DESC_LEN) };
+        let d = Desc::decode(&raw);
+        descs.push(d);
         let len = d.len as usize;
         match d.kind {
             DESC_POOL => {
@@ -925,7 +933,7 @@ fn receive_record(
     let mut at = first;
     let mut inline_at = desc_bytes + packet_len;
     let peer_base = c.peer.map.as_ref().map_or(std::ptr::null(), |m| m.ptr().as_ptr().cast_const());
-    for d in &descs[..n] {
+    for d in descs.iter() {
         let len = d.len as usize;
         let src = if d.kind == DESC_POOL {
             // SAFETY: offset + len <= c.peer.len, the mapped length (checked

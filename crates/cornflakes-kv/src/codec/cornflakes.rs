@@ -13,7 +13,7 @@ use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::kv_proto::{KvRequest, KvResponse};
-use crate::protocol::Status;
+use crate::protocol::{Op, Status};
 use crate::store::Store;
 
 /// The Cornflakes server codec.
@@ -41,10 +41,49 @@ fn decode_request<'r>(msg: &'r KvRequest<'r>) -> Request<'r> {
     }
 }
 
+impl CornflakesServer {
+    /// Sends `resp`, or a bare `TooLarge` status when it cannot be sent.
+    fn respond<D: Datapath>(&self, dp: &mut D, rx: &Received, resp: &KvResponse<'_>) -> Result<(), HandleError> {
+        let sent = if self.serialize_and_send {
+            retry_full(dp, |dp| dp.push_message(rx.conn, rx.msg_id, resp))
+        } else {
+            send_segments(dp, rx.conn, rx.msg_id, resp)
+        };
+        match sent {
+            Err(SendError::TooLarge { .. }) => {
+                let mut err = KvResponse::new_in(&self.arena);
+                err.set_status(Status::TooLarge as u32);
+                retry_full(dp, |dp| dp.push_message(rx.conn, rx.msg_id, &err))?;
+                Ok(())
+            }
+            other => Ok(other?),
+        }
+    }
+}
+
 impl ServerCodec for CornflakesServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         let arena = &self.arena;
-        let msg = KvRequest::deserialize(&rx.payload, arena).map_err(|_| HandleError::Malformed)?;
+        let mut msg = KvRequest::deserialize(&rx.payload, arena).map_err(|_| HandleError::Malformed)?;
+        if msg.get_op() == Op::Echo as u32 {
+            // Echo: the decoded values already are zero-copy references to
+            // the received buffer (or borrowed short values); move the list
+            // into the response instead of going through `&[u8]` views, the
+            // store and a pool `recover` per value. Same checks as
+            // `Store::execute` for echo.
+            let mut resp = KvResponse::new_in(arena);
+            let limits = store.limits();
+            let total: usize = msg.get_vals().iter().map(|v| v.len()).sum();
+            if msg.get_keys().len() > limits.max_keys || total > limits.max_response {
+                resp.set_status(Status::TooLarge as u32);
+            } else {
+                resp.set_status(Status::Ok as u32);
+                if !msg.get_vals().is_empty() {
+                    std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+                }
+            }
+            return self.respond(dp, rx, &resp);
+        }
         let req = decode_request(&msg);
         let mut vals = ResponseVals::new();
         let status = store.execute(&req, &mut vals);
@@ -56,20 +95,7 @@ impl ServerCodec for CornflakesServer {
                 resp.append_vals(v);
             }
         }
-        let sent = if self.serialize_and_send {
-            retry_full(dp, |dp| dp.push_message(rx.conn, rx.msg_id, &resp))
-        } else {
-            send_segments(dp, rx.conn, rx.msg_id, &resp)
-        };
-        match sent {
-            Err(SendError::TooLarge { .. }) => {
-                let mut err = KvResponse::new_in(arena);
-                err.set_status(Status::TooLarge as u32);
-                retry_full(dp, |dp| dp.push_message(rx.conn, rx.msg_id, &err))?;
-                Ok(())
-            }
-            other => Ok(other?),
-        }
+        self.respond(dp, rx, &resp)
     }
 
     fn end_batch(&mut self) {
