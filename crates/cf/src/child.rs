@@ -46,6 +46,20 @@ impl ServerChild {
         Ok(ServerChild { addr: addr.to_owned(), child, stdout })
     }
 
+    /// Asks the server for a line of counters (a newline on its stdin; see
+    /// [`control_from_parent`]) and returns its answer.
+    pub(crate) fn report(&mut self) -> Result<String, String> {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().ok_or("the server was stopped")?;
+        stdin.write_all(b"\n").and_then(|()| stdin.flush()).map_err(|e| format!("the server is gone: {e}"))?;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(n) if n > 0 => Ok(line.trim_end().to_owned()),
+            Ok(_) => Err("the server is gone".into()),
+            Err(e) => Err(format!("cannot read the server's counters: {e}")),
+        }
+    }
+
     /// Asks the server to stop (closes its stdin), waits for it, and
     /// returns the lines it printed after `READY` (a server that counts
     /// what it did prints its counters there).
@@ -72,12 +86,17 @@ pub(crate) fn exit_with_parent() {
     });
 }
 
-/// In the server: raises `stop` when the parent closes our stdin, so the
-/// serving loop can finish and report; exits anyway if it has not within
-/// a few seconds.
-pub(crate) fn stop_with_parent(stop: &'static AtomicBool) {
+/// In the server: raises `report` for every line the parent writes to our
+/// stdin, and `stop` when it closes it, so the serving loop can answer or
+/// finish and report; exits anyway if it has not stopped within a few
+/// seconds.
+pub(crate) fn control_from_parent(stop: &'static AtomicBool, report: &'static AtomicBool) {
     std::thread::spawn(move || {
-        wait_for_stdin_eof();
+        let mut line = String::new();
+        while matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0) {
+            report.store(true, Ordering::Relaxed);
+            line.clear();
+        }
         stop.store(true, Ordering::Relaxed);
         std::thread::sleep(Duration::from_secs(3));
         std::process::exit(0);

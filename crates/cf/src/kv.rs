@@ -112,10 +112,12 @@ fn pool_config_for(value_bytes: u64) -> cornflakes::PoolConfig {
 
 /// Raised when `cf compare` closes the server's stdin.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// Raised when `cf compare` asks for the counters.
+static REPORT: AtomicBool = AtomicBool::new(false);
 
 pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
     if args.exit_with_parent {
-        crate::child::stop_with_parent(&STOP);
+        crate::child::control_from_parent(&STOP, &REPORT);
     }
     if let Some(core) = args.core {
         crate::pin::pin_to_core(core)?;
@@ -160,6 +162,11 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, ad
             );
             (last, reported) = (Instant::now(), problems);
         }
+        if REPORT.swap(false, Ordering::Relaxed) {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", ServerCounters::from(stats)).and_then(|()| out.flush());
+        }
         !STOP.load(Ordering::Relaxed)
     })
     .map_err(|e| format!("server failed: {e}"))?;
@@ -169,14 +176,15 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, ad
     Ok(())
 }
 
-/// The server's counters, as its last line of output says them:
-/// `STATS handled=N malformed=N dropped_full=N send_failed=N`.
+/// The server's counters, as it prints them when asked and when it stops:
+/// `STATS handled=N malformed=N dropped_full=N send_failed=N busy_ns=N`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ServerCounters {
     pub(crate) handled: u64,
     pub(crate) malformed: u64,
     pub(crate) dropped_full: u64,
     pub(crate) send_failed: u64,
+    pub(crate) busy_ns: u64,
 }
 
 impl From<&cornflakes_kv::ServerStats> for ServerCounters {
@@ -186,6 +194,7 @@ impl From<&cornflakes_kv::ServerStats> for ServerCounters {
             malformed: s.malformed,
             dropped_full: s.dropped_full,
             send_failed: s.send_failed,
+            busy_ns: s.busy_ns,
         }
     }
 }
@@ -194,8 +203,8 @@ impl std::fmt::Display for ServerCounters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "STATS handled={} malformed={} dropped_full={} send_failed={}",
-            self.handled, self.malformed, self.dropped_full, self.send_failed
+            "STATS handled={} malformed={} dropped_full={} send_failed={} busy_ns={}",
+            self.handled, self.malformed, self.dropped_full, self.send_failed, self.busy_ns
         )
     }
 }
@@ -212,6 +221,7 @@ impl ServerCounters {
                 "malformed" => c.malformed = value,
                 "dropped_full" => c.dropped_full = value,
                 "send_failed" => c.send_failed = value,
+                "busy_ns" => c.busy_ns = value,
                 _ => {}
             }
         }
@@ -223,6 +233,24 @@ impl ServerCounters {
         self.malformed += o.malformed;
         self.dropped_full += o.dropped_full;
         self.send_failed += o.send_failed;
+        self.busy_ns += o.busy_ns;
+    }
+
+    /// What happened between `earlier` and `self` (counters only grow).
+    pub(crate) fn since(&self, earlier: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            handled: self.handled.saturating_sub(earlier.handled),
+            malformed: self.malformed.saturating_sub(earlier.malformed),
+            dropped_full: self.dropped_full.saturating_sub(earlier.dropped_full),
+            send_failed: self.send_failed.saturating_sub(earlier.send_failed),
+            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
+        }
+    }
+
+    /// Requests per second of busy time: how fast the server could serve
+    /// if the load generator kept it busy all the time.
+    pub(crate) fn busy_capacity_rps(&self) -> Option<f64> {
+        (self.busy_ns > 0 && self.handled > 0).then(|| self.handled as f64 / (self.busy_ns as f64 / 1e9))
     }
 }
 
@@ -299,8 +327,15 @@ pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
         }
         None => {
             let sweep_cfg = args.sweep.sweep_config(cfg);
-            let r =
-                loadgen::sweep(&target, args.system, workload.as_ref(), &sweep_cfg, args.core, |m| eprintln!("  {m}"))?;
+            let r = loadgen::sweep(
+                &target,
+                args.system,
+                workload.as_ref(),
+                &sweep_cfg,
+                args.core,
+                |m| eprintln!("  {m}"),
+                || None,
+            )?;
             let best = r.best().ok_or("no load point ran")?.clone();
             (r.points, best)
         }
@@ -318,8 +353,11 @@ mod tests {
 
     #[test]
     fn server_counters_survive_their_line() {
-        let c = ServerCounters { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3 };
+        let c = ServerCounters { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3, busy_ns: 4 };
         assert_eq!(ServerCounters::parse(&c.to_string()), Some(c));
+        assert_eq!(c.busy_capacity_rps(), Some(7.0 / 4e-9));
+        let later = ServerCounters { handled: 10, busy_ns: 10, ..c };
+        assert_eq!(later.since(&c).busy_capacity_rps(), Some(3.0 / 6e-9));
         assert_eq!(ServerCounters::parse("READY /tmp/x"), None);
         assert_eq!(ServerCounters::parse("STATS handled=x"), None);
     }
