@@ -225,7 +225,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 /// and curve, every repeat's maximum, totals of errors and counters.
 fn runs_json(r: &SystemRuns) -> Value {
     let mut v = match r.median() {
-        Some((sweep, best)) => system_json(r.system.name(), &sweep.points, best),
+        Some((sweep, best)) => system_json(r.system.name(), &sweep.points, best, sweep.server_busy_capacity()),
         None => json!({ "name": r.system.name() }),
     };
     let Value::Object(m) = &mut v else { unreachable!("system_json makes an object") };
@@ -322,7 +322,7 @@ fn run_system(
             workload.unit(),
             best.p99_us,
             result.slo_us,
-            best.server.and_then(|s| s.busy_capacity_rps()).unwrap_or(f64::NAN),
+            result.server_busy_capacity().unwrap_or(f64::NAN),
             result.errors(),
             result.timeouts(),
             counters.malformed,
@@ -342,12 +342,12 @@ pub(crate) fn describe_point(p: &PointResult, unit: &str) -> String {
 }
 
 /// The JSON object of one system's sweep.
-pub(crate) fn system_json(name: &str, points: &[PointResult], best: &PointResult) -> Value {
+pub(crate) fn system_json(name: &str, points: &[PointResult], best: &PointResult, busy_capacity: Option<f64>) -> Value {
     json!({
         "name": name,
         "max_achieved_rps": best.achieved.round(),
         "p99_us": best.p99_us,
-        "server_busy_capacity_rps": busy_capacity(best).map(f64::round),
+        "server_busy_capacity_rps": busy_capacity.map(f64::round),
         "errors": points.iter().map(|p| p.errors).sum::<u64>(),
         "timeouts": points.iter().map(|p| p.timeouts).sum::<u64>(),
         "points": points.iter().map(|p| json!({
@@ -360,23 +360,18 @@ pub(crate) fn system_json(name: &str, points: &[PointResult], best: &PointResult
             "completed": p.completed,
             "errors": p.errors,
             "timeouts": p.timeouts,
-            "server_busy_capacity_rps": busy_capacity(p).map(f64::round),
+            "server_busy_capacity_rps": p.server.and_then(|s| s.busy_capacity_rps()).map(f64::round),
         })).collect::<Vec<_>>(),
     })
-}
-
-/// Requests the server could serve per second of busy time, at a point.
-fn busy_capacity(p: &PointResult) -> Option<f64> {
-    p.server.and_then(|s| s.busy_capacity_rps())
 }
 
 fn max_of(results: &[SystemRuns], system: System) -> Option<f64> {
     results.iter().find(|r| r.system == system)?.max()
 }
 
-/// The server's busy capacity at the median repeat's highest point.
+/// The server's busy capacity in the median repeat.
 fn capacity_of(results: &[SystemRuns], system: System) -> Option<f64> {
-    busy_capacity(results.iter().find(|r| r.system == system)?.median()?.1)
+    results.iter().find(|r| r.system == system)?.median()?.0.server_busy_capacity()
 }
 
 /// The paper's comparisons that apply to this workload, as ratios of
@@ -420,7 +415,7 @@ fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
     println!(
         "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, p99 within the bound); \
          median of repeats, p99 at that load; server busy capacity: requests per second of the server's busy \
-         time at that load"
+         time, the highest over the loads kept up with"
     );
     println!(
         "{:<22} {:>12} {:>21} {:>10} {:>10} {:>14} {:>8} {:>9} {:>8}",
@@ -447,7 +442,7 @@ fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
                     format!("{lo:.0}-{hi:.0}"),
                     best.p99_us,
                     cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
-                    busy_capacity(best).unwrap_or(f64::NAN),
+                    r.median().and_then(|(s, _)| s.server_busy_capacity()).unwrap_or(f64::NAN),
                     r.errors(),
                     r.timeouts(),
                     r.server.malformed + r.server.dropped_full + r.server.send_failed,

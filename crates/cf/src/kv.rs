@@ -343,7 +343,7 @@ pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
     for p in &points {
         eprintln!("{}", crate::compare::describe_point(p, workload.unit()));
     }
-    println!("{}", crate::compare::system_json(args.system.name(), &points, &best));
+    println!("{}", crate::compare::system_json(args.system.name(), &points, &best, None));
     Ok(())
 }
 
