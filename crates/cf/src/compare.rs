@@ -233,7 +233,7 @@ fn runs_json(r: &SystemRuns) -> Value {
     m.insert("errors".into(), json!(r.errors()));
     m.insert("timeouts".into(), json!(r.timeouts()));
     if let Some((sweep, _)) = r.median() {
-        m.insert("slo_p99_us".into(), json!((sweep.slo_us * 10.0).round() / 10.0));
+        m.insert("p50_bound_us".into(), json!((sweep.p50_bound_us * 10.0).round() / 10.0));
     }
     m.insert(
         "server".into(),
@@ -317,11 +317,11 @@ fn run_system(
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
         eprintln!(
-            "{label}: max {:.0} {}/s (p99 {:.1} µs, bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
+            "{label}: max {:.0} {}/s (p99 {:.1} µs, p50 bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
             best.achieved,
             workload.unit(),
             best.p99_us,
-            result.slo_us,
+            result.p50_bound_us,
             result.server_busy_capacity().unwrap_or(f64::NAN),
             result.errors(),
             result.timeouts(),
@@ -413,7 +413,7 @@ fn ratios_by(results: &[SystemRuns], metric: fn(&[SystemRuns], System) -> Option
 fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
     let cf = max_of(results, System::Cornflakes);
     println!(
-        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, p99 within the bound); \
+        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, median latency within the bound); \
          median of repeats, p99 at that load; server busy capacity: requests per second of the server's busy \
          time, the highest over the loads kept up with"
     );
