@@ -177,9 +177,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         let series: Vec<plot::Series> = results
             .iter()
             .filter_map(|r| {
-                r.median().map(|(sweep, _)| plot::Series {
-                    name: r.system.name().to_owned(),
-                    points: sweep.points.iter().map(|p| (p.achieved, p.p99_us)).collect(),
+                r.median().map(|(sweep, _)| {
+                    // In load order: refining points run after higher ones.
+                    let mut points: Vec<(f64, f64)> = sweep.points.iter().map(|p| (p.achieved, p.p99_us)).collect();
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    plot::Series { name: r.system.name().to_owned(), points }
                 })
             })
             .collect();
