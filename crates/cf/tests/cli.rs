@@ -94,7 +94,11 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             assert_eq!(s["repeats_max_rps"].as_array().expect("repeats_max_rps").len(), 2, "{s}");
             assert!(s["server"]["handled"].as_u64().expect("server counters") > 0, "{s}");
             assert_eq!(s["server"]["malformed"], 0, "{s}");
-            assert!(s["server_busy_capacity_rps"].as_f64().expect("busy capacity") > 0.0, "{s}");
+            // Every point carries the server's busy capacity over it (the
+            // system's figure needs a point kept up with, which a loaded
+            // test machine may not give).
+            let points = s["points"].as_array().expect("points");
+            assert!(points.iter().all(|p| p["server_busy_capacity_rps"].as_f64().is_some_and(|c| c > 0.0)), "{s}");
             assert!(s["p50_bound_us"].as_f64().expect("p50_bound_us") >= 200.0, "{s}");
             assert!(table.contains(s["name"].as_str().unwrap()), "{table}");
         }
