@@ -7,13 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cornflakes_kv::System;
+use cornflakes_kv::{ServerStats, System};
 use cornflakes_workloads::WorkloadSpec;
 use serde_json::{json, Value};
 
 use crate::child::ServerChild;
 use crate::kv::parse_system;
-use crate::kv::ServerCounters;
 use crate::loadgen::{self, LoadConfig, PointResult, SweepArgs, SweepResult};
 use crate::plot;
 use crate::transport::Transport;
@@ -87,7 +86,7 @@ struct SystemRuns {
     /// Repeats that failed, and why.
     failures: Vec<String>,
     /// The server's counters, summed over the repeats.
-    server: ServerCounters,
+    server: ServerStats,
 }
 
 impl SystemRuns {
@@ -226,7 +225,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 /// The JSON object of one system's repeats: the median repeat's figures
 /// and curve, every repeat's maximum, totals of errors and counters.
 fn runs_json(r: &SystemRuns) -> Value {
-    let mut v = match r.median() {
+    let median = r.median();
+    let mut v = match median {
         Some((sweep, best)) => system_json(r.system.name(), &sweep.points, best, sweep.server_busy_capacity()),
         None => json!({ "name": r.system.name() }),
     };
@@ -234,7 +234,7 @@ fn runs_json(r: &SystemRuns) -> Value {
     m.insert("repeats_max_rps".into(), json!(r.maxima().iter().map(|x| x.round()).collect::<Vec<_>>()));
     m.insert("errors".into(), json!(r.errors()));
     m.insert("timeouts".into(), json!(r.timeouts()));
-    if let Some((sweep, _)) = r.median() {
+    if let Some((sweep, _)) = median {
         m.insert("p50_bound_us".into(), json!((sweep.p50_bound_us * 10.0).round() / 10.0));
     }
     m.insert(
@@ -265,7 +265,7 @@ fn run_system(
     spec: &WorkloadSpec,
     system: System,
     label: &str,
-) -> Result<(SweepResult, ServerCounters), String> {
+) -> Result<(SweepResult, ServerStats), String> {
     let path = match args.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
         Transport::Udp => "127.0.0.1:0".to_owned(),
@@ -308,9 +308,9 @@ fn run_system(
         &cfg,
         Some(args.client_core),
         |m| eprintln!("{label}: {m}"),
-        || server.report().ok().and_then(|l| ServerCounters::parse(&l)),
+        || server.report().ok().and_then(|l| ServerStats::parse(&l)),
     );
-    let counters = server.finish().iter().find_map(|l| ServerCounters::parse(l));
+    let counters = server.finish().iter().find_map(|l| ServerStats::parse(l));
     drop(server);
     if args.transport == Transport::Shm {
         let _ = std::fs::remove_file(&path);
@@ -389,11 +389,10 @@ fn ratios(results: &[SystemRuns]) -> Value {
 }
 
 fn ratios_by(results: &[SystemRuns], metric: fn(&[SystemRuns], System) -> Option<f64>) -> Value {
-    let max_of = metric;
-    let cf = max_of(results, System::Cornflakes);
+    let cf = metric(results, System::Cornflakes);
     let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp]
         .into_iter()
-        .filter_map(|s| max_of(results, s).map(|m| (s, m)))
+        .filter_map(|s| metric(results, s).map(|m| (s, m)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let mut out = serde_json::Map::new();
     let mut put = |name: &str, a: Option<f64>, b: Option<f64>| {
@@ -402,10 +401,10 @@ fn ratios_by(results: &[SystemRuns], metric: fn(&[SystemRuns], System) -> Option
         }
     };
     put("cornflakes_over_best_library", cf, best_lib.map(|b| b.1));
-    put("cornflakes_over_raw", cf, max_of(results, System::Raw));
-    put("cornflakes_over_only_sg", cf, max_of(results, System::CornflakesOnlySg));
-    put("cornflakes_over_only_copy", cf, max_of(results, System::CornflakesOnlyCopy));
-    put("sas_over_no_sas", cf, max_of(results, System::CornflakesNoSas));
+    put("cornflakes_over_raw", cf, metric(results, System::Raw));
+    put("cornflakes_over_only_sg", cf, metric(results, System::CornflakesOnlySg));
+    put("cornflakes_over_only_copy", cf, metric(results, System::CornflakesOnlyCopy));
+    put("sas_over_no_sas", cf, metric(results, System::CornflakesNoSas));
     if let Some((s, _)) = best_lib {
         out.insert("best_library".into(), json!(s.name()));
     }
@@ -433,7 +432,7 @@ fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
     );
     for r in results {
         match r.median() {
-            Some((_, best)) => {
+            Some((sweep, best)) => {
                 let maxima = r.maxima();
                 let lo = maxima.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = maxima.iter().copied().fold(0.0, f64::max);
@@ -444,7 +443,7 @@ fn print_table(workload: &str, unit: &str, results: &[SystemRuns]) {
                     format!("{lo:.0}-{hi:.0}"),
                     best.p99_us,
                     cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
-                    r.median().and_then(|(s, _)| s.server_busy_capacity()).unwrap_or(f64::NAN),
+                    sweep.server_busy_capacity().unwrap_or(f64::NAN),
                     r.errors(),
                     r.timeouts(),
                     r.server.malformed + r.server.dropped_full + r.server.send_failed,

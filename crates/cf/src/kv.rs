@@ -162,96 +162,20 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, ad
             );
             (last, reported) = (Instant::now(), problems);
         }
-        if REPORT.swap(false, Ordering::Relaxed) {
+        // A load first: this runs once per loop pass, and a swap is a
+        // locked instruction.
+        if REPORT.load(Ordering::Relaxed) && REPORT.swap(false, Ordering::Relaxed) {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", ServerCounters::from(stats)).and_then(|()| out.flush());
+            let _ = writeln!(out, "{stats}").and_then(|()| out.flush());
         }
         !STOP.load(Ordering::Relaxed)
     })
     .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
     // For `cf compare`, which collects it into summary.json.
-    println!("{}", ServerCounters::from(&stats));
+    println!("{stats}");
     Ok(())
-}
-
-/// The server's counters, as it prints them when asked and when it stops:
-/// `STATS handled=N malformed=N dropped_full=N send_failed=N busy_ns=N`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ServerCounters {
-    pub(crate) handled: u64,
-    pub(crate) malformed: u64,
-    pub(crate) dropped_full: u64,
-    pub(crate) send_failed: u64,
-    pub(crate) busy_ns: u64,
-}
-
-impl From<&cornflakes_kv::ServerStats> for ServerCounters {
-    fn from(s: &cornflakes_kv::ServerStats) -> Self {
-        ServerCounters {
-            handled: s.handled,
-            malformed: s.malformed,
-            dropped_full: s.dropped_full,
-            send_failed: s.send_failed,
-            busy_ns: s.busy_ns,
-        }
-    }
-}
-
-impl std::fmt::Display for ServerCounters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "STATS handled={} malformed={} dropped_full={} send_failed={} busy_ns={}",
-            self.handled, self.malformed, self.dropped_full, self.send_failed, self.busy_ns
-        )
-    }
-}
-
-impl ServerCounters {
-    /// Parses the `STATS` line; `None` for any other line.
-    pub(crate) fn parse(line: &str) -> Option<Self> {
-        let mut c = ServerCounters::default();
-        for field in line.strip_prefix("STATS ")?.split_whitespace() {
-            let (name, value) = field.split_once('=')?;
-            let value: u64 = value.parse().ok()?;
-            match name {
-                "handled" => c.handled = value,
-                "malformed" => c.malformed = value,
-                "dropped_full" => c.dropped_full = value,
-                "send_failed" => c.send_failed = value,
-                "busy_ns" => c.busy_ns = value,
-                _ => {}
-            }
-        }
-        Some(c)
-    }
-
-    pub(crate) fn add(&mut self, o: &ServerCounters) {
-        self.handled += o.handled;
-        self.malformed += o.malformed;
-        self.dropped_full += o.dropped_full;
-        self.send_failed += o.send_failed;
-        self.busy_ns += o.busy_ns;
-    }
-
-    /// What happened between `earlier` and `self` (counters only grow).
-    pub(crate) fn since(&self, earlier: &ServerCounters) -> ServerCounters {
-        ServerCounters {
-            handled: self.handled.saturating_sub(earlier.handled),
-            malformed: self.malformed.saturating_sub(earlier.malformed),
-            dropped_full: self.dropped_full.saturating_sub(earlier.dropped_full),
-            send_failed: self.send_failed.saturating_sub(earlier.send_failed),
-            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
-        }
-    }
-
-    /// Requests per second of busy time: how fast the server could serve
-    /// if the load generator kept it busy all the time.
-    pub(crate) fn busy_capacity_rps(&self) -> Option<f64> {
-        (self.busy_ns > 0 && self.handled > 0).then(|| self.handled as f64 / (self.busy_ns as f64 / 1e9))
-    }
 }
 
 /// Options of `cf loadgen`.
@@ -345,20 +269,4 @@ pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
     }
     println!("{}", crate::compare::system_json(args.system.name(), &points, &best, None));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ServerCounters;
-
-    #[test]
-    fn server_counters_survive_their_line() {
-        let c = ServerCounters { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3, busy_ns: 4 };
-        assert_eq!(ServerCounters::parse(&c.to_string()), Some(c));
-        assert_eq!(c.busy_capacity_rps(), Some(7.0 / 4e-9));
-        let later = ServerCounters { handled: 10, busy_ns: 10, ..c };
-        assert_eq!(later.since(&c).busy_capacity_rps(), Some(3.0 / 6e-9));
-        assert_eq!(ServerCounters::parse("READY /tmp/x"), None);
-        assert_eq!(ServerCounters::parse("STATS handled=x"), None);
-    }
 }

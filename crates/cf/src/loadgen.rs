@@ -17,10 +17,8 @@ use cornflakes::RcBuf;
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
 use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient};
-use cornflakes_kv::{ClientCodec, Op, Request, Status, System};
+use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, Status, System};
 use cornflakes_workloads::{check_value, fill_value, Generator, Transaction, Workload};
-
-use crate::kv::ServerCounters;
 use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::{Distribution, Exp};
@@ -68,7 +66,7 @@ pub(crate) struct PointResult {
     pub(crate) errors: u64,
     /// What the server counted during the point (warm-up and drain
     /// included), when the sweep could ask it.
-    pub(crate) server: Option<ServerCounters>,
+    pub(crate) server: Option<ServerStats>,
 }
 
 impl PointResult {
@@ -740,9 +738,8 @@ impl SweepResult {
 
 /// Raises the offered load until the system no longer keeps up (achieved
 /// below 95 % of offered or timeouts; or median latency over the bound
-/// twice): first a
-/// closed-loop probe estimates the capacity, then open-loop points run at
-/// fractions of it, then a few points bisect between the last load kept up
+/// twice): first a closed-loop probe estimates the capacity, then open-loop
+/// points run at fractions of it, then a few points bisect between the last load kept up
 /// with and the first one not. `progress` hears about each point;
 /// `server_counters`, when it can ask the server, is called before and
 /// after each open-loop point.
@@ -753,7 +750,7 @@ pub(crate) fn sweep(
     cfg: &SweepConfig,
     core: Option<usize>,
     mut progress: impl FnMut(&str),
-    mut server_counters: impl FnMut() -> Option<ServerCounters>,
+    mut server_counters: impl FnMut() -> Option<ServerStats>,
 ) -> Result<SweepResult, String> {
     progress("probing capacity (closed loop)");
     let probe_cfg = LoadConfig { rate: None, max_outstanding: cfg.probe_outstanding, ..cfg.point.clone() };

@@ -97,6 +97,26 @@ pub struct Limits {
     pub max_response: usize,
 }
 
+impl Limits {
+    /// `TooLarge` for a request with more keys than allowed.
+    pub fn check_keys(&self, keys: usize) -> Result<(), Status> {
+        if keys > self.max_keys {
+            Err(Status::TooLarge)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `TooLarge` for a response carrying more value bytes than allowed.
+    pub fn check_response(&self, value_bytes: usize) -> Result<(), Status> {
+        if value_bytes > self.max_response {
+            Err(Status::TooLarge)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits { max_key: 1024, max_value: 1 << 20, max_keys: 64, max_list: 4096, max_response: 1 << 20 }

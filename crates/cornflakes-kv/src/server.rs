@@ -88,6 +88,65 @@ pub struct ServerStats {
     pub busy_ns: u64,
 }
 
+impl ServerStats {
+    /// Parses the line [`Display`](std::fmt::Display) writes; `None` for
+    /// any other line.
+    pub fn parse(line: &str) -> Option<Self> {
+        let mut s = ServerStats::default();
+        for field in line.strip_prefix("STATS ")?.split_whitespace() {
+            let (name, value) = field.split_once('=')?;
+            let value: u64 = value.parse().ok()?;
+            match name {
+                "handled" => s.handled = value,
+                "malformed" => s.malformed = value,
+                "dropped_full" => s.dropped_full = value,
+                "send_failed" => s.send_failed = value,
+                "busy_ns" => s.busy_ns = value,
+                _ => {}
+            }
+        }
+        Some(s)
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &ServerStats) {
+        self.handled += other.handled;
+        self.malformed += other.malformed;
+        self.dropped_full += other.dropped_full;
+        self.send_failed += other.send_failed;
+        self.busy_ns += other.busy_ns;
+    }
+
+    /// What happened between `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &ServerStats) -> ServerStats {
+        ServerStats {
+            handled: self.handled.saturating_sub(earlier.handled),
+            malformed: self.malformed.saturating_sub(earlier.malformed),
+            dropped_full: self.dropped_full.saturating_sub(earlier.dropped_full),
+            send_failed: self.send_failed.saturating_sub(earlier.send_failed),
+            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
+        }
+    }
+
+    /// Requests per second of busy time: how fast the server could serve
+    /// if its clients kept it busy all the time.
+    pub fn busy_capacity_rps(&self) -> Option<f64> {
+        (self.busy_ns > 0 && self.handled > 0).then(|| self.handled as f64 / (self.busy_ns as f64 / 1e9))
+    }
+}
+
+/// One line, `STATS handled=N malformed=N dropped_full=N send_failed=N
+/// busy_ns=N`: what a server process prints for its parent.
+impl std::fmt::Display for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "STATS handled={} malformed={} dropped_full={} send_failed={} busy_ns={}",
+            self.handled, self.malformed, self.dropped_full, self.send_failed, self.busy_ns
+        )
+    }
+}
+
 /// How long one `wait` lasts before the loop checks `keep_going` again.
 const WAIT: Duration = Duration::from_millis(100);
 
@@ -154,4 +213,20 @@ fn run<D: Datapath, C: ServerCodec>(
         stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerStats;
+
+    #[test]
+    fn stats_survive_their_line() {
+        let c = ServerStats { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3, busy_ns: 4 };
+        assert_eq!(ServerStats::parse(&c.to_string()), Some(c));
+        assert_eq!(c.busy_capacity_rps(), Some(7.0 / 4e-9));
+        let later = ServerStats { handled: 10, busy_ns: 10, ..c };
+        assert_eq!(later.since(&c).busy_capacity_rps(), Some(3.0 / 6e-9));
+        assert_eq!(ServerStats::parse("READY /tmp/x"), None);
+        assert_eq!(ServerStats::parse("STATS handled=x"), None);
+    }
 }

@@ -117,9 +117,7 @@ impl Store {
 
     fn run<'s, 'r: 's>(&'s mut self, req: &Request<'r>, out: &mut ResponseVals<'s>) -> Result<(), Status> {
         let op = Op::from_u32(req.op).ok_or(Status::UnknownOp)?;
-        if req.keys.len() > self.limits.max_keys {
-            return Err(Status::TooLarge);
-        }
+        self.limits.check_keys(req.keys.len())?;
         let one_key = || match req.keys.as_slice() {
             [key] => Ok(*key),
             _ => Err(Status::BadRequest),
@@ -171,11 +169,7 @@ impl Store {
             }
             Op::Echo => out.extend(req.vals.iter().copied()),
         }
-        let total: usize = out.iter().map(|v| v.len()).sum();
-        if total > self.limits.max_response {
-            return Err(Status::TooLarge);
-        }
-        Ok(())
+        self.limits.check_response(out.iter().map(|v| v.len()).sum())
     }
 
     fn check_key(&self, key: &[u8]) -> Result<(), Status> {

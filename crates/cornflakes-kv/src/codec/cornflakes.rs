@@ -69,18 +69,21 @@ impl ServerCodec for CornflakesServer {
             // Echo: the decoded values already are zero-copy references to
             // the received buffer (or borrowed short values); move the list
             // into the response instead of going through `&[u8]` views, the
-            // store and a pool `recover` per value. Same checks as
-            // `Store::execute` for echo.
+            // store and a pool `recover` per value. The store's limits
+            // still apply.
             let mut resp = KvResponse::new_in(arena);
             let limits = store.limits();
-            let total: usize = msg.get_vals().iter().map(|v| v.len()).sum();
-            if msg.get_keys().len() > limits.max_keys || total > limits.max_response {
-                resp.set_status(Status::TooLarge as u32);
-            } else {
-                resp.set_status(Status::Ok as u32);
-                if !msg.get_vals().is_empty() {
-                    std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+            let checked = limits
+                .check_keys(msg.get_keys().len())
+                .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
+            match checked {
+                Ok(()) => {
+                    resp.set_status(Status::Ok as u32);
+                    if !msg.get_vals().is_empty() {
+                        std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+                    }
                 }
+                Err(status) => resp.set_status(status as u32),
             }
             return self.respond(dp, rx, &resp);
         }
