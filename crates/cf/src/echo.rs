@@ -312,8 +312,7 @@ pub(crate) fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), String> {
 fn send_without_sas<'a, D: Datapath, M: Message<'a>>(dp: &mut D, conn: ConnId, id: u32, msg: &M) -> Result<(), String> {
     let layout = msg.layout();
     let mut first = dp.alloc(layout.first_segment_len()).map_err(|e| format!("no buffer: {e}"))?;
-    msg.write_header_and_copies(&layout, first.as_mut_slice().expect("fresh buffer"))
-        .map_err(|e| format!("serialize failed: {e}"))?;
+    msg.write_header_and_copies(&layout, &mut first).map_err(|e| format!("serialize failed: {e}"))?;
     let mut segments = Vec::with_capacity(1 + layout.zero_copy_entries);
     segments.push(Segment::Copy(&first));
     msg.for_each_zero_copy(|b| segments.push(Segment::ZeroCopy(b.clone())));

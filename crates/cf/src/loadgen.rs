@@ -473,8 +473,8 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         let mut values = Values::with_capacity(sizes.len());
         for (elem, &size) in sizes.iter().enumerate() {
             let mut buf = self.dp.alloc(size as usize).map_err(|e| format!("no client buffer: {e}"))?;
-            fill_value(key, elem as u32, buf.as_mut_slice().expect("a fresh buffer is unique"));
-            values.push(buf);
+            fill_value(key, elem as u32, &mut buf);
+            values.push(buf.freeze());
         }
         self.scratch_sizes = sizes;
         if let Some(slot) = self.value_cache.get_mut(key as usize) {

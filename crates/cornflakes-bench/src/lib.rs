@@ -34,7 +34,7 @@
 //! fast.
 #![deny(unsafe_code)]
 
-use cornflakes::{Pool, RcBuf};
+use cornflakes::{Pool, RcBuf, RcBufMut};
 
 pub mod systems;
 
@@ -332,7 +332,7 @@ pub struct Fixture {
     /// pool buffer.
     pub vals: Vec<RcBuf>,
     /// The transmit buffer, [`TX_LEN`] bytes, zeroed.
-    pub tx: RcBuf,
+    pub tx: RcBufMut,
 }
 
 impl Fixture {
@@ -345,14 +345,14 @@ impl Fixture {
     pub fn new(input: &Input) -> Self {
         let pool = Pool::new().expect("cannot create the pool");
         let vals = input.blobs().into_iter().map(|b| pool.alloc_copy(b).expect("pool allocation")).collect();
-        let tx = pool.alloc_copy(&[0u8; TX_LEN]).expect("pool allocation");
+        let tx = pool.alloc(TX_LEN).expect("pool allocation");
         Fixture { pool, vals, tx }
     }
 
     /// The values, the transmit buffer (mutable) and the pool, borrowed
     /// apart.
     pub fn split(&mut self) -> (&[RcBuf], &mut [u8], &Pool) {
-        let tx = self.tx.as_mut_slice().expect("the transmit buffer is not shared");
+        let tx = self.tx.as_mut_slice();
         (&self.vals, tx, &self.pool)
     }
 }

@@ -193,7 +193,8 @@ fn bench_dp(path: &Path, rounds: usize, warmup: usize, zero_copy: bool) -> Vec<(
     let mut got = Vec::with_capacity(8);
     for size in SIZES {
         let mut msg = dp.alloc(size).unwrap();
-        msg.as_mut_slice().unwrap().fill(0xAB);
+        msg.fill(0xAB);
+        let msg = msg.freeze();
         let mut ns = Vec::with_capacity(rounds);
         for i in 0..warmup + rounds {
             let t0 = Instant::now();

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use cornflakes::{AllocError, Message, Pool, RcBuf};
+use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 
 #[allow(unsafe_code)]
 pub mod shm;
@@ -126,8 +126,12 @@ pub trait Datapath {
     /// values here so they can be sent zero-copy.
     fn pool(&self) -> &Pool;
 
-    /// Allocates a pinned buffer.
-    fn alloc(&self, len: usize) -> Result<RcBuf, AllocError> {
+    /// Allocates a pinned, writable buffer; freeze it to send it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pool::alloc`]: back-pressure when the pool is exhausted.
+    fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
         self.pool().alloc(len)
     }
 

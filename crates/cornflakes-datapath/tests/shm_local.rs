@@ -137,8 +137,8 @@ fn dropped_value_stays_intact_until_completion() {
     let ca = first_conn(&a);
     let live_before = a.pool().stats().live_slots;
     let mut value = a.alloc(4096).unwrap();
-    value.as_mut_slice().unwrap().fill(0xAB);
-    a.push_segments(ca, 1, &[Segment::Copy(b"k"), Segment::ZeroCopy(value)]).unwrap();
+    value.fill(0xAB);
+    a.push_segments(ca, 1, &[Segment::Copy(b"k"), Segment::ZeroCopy(value.freeze())]).unwrap();
     // The application's handle is gone (moved into the segment and dropped
     // with the array); the send's clone keeps the slot.
     assert_eq!(a.pool().stats().live_slots, live_before + 1);
@@ -147,7 +147,7 @@ fn dropped_value_stays_intact_until_completion() {
     let scribble: Vec<_> = (0..64)
         .map(|_| {
             let mut s = a.alloc(4096).unwrap();
-            s.as_mut_slice().unwrap().fill(0x11);
+            s.fill(0x11);
             s
         })
         .collect();
@@ -194,7 +194,7 @@ fn back_pressure_full_then_drains() {
     // Larger than half the ring: never fits.
     assert!(matches!(a.push_buf(ca, 0, &[0u8; 3000]), Err(SendError::TooLarge { .. })));
     // Too many zero-copy segments.
-    let zc = a.alloc(64).unwrap();
+    let zc = a.alloc(64).unwrap().freeze();
     let segs: Vec<_> = (0..100).map(|_| Segment::ZeroCopy(zc.clone())).collect();
     assert!(matches!(a.push_segments(ca, 0, &segs), Err(SendError::TooManySegments { .. })));
 }

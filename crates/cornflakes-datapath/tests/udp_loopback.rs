@@ -110,7 +110,7 @@ fn push_segments_keeps_wire_order() {
     let (mut client, conn, mut server) = pair(config(), config());
     let zc = client.pool().alloc_copy(&pattern(1500, 9)).unwrap();
     let zc2 = client.pool().alloc_copy(&pattern(600, 3)).unwrap();
-    let empty = client.pool().alloc(0).unwrap();
+    let empty = client.pool().alloc(0).unwrap().freeze();
     let segs = [
         Segment::Copy(b"head-"),
         Segment::ZeroCopy(zc.clone()),

@@ -66,8 +66,8 @@ impl Store {
         let mut value = Value::with_capacity(sizes.len());
         for (i, &size) in sizes.iter().enumerate() {
             let mut buf = self.pool.alloc(size as usize)?;
-            fill(i, buf.as_mut_slice().expect("a fresh buffer is unique"));
-            value.push(buf);
+            fill(i, &mut buf);
+            value.push(buf.freeze());
         }
         self.swap_in(key, value);
         Ok(())

@@ -19,7 +19,7 @@
 #[allow(unsafe_code)]
 pub mod mem;
 
-pub use mem::{AllocError, Pool, PoolConfig, RcBuf};
+pub use mem::{AllocError, Pool, PoolConfig, RcBuf, RcBufMut};
 pub mod field;
 pub mod wire;
 

@@ -875,10 +875,9 @@ fn receive_record(
         let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
         let len = body_len - PACKET_HEADER_LEN;
         let mut buf = pool.alloc(len).map_err(|_| Discard::NoBuffer)?;
-        let dst = buf.as_mut_slice().expect("a fresh buffer is unique");
         // SAFETY: the range is the rest of the record body, in the ring.
-        unsafe { copy_from_shared(body.add(PACKET_HEADER_LEN), dst, len) };
-        return Ok((msg_id, buf));
+        unsafe { copy_from_shared(body.add(PACKET_HEADER_LEN), buf.as_mut_slice(), len) };
+        return Ok((msg_id, buf.freeze()));
     }
     if n > MAX_SEGMENTS {
         return Err(Discard::Malformed);
@@ -927,7 +926,7 @@ fn receive_record(
     unsafe { copy_from_shared(body.add(desc_bytes), &mut hdr, PACKET_HEADER_LEN) };
     let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
     let mut buf = pool.alloc(total).map_err(|_| Discard::NoBuffer)?;
-    let dst = buf.as_mut_slice().expect("a fresh buffer is unique");
+    let dst = buf.as_mut_slice();
     // SAFETY: the first segment follows the packet header inside the body.
     unsafe { copy_from_shared(body.add(desc_bytes + PACKET_HEADER_LEN), dst, first) };
     let mut at = first;
@@ -954,7 +953,7 @@ fn receive_record(
         at += len;
     }
     debug_assert_eq!(at, total);
-    Ok((msg_id, buf))
+    Ok((msg_id, buf.freeze()))
 }
 
 impl Datapath for ShmDatapath {

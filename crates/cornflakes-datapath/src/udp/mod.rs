@@ -84,7 +84,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use cornflakes::{Message, Pool, PoolConfig, RcBuf};
+use cornflakes::{Message, Pool, PoolConfig, RcBuf, RcBufMut};
 use io_uring::{cqueue, opcode, types, IoUring};
 
 pub use probe::KernelSupport;
@@ -285,7 +285,9 @@ struct RecvRaw {
 
 struct RecvSlot {
     raw: Box<UnsafeCell<RecvRaw>>,
-    buf: Option<RcBuf>,
+    /// The receive buffer; writable, and so unreachable from the
+    /// application, while the kernel may write into it.
+    buf: Option<RcBufMut>,
     posted: bool,
 }
 
@@ -573,9 +575,6 @@ impl UdpDatapath {
     fn post_recv(&mut self, i: usize) -> bool {
         let slot = &mut self.recv_slots[i];
         debug_assert!(!slot.posted);
-        if slot.buf.as_ref().is_some_and(|b| b.ref_count() != 1) {
-            slot.buf = None;
-        }
         if slot.buf.is_none() {
             match self.pool.alloc(self.recv_len) {
                 Ok(b) => slot.buf = Some(b),
@@ -583,8 +582,7 @@ impl UdpDatapath {
             }
         }
         let buf = slot.buf.as_mut().expect("allocated above");
-        let data = buf.as_mut_slice().expect("a receive buffer is held only by its slot");
-        let (ptr, len) = (data.as_mut_ptr(), data.len());
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
         let raw = slot.raw.get();
         // SAFETY: the slot is not posted, so the kernel does not touch
         // `raw`; the Box gives it a stable address until the slot is
@@ -650,8 +648,7 @@ impl UdpDatapath {
                 (Some(msg_id), Some(from)) => match self.peer_of(from) {
                     Some(conn) => {
                         let buf = self.recv_slots[i].buf.take().expect("checked above");
-                        let payload = buf.slice(PACKET_HEADER_LEN..len);
-                        drop(buf);
+                        let payload = buf.freeze().slice(PACKET_HEADER_LEN..len);
                         self.ready.push_back(Received { conn, msg_id, payload });
                         self.stats.received += 1;
                     }
@@ -982,14 +979,11 @@ impl Datapath for UdpDatapath {
         }
         let i = self.reserve_slot()?;
         let mut first = self.pool.alloc(PACKET_HEADER_LEN + layout.first_segment_len())?;
-        {
-            let bytes = first.as_mut_slice().expect("a fresh buffer is unique");
-            write_packet_header(bytes, msg_id);
-            msg.write_header_and_copies(&layout, &mut bytes[PACKET_HEADER_LEN..])?;
-        }
+        write_packet_header(&mut first, msg_id);
+        msg.write_header_and_copies(&layout, &mut first[PACKET_HEADER_LEN..])?;
         let bufs = &mut self.send_slots[i].bufs;
         debug_assert!(bufs.is_empty());
-        bufs.push(first);
+        bufs.push(first.freeze());
         msg.for_each_zero_copy(|b| {
             if !b.is_empty() {
                 bufs.push(b.clone());
@@ -1030,7 +1024,7 @@ impl Datapath for UdpDatapath {
         // All copied bytes go into one buffer; each run of copies between
         // zero-copy segments becomes a view of it, so wire order is kept.
         let mut first = self.pool.alloc(PACKET_HEADER_LEN + copied)?;
-        let bytes = first.as_mut_slice().expect("a fresh buffer is unique");
+        let bytes = first.as_mut_slice();
         write_packet_header(bytes, msg_id);
         let mut at = PACKET_HEADER_LEN;
         for s in segments {
@@ -1039,6 +1033,7 @@ impl Datapath for UdpDatapath {
                 at += b.len();
             }
         }
+        let first = first.freeze();
         let bufs = &mut self.send_slots[i].bufs;
         debug_assert!(bufs.is_empty());
         let (mut run_start, mut at, mut zero_copy) = (0, PACKET_HEADER_LEN, 0);

@@ -115,12 +115,24 @@ fn request_words(req: &Request<'_>) -> usize {
 /// fresh pinned pool buffer (large messages) or in a reused heap scratch
 /// buffer (short ones); more segments, or segments the pool cannot give,
 /// on the heap.
+///
+/// A pool segment is a writable [`RcBufMut`] while the builder writes it,
+/// so nothing else can reach its bytes; once the message is built,
+/// [`SegmentAlloc::freeze_segment`] turns it into an [`RcBuf`] to send.
 #[allow(unsafe_code)]
 mod segments {
+    use std::cell::RefCell;
     use std::ptr::NonNull;
 
-    use cornflakes::{Pool, RcBuf};
+    use cornflakes::{Pool, RcBuf, RcBufMut};
     use smallvec::SmallVec;
+
+    /// A pool segment: writable while the builder fills it, frozen once
+    /// the message is handed to the datapath.
+    enum PoolSeg {
+        Writing(RcBufMut),
+        Frozen(RcBuf),
+    }
 
     /// See the module docs. Every segment handed out is zeroed, 8-byte
     /// aligned, and owned here (pool buffer with count 1, or heap vector)
@@ -141,7 +153,7 @@ mod segments {
         /// Whether the next first segment comes from the pool.
         pinned: bool,
         /// Pool segments handed out: start and buffer.
-        pool_segs: SmallVec<[(NonNull<u8>, RcBuf); 2]>,
+        pool_segs: SmallVec<[(NonNull<u8>, PoolSeg); 2]>,
         /// Heap segments handed out (the scratch's overflow): start and
         /// memory.
         heap_segs: SmallVec<[(NonNull<u8>, Vec<u64>); 1]>,
@@ -171,11 +183,46 @@ mod segments {
             self.pinned = pinned;
         }
 
+        /// The pool segment `seg` (as the builder output it), frozen and
+        /// sliced to `seg`; `None` for a heap or scratch segment. The
+        /// builder must not write the segment afterwards: call this only
+        /// once the message is complete.
+        pub(super) fn freeze_segment(&mut self, seg: &[u8]) -> Option<RcBuf> {
+            let ptr = NonNull::from(seg).cast::<u8>();
+            let i = self.pool_segs.iter().position(|(p, _)| *p == ptr)?;
+            let (p, state) = self.pool_segs.swap_remove(i);
+            let frozen = match state {
+                PoolSeg::Writing(buf) => buf.freeze(),
+                PoolSeg::Frozen(buf) => buf,
+            };
+            let out = frozen.slice_ref(seg);
+            self.pool_segs.push((p, PoolSeg::Frozen(frozen)));
+            out
+        }
+
         fn heap(&mut self, words: u32) -> (NonNull<u8>, u32) {
             let mut seg = vec![0u64; words as usize];
             let ptr = NonNull::new(seg.as_mut_ptr()).expect("a vector's pointer is not null").cast();
             self.heap_segs.push((ptr, seg));
             (ptr, words)
+        }
+    }
+
+    /// The allocator as the builder holds it: a shared handle, so that the
+    /// sender can freeze the finished pool segments while the builder (and
+    /// its output) is still alive.
+    pub(super) struct SharedAlloc<'a>(pub(super) &'a RefCell<SegmentAlloc>);
+
+    // SAFETY: every call is forwarded to `SegmentAlloc`, whose impl below
+    // upholds the contract; the borrow lasts only for the call.
+    unsafe impl capnp::message::Allocator for SharedAlloc<'_> {
+        fn allocate_segment(&mut self, minimum_size: u32) -> (NonNull<u8>, u32) {
+            self.0.borrow_mut().allocate_segment(minimum_size)
+        }
+
+        unsafe fn deallocate_segment(&mut self, ptr: NonNull<u8>, word_size: u32, words_used: u32) {
+            // SAFETY: the builder's contract, passed on unchanged.
+            unsafe { self.0.borrow_mut().deallocate_segment(ptr, word_size, words_used) }
         }
     }
 
@@ -191,10 +238,9 @@ mod segments {
             let words = minimum_size.max(std::mem::take(&mut self.first_words)).max(1);
             if std::mem::take(&mut self.pinned) {
                 if let Ok(mut buf) = self.pool.alloc(words as usize * 8) {
-                    let bytes = buf.as_mut_slice().expect("a fresh buffer is unique");
-                    bytes.fill(0);
-                    let ptr = NonNull::from(bytes).cast();
-                    self.pool_segs.push((ptr, buf));
+                    buf.fill(0);
+                    let ptr = NonNull::new(buf.as_mut_ptr()).expect("a pool buffer is not null");
+                    self.pool_segs.push((ptr, PoolSeg::Writing(buf)));
                     return (ptr, words);
                 }
             } else if !self.scratch_taken && words as usize <= self.scratch_words {
@@ -221,7 +267,7 @@ mod segments {
     }
 }
 
-use segments::SegmentAlloc;
+use segments::{SegmentAlloc, SharedAlloc};
 
 /// Writes the segment table for `segments` into `table` (cleared first).
 fn write_segment_table(table: &mut SmallVec<[u8; 16]>, segments: &[&[u8]]) {
@@ -237,13 +283,13 @@ fn write_segment_table(table: &mut SmallVec<[u8; 16]>, segments: &[&[u8]]) {
 
 /// The send half shared by server and client.
 struct Tx {
-    alloc: SegmentAlloc,
+    alloc: std::cell::RefCell<SegmentAlloc>,
     table: SmallVec<[u8; 16]>,
 }
 
 impl Tx {
     fn new(pool: &Pool) -> Self {
-        Tx { alloc: SegmentAlloc::new(pool, SCRATCH_WORDS), table: SmallVec::new() }
+        Tx { alloc: std::cell::RefCell::new(SegmentAlloc::new(pool, SCRATCH_WORDS)), table: SmallVec::new() }
     }
 
     /// Builds a message of `words` words with `build` and pushes its
@@ -255,20 +301,20 @@ impl Tx {
         msg_id: u32,
         words: usize,
         retry: bool,
-        build: impl FnOnce(&mut message::Builder<&mut SegmentAlloc>),
+        build: impl FnOnce(&mut message::Builder<SharedAlloc<'_>>),
     ) -> Result<(), SendError> {
         let pinned = words * 8 >= ZERO_COPY_MIN;
-        self.alloc.prepare(words, pinned);
-        let mut msg = message::Builder::new(&mut self.alloc);
+        self.alloc.borrow_mut().prepare(words, pinned);
+        let mut msg = message::Builder::new(SharedAlloc(&self.alloc));
         build(&mut msg);
         let output = msg.get_segments_for_output();
         write_segment_table(&mut self.table, &output);
         let mut segments: SmallVec<[Segment<'_>; 4]> = SmallVec::new();
         segments.push(Segment::Copy(&self.table));
         for seg in output.iter() {
-            // Pool segments are sent by reference; `recover` gives the
-            // buffer of exactly this segment, with its own count.
-            match if pinned { dp.recover(seg) } else { None } {
+            // Pool segments are sent by reference, frozen now that the
+            // message is complete (nothing writes it again).
+            match if pinned { self.alloc.borrow_mut().freeze_segment(seg) } else { None } {
                 Some(buf) => segments.push(Segment::ZeroCopy(buf)),
                 None => segments.push(Segment::Copy(seg)),
             }
@@ -467,19 +513,25 @@ mod tests {
             assert_eq!(segs[0].len(), 5 * 8);
         }
         let live = pool.stats().live_slots;
-        alloc.prepare(100, true);
-        let mut msg = message::Builder::new(&mut alloc);
+        let shared = std::cell::RefCell::new(alloc);
+        shared.borrow_mut().prepare(100, true);
+        let mut msg = message::Builder::new(SharedAlloc(&shared));
         msg.init_root::<kv_response::Builder>().init_vals(1).set(0, &[1; 700]);
         let kept = {
             let segs = msg.get_segments_for_output();
             assert_eq!(segs.len(), 1);
-            pool.recover(segs[0]).expect("a pinned segment is in the pool")
+            assert!(pool.recover(segs[0]).is_none(), "a segment being written is not shared");
+            let kept = shared.borrow_mut().freeze_segment(segs[0]).expect("a pinned segment is in the pool");
+            assert_eq!(kept.as_ptr(), segs[0].as_ptr());
+            assert!(pool.recover(segs[0]).is_some(), "frozen: now it can be found");
+            kept
         };
         assert_eq!(pool.stats().live_slots, live + 1);
         drop(msg);
         assert_eq!(kept.len(), 92 * 8, "the sent view outlives the builder");
         drop(kept);
         assert_eq!(pool.stats().live_slots, live, "the builder gave the segment back");
+        let mut alloc = shared.into_inner();
         // An estimate too small: the rest goes to further segments.
         alloc.prepare(1, true);
         let mut msg = message::Builder::new(&mut alloc);

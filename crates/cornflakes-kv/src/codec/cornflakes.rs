@@ -118,8 +118,9 @@ fn send_segments<'a, D: Datapath, M: Message<'a>>(
 ) -> Result<(), SendError> {
     let layout = msg.layout();
     let mut first = dp.alloc(layout.first_segment_len())?;
-    msg.write_header_and_copies(&layout, first.as_mut_slice().expect("a fresh buffer is unique"))?;
+    msg.write_header_and_copies(&layout, &mut first)?;
     let mut segments = Vec::with_capacity(1 + layout.zero_copy_entries);
+    let first = first.freeze();
     segments.push(Segment::Copy(&first));
     msg.for_each_zero_copy(|b| segments.push(Segment::ZeroCopy(b.clone())));
     retry_full(dp, |dp| dp.push_segments(conn, msg_id, &segments))

@@ -81,30 +81,33 @@ fn verifier_options(len: usize) -> VerifierOptions {
 /// buffer. Growing (only when the size bound was wrong) takes a pool buffer
 /// twice as large, or heap memory when the pool has none, so a builder
 /// never fails.
+///
+/// The buffer is a writable [`RcBufMut`] while the builder owns it, so no
+/// other handle can see the bytes change; [`PinnedAlloc::into_backing`]
+/// freezes it for sending.
 #[allow(unsafe_code)]
 mod pinned {
     use std::ops::{Deref, DerefMut};
-    use std::ptr::NonNull;
 
-    use cornflakes::{AllocError, Pool, RcBuf};
+    use cornflakes::{AllocError, Pool, RcBuf, RcBufMut};
 
-    /// Where the bytes are.
+    /// Where the finished bytes are.
     pub(crate) enum Backing {
-        /// A pool buffer (send it zero-copy).
+        /// A frozen pool buffer (send it zero-copy).
         Pool(RcBuf),
         /// Heap memory (the pool could not grow the buffer).
         Heap(Vec<u8>),
     }
 
-    /// See the module docs. Invariant: `ptr..ptr+len` are the bytes of
-    /// `backing`, which nothing else references: a pool buffer here has
-    /// count 1 and is never cloned or lent out until [`PinnedAlloc::into_backing`]
-    /// gives it up, and a heap vector is never touched. (A moved `Vec` or
-    /// `RcBuf` keeps its bytes where they are.)
+    /// Where the bytes are while the builder writes them.
+    enum Writing {
+        Pool(RcBufMut),
+        Heap(Vec<u8>),
+    }
+
+    /// See the module docs.
     pub(crate) struct PinnedAlloc {
-        backing: Backing,
-        ptr: NonNull<u8>,
-        len: usize,
+        writing: Writing,
         pool: Pool,
     }
 
@@ -112,15 +115,16 @@ mod pinned {
         /// `len` zeroed bytes of `pool`.
         pub(crate) fn new(pool: &Pool, len: usize) -> Result<Self, AllocError> {
             let mut buf = pool.alloc(len)?;
-            let bytes = buf.as_mut_slice().expect("a fresh buffer is unique");
-            bytes.fill(0);
-            let ptr = NonNull::from(bytes).cast();
-            Ok(PinnedAlloc { backing: Backing::Pool(buf), ptr, len, pool: pool.clone() })
+            buf.fill(0);
+            Ok(PinnedAlloc { writing: Writing::Pool(buf), pool: pool.clone() })
         }
 
-        /// Gives the buffer up (the builder is done with it).
+        /// Gives the buffer up (the builder is done with it), frozen.
         pub(crate) fn into_backing(self) -> Backing {
-            self.backing
+            match self.writing {
+                Writing::Pool(buf) => Backing::Pool(buf.freeze()),
+                Writing::Heap(v) => Backing::Heap(v),
+            }
         }
     }
 
@@ -128,52 +132,52 @@ mod pinned {
         type Target = [u8];
         #[inline(always)]
         fn deref(&self) -> &[u8] {
-            // SAFETY: the invariant: `len` live bytes at `ptr`, owned by
-            // `backing`, which `&self` keeps alive and nothing else writes.
-            unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+            match &self.writing {
+                Writing::Pool(buf) => buf,
+                Writing::Heap(v) => v,
+            }
         }
     }
 
     impl DerefMut for PinnedAlloc {
         #[inline(always)]
         fn deref_mut(&mut self) -> &mut [u8] {
-            // SAFETY: as in `deref`; `&mut self` excludes every other
-            // borrow, and no other reference to the bytes exists.
-            unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+            match &mut self.writing {
+                Writing::Pool(buf) => buf,
+                Writing::Heap(v) => v,
+            }
         }
     }
 
     // SAFETY: the trait asks that `len` be the length of the slice `deref`
-    // returns (both are `self.len`) and that `grow_downwards` grow the
-    // buffer with the old contents moved to its end: the new buffer is
-    // twice as long, gets the old bytes at its end and zeroes in front (the
-    // builder relies on unwritten bytes being zero).
+    // returns (both read the backing's length) and that `grow_downwards`
+    // grow the buffer with the old contents moved to its end: the new
+    // buffer is twice as long, gets the old bytes at its end and zeroes in
+    // front (the builder relies on unwritten bytes being zero).
     unsafe impl flatbuffers::Allocator for PinnedAlloc {
         type Error = std::convert::Infallible;
 
         fn grow_downwards(&mut self) -> Result<(), Self::Error> {
-            let old = self.len;
+            let old = self.len();
             let new = (old * 2).max(64);
-            let (mut backing, front) = match self.pool.alloc(new) {
-                Ok(buf) => (Backing::Pool(buf), true),
-                Err(_) => (Backing::Heap(vec![0; new]), false),
+            let mut writing = match self.pool.alloc(new) {
+                Ok(mut buf) => {
+                    buf[..new - old].fill(0);
+                    Writing::Pool(buf)
+                }
+                Err(_) => Writing::Heap(vec![0; new]),
             };
-            let bytes = match &mut backing {
-                Backing::Pool(buf) => buf.as_mut_slice().expect("a fresh buffer is unique"),
-                Backing::Heap(v) => &mut v[..],
+            let bytes: &mut [u8] = match &mut writing {
+                Writing::Pool(buf) => buf,
+                Writing::Heap(v) => v,
             };
-            if front {
-                bytes[..new - old].fill(0);
-            }
             bytes[new - old..].copy_from_slice(self);
-            self.ptr = NonNull::from(bytes).cast();
-            self.len = new;
-            self.backing = backing;
+            self.writing = writing;
             Ok(())
         }
 
         fn len(&self) -> usize {
-            self.len
+            self.deref().len()
         }
     }
 }

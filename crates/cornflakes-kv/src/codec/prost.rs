@@ -277,11 +277,11 @@ fn push_encoded<D: Datapath, M: prost::Message>(
     retry: bool,
 ) -> Result<(), SendError> {
     let len = msg.encoded_len();
-    let pinned: Option<RcBuf> = if len >= ZERO_COPY_MIN { dp.alloc(len).ok() } else { None };
+    let pinned = if len >= ZERO_COPY_MIN { dp.alloc(len).ok() } else { None };
     match pinned {
         Some(mut buf) => {
-            msg.encode_to_slice(buf.as_mut_slice().expect("a fresh buffer is unique"));
-            let segments = [Segment::ZeroCopy(buf)];
+            msg.encode_to_slice(&mut buf);
+            let segments = [Segment::ZeroCopy(buf.freeze())];
             push(dp, retry, |dp| dp.push_segments(conn, msg_id, &segments))
         }
         // Short, or the pool cannot hold it (too large, exhausted): the

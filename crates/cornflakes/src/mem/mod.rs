@@ -36,6 +36,10 @@
 //! slot. Allocation and free are O(1): each size class keeps a stack of
 //! regions with free slots, each region a stack of free slots.
 //!
+//! A slot's count is 0 while it is free, [`u32::MAX`] while a writable
+//! [`RcBufMut`] owns it (so `recover` cannot find it), and the number of
+//! [`RcBuf`] views once it is frozen.
+//!
 //! Counts are `u32` cells, not atomics: a pool and its buffers stay on one
 //! thread, the way a core owns its queues in a kernel-bypass stack. A count
 //! that would overflow panics. The pool's memory is unmapped only when the
@@ -47,7 +51,7 @@ mod rcbuf;
 mod sys;
 
 pub use pool::{HugePages, Pool, PoolConfig, PoolStats, RegionInfo};
-pub use rcbuf::RcBuf;
+pub use rcbuf::{RcBuf, RcBufMut};
 pub use sys::PageKind;
 
 /// log2 of the region size.

@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use super::rcbuf::RcBuf;
+use super::rcbuf::{self, RcBuf, RcBufMut, FREE, MAX_SHARED, UNIQUE};
 use super::sys::{self, PageKind, Reservation};
 use super::{
     class_of, AllocError, PoolError, MAX_CLASS_SHIFT, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE,
@@ -89,8 +89,9 @@ pub(crate) struct RegionMeta {
     pool: Cell<*const PoolInner>,
     /// Free slot indices, used as a stack (LIFO reuse keeps slots warm).
     free: RefCell<Vec<u32>>,
-    /// Owner of the `counts` array.
-    counts_storage: RefCell<Box<[Cell<u32>]>>,
+    /// Owner of the `counts` array (`counts` points into its buffer, which
+    /// is allocated once, when the region is mapped, and never moves).
+    counts_storage: RefCell<Vec<Cell<u32>>>,
 }
 
 // `recover`, clone and drop read only `base`, `counts` and `class_shift`:
@@ -115,25 +116,37 @@ impl RegionMeta {
         unsafe { &*self.counts.get().as_ptr().add(slot) }
     }
 
-    /// Puts slot `slot` back on the free stack; called when its count has
-    /// just dropped to zero.
+    /// Puts slot `slot` back on the free stack and drops the pool reference
+    /// the slot held, which may free the pool and with it this entry.
+    ///
+    /// A function of a raw pointer, not of `&self`: no reference into the
+    /// region table may be live when the pool (which owns the table) goes.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a live entry of a live pool and slot `slot` of it was
+    /// allocated and has just had its count set to zero.
     #[cold]
-    pub(crate) fn release(&self, slot: usize) {
-        let pool_ptr = self.pool.get();
-        // SAFETY: every allocated slot holds one strong count of the pool
-        // (taken in `alloc`), so the pool is alive here.
-        let pool = unsafe { &*pool_ptr };
-        let mut free = self.free.borrow_mut();
-        free.push(slot as u32);
-        if !self.in_partial.get() {
-            self.in_partial.set(true);
-            let class = (self.class_shift.get() - MIN_CLASS_SHIFT) as usize;
-            pool.classes[class].borrow_mut().push(self.index_in(pool) as u32);
-        }
-        drop(free);
-        pool.live_slots.set(pool.live_slots.get() - 1);
+    pub(crate) unsafe fn release(this: NonNull<RegionMeta>, slot: usize) {
+        let pool_ptr = {
+            // SAFETY: the caller guarantees the entry is live; the slot's pool
+            // reference (taken in `alloc`) keeps the pool and table alive
+            // until the decrement below, after this borrow has ended.
+            let region = unsafe { this.as_ref() };
+            let pool_ptr = region.pool.get();
+            // SAFETY: as above, the pool is alive.
+            let pool = unsafe { &*pool_ptr };
+            region.free.borrow_mut().push(slot as u32);
+            if !region.in_partial.get() {
+                region.in_partial.set(true);
+                let class = (region.class_shift.get() - MIN_CLASS_SHIFT) as usize;
+                pool.classes[class].borrow_mut().push(region.index_in(pool) as u32);
+            }
+            pool.live_slots.set(pool.live_slots.get() - 1);
+            pool_ptr
+        };
         // SAFETY: releases the strong count this slot held (see above); the
-        // pool may be freed here, and nothing touches it afterwards.
+        // pool may be freed here, and no reference into it is live.
         unsafe { Rc::decrement_strong_count(pool_ptr) };
     }
 
@@ -151,7 +164,8 @@ pub(crate) struct PoolInner {
     mapped_regions: Cell<usize>,
     /// Per size class, the regions that still have free slots.
     classes: [RefCell<Vec<u32>>; NUM_CLASSES],
-    backing: OwnedFd,
+    /// The memfd behind the regions (none under Miri).
+    backing: Option<OwnedFd>,
     page_kind: PageKind,
     lock: bool,
     locked_regions: Cell<usize>,
@@ -183,12 +197,34 @@ impl std::fmt::Debug for Pool {
 impl Pool {
     /// A pool with the default configuration: 16 GiB of address space,
     /// hugepages when available, locked when permitted.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pool::with_config`].
     pub fn new() -> Result<Self, PoolError> {
         Self::with_config(PoolConfig::default())
     }
 
     /// A pool with an explicit configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::BadConfig`] for a `max_bytes` below 2 MiB; the other
+    /// variants when the kernel refuses the reservation, the memfd or the
+    /// first region (with [`HugePages::Require`]: no free hugepages).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{mem::HugePages, Pool, PoolConfig};
+    /// // 64 MiB of address space, 4 KiB pages, not locked: a small test pool.
+    /// let pool = Pool::with_config(PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// assert_eq!(pool.stats().regions, 1);
+    /// # Ok::<(), cornflakes::mem::PoolError>(())
+    /// ```
     pub fn with_config(config: PoolConfig) -> Result<Self, PoolError> {
+        #[cfg(miri)]
+        let config = PoolConfig { max_bytes: config.max_bytes.min(sys::MIRI_MAX_BYTES), ..config };
         let regions = config.max_bytes / REGION_SIZE;
         if regions == 0 || regions > u32::MAX as usize {
             return Err(PoolError::BadConfig("max_bytes must be between 2 MiB and 8 PiB"));
@@ -223,7 +259,7 @@ impl Pool {
                 in_partial: Cell::new(false),
                 pool: Cell::new(std::ptr::null()),
                 free: RefCell::new(Vec::new()),
-                counts_storage: RefCell::new(Box::new([])),
+                counts_storage: RefCell::new(Vec::new()),
             })
             .collect();
         let pool = Pool {
@@ -254,10 +290,32 @@ impl Pool {
         Ok(pool)
     }
 
-    /// Allocates a buffer of `len` bytes (rounded up to a power of two,
-    /// at least 64), with a reference count of one. O(1); maps a new region
-    /// when the size class has no free slot.
-    pub fn alloc(&self, len: usize) -> Result<RcBuf, AllocError> {
+    /// Allocates a writable buffer of `len` bytes in a slot of the next
+    /// power of two (at least 64 bytes). O(1); maps a new region when the
+    /// size class has no free slot. The buffer is unique until
+    /// [`RcBufMut::freeze`]: [`Pool::recover`] does not find it.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::TooLarge`] above [`MAX_ALLOC`](super::MAX_ALLOC) bytes;
+    /// [`AllocError::Exhausted`] when the reservation is full;
+    /// [`AllocError::Map`] when the kernel refuses memory for a new region.
+    /// All of them are back-pressure: free buffers, or fail the request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{mem::HugePages, Pool, PoolConfig};
+    /// let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// let mut buf = pool.alloc(100)?;
+    /// assert_eq!(buf.len(), 100);
+    /// assert_eq!(buf.capacity(), 128);
+    /// buf[..5].copy_from_slice(b"hello");
+    /// let frozen = buf.freeze();
+    /// assert!(pool.recover(&frozen[..5]).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
         let shift = class_of(len).ok_or(AllocError::TooLarge { len, max: 1 << MAX_CLASS_SHIFT })?;
         let inner = &*self.inner;
         let class = (shift - MIN_CLASS_SHIFT) as usize;
@@ -279,23 +337,37 @@ impl Pool {
             }
             slot as usize
         };
-        region.count(slot).set(1);
+        region.count(slot).set(UNIQUE);
         inner.live_slots.set(inner.live_slots.get() + 1);
         // The slot holds the pool alive until it is released.
         // SAFETY: `self.inner` is a live Rc, so incrementing is sound.
         unsafe { Rc::increment_strong_count(Rc::as_ptr(&self.inner)) };
         // SAFETY: slot < slots, so the slot lies inside the mapped region.
         let ptr = unsafe { NonNull::new_unchecked(region.base.as_ptr().add(slot << shift)) };
-        // SAFETY: the slot is mapped, holds count 1 owned by the new buffer,
-        // and `len <= slot size`.
-        Ok(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(region)) })
+        // SAFETY: the slot is mapped, its count marks it as owned by the new
+        // buffer, and `len <= slot size`.
+        Ok(unsafe { RcBufMut::from_raw_parts(ptr, len, NonNull::from(region)) })
     }
 
-    /// Allocates a buffer and copies `data` into it.
+    /// Allocates a buffer, copies `data` into it and freezes it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pool::alloc`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use cornflakes::{mem::HugePages, Pool, PoolConfig};
+    /// # let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// let value = pool.alloc_copy(&[7u8; 4096])?;
+    /// assert_eq!(value.ref_count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn alloc_copy(&self, data: &[u8]) -> Result<RcBuf, AllocError> {
         let mut buf = self.alloc(data.len())?;
-        buf.as_mut_slice().expect("a fresh buffer is unique").copy_from_slice(data);
-        Ok(buf)
+        buf.copy_from_slice(data);
+        Ok(buf.freeze())
     }
 
     /// Maps the next region of the reservation for size class `shift`,
@@ -308,17 +380,22 @@ impl Pool {
         }
         let region = &inner.regions[idx];
         let file_offset = idx * REGION_SIZE;
-        sys::grow_backing(&inner.backing, file_offset + REGION_SIZE).map_err(AllocError::Map)?;
+        sys::grow_backing(inner.backing.as_ref(), file_offset + REGION_SIZE).map_err(AllocError::Map)?;
         // SAFETY: region `idx` is the first unmapped region of our own
         // reservation, so nothing references its addresses.
-        unsafe { sys::map_region(region.base, &inner.backing, file_offset) }.map_err(AllocError::Map)?;
+        unsafe { sys::map_region(region.base, inner.backing.as_ref(), file_offset) }.map_err(AllocError::Map)?;
         if inner.lock && sys::lock_region(region.base) {
             inner.locked_regions.set(inner.locked_regions.get() + 1);
         }
         let slots = REGION_SIZE >> shift;
-        let counts: Box<[Cell<u32>]> = (0..slots).map(|_| Cell::new(0)).collect();
-        region.counts.set(NonNull::from(&counts[0]));
-        *region.counts_storage.borrow_mut() = counts;
+        {
+            let mut storage = region.counts_storage.borrow_mut();
+            *storage = (0..slots).map(|_| Cell::new(FREE)).collect();
+            // The pointer comes from the vector itself, so that it covers every
+            // count, and is taken after the vector is in place (moving it
+            // afterwards would not move its buffer, but keep it simple).
+            region.counts.set(NonNull::new(storage.as_ptr().cast_mut()).expect("a vector's buffer is not null"));
+        }
         region.slots.set(slots as u32);
         // Free stack in reverse so that slot 0 is handed out first.
         *region.free.borrow_mut() = (0..slots as u32).rev().collect();
@@ -332,10 +409,28 @@ impl Pool {
 
     /// Returns the buffer that contains `data`, with its reference count
     /// incremented, or `None` when `data` is empty, lies outside this pool,
-    /// crosses a slot boundary or points into a free slot.
+    /// crosses a slot boundary, or points into a free slot or one still
+    /// held by a writable [`RcBufMut`].
     ///
     /// O(1): a range check against the pool, one region-table entry (one
     /// cache line) and the slot's count.
+    ///
+    /// # Panics
+    ///
+    /// When the slot already has `u32::MAX - 1` references.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use cornflakes::{mem::HugePages, Pool, PoolConfig};
+    /// # let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// let value = pool.alloc_copy(b"in the pool")?;
+    /// let view: &[u8] = &value[3..7]; // say, a field of a decoded message
+    /// let owned = pool.recover(view).expect("pool memory");
+    /// assert_eq!(&owned[..], b"the ");
+    /// assert!(pool.recover(b"on the heap").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline(always)]
     pub fn recover(&self, data: &[u8]) -> Option<RcBuf> {
         let inner = &*self.inner;
@@ -358,10 +453,14 @@ impl Pool {
         }
         let count = region.count(slot);
         let n = count.get();
-        if n == 0 {
+        // Free slots and writable (unique) ones are not found.
+        if n == FREE || n == UNIQUE {
             return None;
         }
-        count.set(n.checked_add(1).unwrap_or_else(|| super::rcbuf::count_overflow()));
+        if n >= MAX_SHARED {
+            rcbuf::count_overflow();
+        }
+        count.set(n + 1);
         // SAFETY: `data` lies in slot `slot` whose count we just incremented
         // on behalf of the new buffer.
         Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(region)) })
@@ -395,8 +494,12 @@ impl Pool {
 
     /// The memfd holding every region, at offset `index * REGION_SIZE`,
     /// to share the pool with another process.
+    ///
+    /// # Panics
+    ///
+    /// Only under Miri, where pools live on the heap and have no file.
     pub fn backing_fd(&self) -> BorrowedFd<'_> {
-        self.inner.backing.as_fd()
+        self.inner.backing.as_ref().expect("pools have a memfd except under Miri").as_fd()
     }
 
     /// First byte of the reservation.

@@ -3,6 +3,12 @@
 //!
 //! Every function here is a thin wrapper over one rustix call; the unsafe
 //! ones state what the caller must uphold.
+//!
+//! Under Miri, which cannot run `mmap` of a memfd, the reservation is one
+//! zeroed heap allocation aligned to `REGION_SIZE` and capped at
+//! [`MIRI_MAX_BYTES`], there is no backing file, and mapping or locking a
+//! region does nothing: the pool's own logic (slots, counts, `recover`,
+//! `RcBuf`) is what Miri checks.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
@@ -21,6 +27,10 @@ pub enum PageKind {
     Small4K,
 }
 
+/// Largest reservation under Miri, whose heap holds it byte for byte.
+#[cfg(miri)]
+pub(crate) const MIRI_MAX_BYTES: usize = 16 * REGION_SIZE;
+
 /// A reservation of `len` bytes of address space, aligned to `REGION_SIZE`,
 /// mapped `PROT_NONE` so that nothing can touch it until a region is mapped.
 pub(crate) struct Reservation {
@@ -29,6 +39,34 @@ pub(crate) struct Reservation {
     base: NonNull<u8>,
 }
 
+#[cfg(miri)]
+impl Reservation {
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len, REGION_SIZE).expect("a reservation's layout")
+    }
+
+    pub(crate) fn new(len: usize) -> std::io::Result<Self> {
+        // SAFETY: the layout has a non-zero size (a pool has at least one region).
+        let raw = unsafe { std::alloc::alloc_zeroed(Self::layout(len)) };
+        let raw = NonNull::new(raw).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        Ok(Self { raw, raw_len: len, base: raw })
+    }
+
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+}
+
+#[cfg(miri)]
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the pool is destroyed
+        // only once no buffer references its memory.
+        unsafe { std::alloc::dealloc(self.raw.as_ptr(), Self::layout(self.raw_len)) };
+    }
+}
+
+#[cfg(not(miri))]
 impl Reservation {
     pub(crate) fn new(len: usize) -> std::io::Result<Self> {
         let raw_len = len + REGION_SIZE;
@@ -50,6 +88,7 @@ impl Reservation {
     }
 }
 
+#[cfg(not(miri))]
 impl Drop for Reservation {
     fn drop(&mut self) {
         // SAFETY: the pool owning this reservation is being destroyed, and it
@@ -63,19 +102,32 @@ impl Drop for Reservation {
 /// It is sealed against shrinking: a peer that maps it can rely on every
 /// byte it has seen staying mapped (a shrunk file would turn its reads into
 /// SIGBUS). Growing stays allowed.
-pub(crate) fn create_backing(kind: PageKind) -> std::io::Result<OwnedFd> {
+#[cfg(not(miri))]
+pub(crate) fn create_backing(kind: PageKind) -> std::io::Result<Option<OwnedFd>> {
     let mut flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
     if kind == PageKind::Huge2M {
         flags |= MemfdFlags::HUGETLB | MemfdFlags::HUGE_2MB;
     }
     let fd = memfd_create("cornflakes-pool", flags)?;
     fcntl_add_seals(&fd, SealFlags::SHRINK)?;
-    Ok(fd)
+    Ok(Some(fd))
+}
+
+/// Under Miri: no file; hugepages are refused so that `Auto` falls back.
+#[cfg(miri)]
+pub(crate) fn create_backing(kind: PageKind) -> std::io::Result<Option<OwnedFd>> {
+    match kind {
+        PageKind::Huge2M => Err(std::io::ErrorKind::Unsupported.into()),
+        PageKind::Small4K => Ok(None),
+    }
 }
 
 /// Grows the backing file to `len` bytes.
-pub(crate) fn grow_backing(fd: &OwnedFd, len: usize) -> std::io::Result<()> {
-    Ok(ftruncate(fd.as_fd(), len as u64)?)
+pub(crate) fn grow_backing(fd: Option<&OwnedFd>, len: usize) -> std::io::Result<()> {
+    match fd {
+        Some(fd) => Ok(ftruncate(fd.as_fd(), len as u64)?),
+        None => Ok(()),
+    }
 }
 
 /// Maps `REGION_SIZE` bytes of `fd` at `file_offset` onto `at`, read-write and
@@ -85,7 +137,11 @@ pub(crate) fn grow_backing(fd: &OwnedFd, len: usize) -> std::io::Result<()> {
 ///
 /// `at` must be a `REGION_SIZE`-aligned address inside a live [`Reservation`]
 /// that no other region occupies, so that no Rust reference can point there.
-pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: &OwnedFd, file_offset: usize) -> std::io::Result<()> {
+/// Without a file (under Miri) the reservation's memory is used as it is.
+pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offset: usize) -> std::io::Result<()> {
+    let Some(fd) = fd else {
+        return Ok(());
+    };
     // SAFETY: the caller guarantees `at` is unused reserved space, so
     // MAP_FIXED replaces only our own PROT_NONE pages.
     unsafe {
@@ -104,6 +160,9 @@ pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: &OwnedFd, file_offset: usiz
 /// Locks one region in memory; fails without `CAP_IPC_LOCK` or enough
 /// `RLIMIT_MEMLOCK`, which callers treat as "not locked", not as an error.
 pub(crate) fn lock_region(at: NonNull<u8>) -> bool {
+    if cfg!(miri) {
+        return false;
+    }
     // SAFETY: mlock only changes paging policy of our own mapped region.
     unsafe { mlock(at.as_ptr().cast(), REGION_SIZE) }.is_ok()
 }

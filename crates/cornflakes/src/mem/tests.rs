@@ -52,20 +52,23 @@ fn recover_rejects_outside_free_and_crossing() {
     assert!(pool.recover(&heap).is_none(), "heap memory is not pool memory");
     assert!(pool.recover(&[]).is_none());
 
-    let a = pool.alloc(64).unwrap();
-    let b = pool.alloc(64).unwrap();
+    let a = pool.alloc_copy(&[1; 64]).unwrap();
+    let b = pool.alloc_copy(&[2; 64]).unwrap();
     // a and b are adjacent 64-byte slots; a slice spanning both crosses.
     let (lo, hi) = if a.as_ptr() < b.as_ptr() { (&a, &b) } else { (&b, &a) };
     assert_eq!(hi.as_ptr() as usize - lo.as_ptr() as usize, 64);
-    // SAFETY: both slots are live and adjacent in one mapped region.
-    let spanning = unsafe { std::slice::from_raw_parts(lo.as_ptr().add(32), 64) };
+    // Pointers into the pool are made from its base, which covers the whole
+    // reservation (a pointer from one buffer may not reach the next one).
+    let at = |addr: *const u8| pool.base().wrapping_add(addr as usize - pool.base() as usize);
+    // SAFETY: both slots are live, frozen and adjacent in one mapped region.
+    let spanning = unsafe { std::slice::from_raw_parts(at(lo.as_ptr()).add(32), 64) };
     assert!(pool.recover(spanning).is_none());
 
     let freed_addr = a.as_ptr();
     drop(a);
     // SAFETY: the slot is still mapped (regions are never unmapped while the
-    // pool lives); we only pass its address to recover.
-    let in_free = unsafe { std::slice::from_raw_parts(freed_addr, 8) };
+    // pool lives) and nothing writes it; we only pass its address to recover.
+    let in_free = unsafe { std::slice::from_raw_parts(at(freed_addr), 8) };
     assert!(pool.recover(in_free).is_none(), "a free slot yields none");
 }
 
@@ -73,7 +76,7 @@ fn recover_rejects_outside_free_and_crossing() {
 fn other_pool_memory_is_not_recovered() {
     let p1 = small_pool();
     let p2 = small_pool();
-    let b = p2.alloc(128).unwrap();
+    let b = p2.alloc(128).unwrap().freeze();
     assert!(p1.recover(&b).is_none());
     assert!(p2.recover(&b).is_some());
 }
@@ -120,16 +123,80 @@ fn buffers_outlive_the_pool_handle() {
 }
 
 #[test]
-fn mutation_needs_uniqueness() {
+fn writable_buffers_are_unique_until_frozen() {
     let pool = small_pool();
     let mut a = pool.alloc(16).unwrap();
-    assert!(a.as_mut_slice().is_some());
-    let b = a.clone();
-    assert!(a.as_mut_slice().is_none());
-    assert!(!a.set_len(8));
-    drop(b);
+    a.as_mut_slice()[0] = 1;
+    // The issue-9 program: a pointer into a writable buffer is not found.
+    assert!(pool.recover(&a[..]).is_none(), "recover must not find a writable buffer");
+    assert!(pool.recover(&a[3..9]).is_none());
     assert!(a.set_len(64));
-    assert!(!a.set_len(65));
+    assert!(!a.set_len(65), "beyond the slot");
+    assert_eq!(a.len(), 64);
+    a.truncate(8);
+    assert_eq!(a.len(), 8);
+    let frozen = a.freeze();
+    assert_eq!(frozen.ref_count(), 1);
+    assert_eq!(frozen[0], 1);
+    let rec = pool.recover(&frozen[2..4]).expect("a frozen buffer is found");
+    assert_eq!(frozen.ref_count(), 2);
+    drop(rec);
+    assert_eq!(pool.stats().live_slots, 1);
+    drop(frozen);
+    assert_eq!(pool.stats().live_slots, 0);
+}
+
+#[test]
+fn dropping_a_writable_buffer_frees_its_slot() {
+    let pool = small_pool();
+    let a = pool.alloc(100).unwrap();
+    let addr = a.as_ptr();
+    assert_eq!(pool.stats().live_slots, 1);
+    drop(a);
+    assert_eq!(pool.stats().live_slots, 0);
+    assert_eq!(pool.alloc(100).unwrap().as_ptr(), addr, "the slot is reused");
+}
+
+#[test]
+fn try_into_mut_needs_the_only_reference() {
+    let pool = small_pool();
+    let a = pool.alloc_copy(b"abcdef").unwrap();
+    // Every way of making a second reference blocks it: clone, slice,
+    // slice_ref and recover.
+    type SecondRef<'p> = Box<dyn Fn(&RcBuf) -> RcBuf + 'p>;
+    let second: [SecondRef<'_>; 4] = [
+        Box::new(|b| b.clone()),
+        Box::new(|b| b.slice(1..3)),
+        Box::new(|b| b.slice_ref(&b[2..]).unwrap()),
+        Box::new(|b| pool.recover(&b[..1]).unwrap()),
+    ];
+    let mut a = a;
+    for make in &second {
+        let other = make(&a);
+        a = a.try_into_mut().expect_err("shared: must not become writable");
+        assert_eq!(&a[..], b"abcdef");
+        drop(other);
+    }
+    let mut m = a.try_into_mut().expect("now the only reference");
+    assert!(pool.recover(&m[..]).is_none(), "unique again: not recoverable");
+    m[0] = b'x';
+    assert_eq!(&m.freeze()[..], b"xbcdef");
+}
+
+#[test]
+fn a_writable_view_of_a_slice_keeps_its_offset() {
+    let pool = small_pool();
+    let a = pool.alloc_copy(&[5u8; 200]).unwrap();
+    let tail = a.slice(100..150);
+    drop(a);
+    let mut m = tail.try_into_mut().unwrap();
+    assert_eq!(m.len(), 50);
+    assert_eq!(m.capacity(), 256 - 100);
+    assert!(m.set_len(156));
+    assert!(!m.set_len(157));
+    m[155] = 9;
+    let f = m.freeze();
+    assert_eq!(f[155], 9);
 }
 
 #[test]
@@ -150,14 +217,21 @@ fn slices_share_the_count() {
 #[test]
 fn count_overflow_panics() {
     let pool = small_pool();
-    let a = pool.alloc(8).unwrap();
+    let a = pool.alloc_copy(&[0u8; 8]).unwrap();
     // SAFETY: test-only: the region entry outlives `a`, which points into it.
     let r = unsafe { a.region.as_ref() };
     let count = r.count(r.slot_of(a.as_ptr()));
-    count.set(u32::MAX);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.clone()));
-    let message = *result.expect_err("a clone past u32::MAX must panic").downcast::<&str>().unwrap();
-    assert!(message.contains("reference count overflow"), "{message}");
+    count.set(u32::MAX - 1);
+    for attempt in
+        [&(|| drop(a.clone())) as &dyn Fn(), &|| drop(a.slice(1..2)), &|| drop(a.slice_ref(&a[..1])), &|| {
+            drop(pool.recover(&a[..1]))
+        }]
+    {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt));
+        let message = *result.expect_err("a count past u32::MAX - 1 must panic").downcast::<&str>().unwrap();
+        assert!(message.contains("reference count overflow"), "{message}");
+        assert_eq!(count.get(), u32::MAX - 1, "the count is unchanged");
+    }
     // Put the count back so the slot and the pool are freed (no leak under
     // LeakSanitizer).
     count.set(1);
@@ -175,6 +249,7 @@ fn free_hugepages() -> usize {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "hugepages need mmap of a hugetlb memfd")]
 fn hugepages_back_the_pool_when_reserved() {
     if free_hugepages() < 2 {
         eprintln!("skipped: no free hugepages (reserve some: echo 8 > /proc/sys/vm/nr_hugepages)");
@@ -200,6 +275,7 @@ fn auto_falls_back_to_small_pages() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "pools have no memfd under Miri")]
 fn backing_memfd_is_sealed_against_shrinking() {
     let pool = small_pool();
     let seals = rustix::fs::fcntl_get_seals(pool.backing_fd()).unwrap();
