@@ -71,7 +71,7 @@ impl Arena {
 
     /// The bump allocator behind lists, nested messages and copies.
     #[inline(always)]
-    pub fn bump(&self) -> &Bump {
+    pub(crate) fn bump(&self) -> &Bump {
         &self.bump
     }
 

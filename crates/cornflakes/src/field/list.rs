@@ -1,7 +1,8 @@
 use std::ops::{Deref, DerefMut};
 
 use bumpalo::collections::Vec as BumpVec;
-use bumpalo::Bump;
+
+use super::Arena;
 
 /// A `repeated` field: a vector in the request's arena. Dropping it drops
 /// the elements (releasing zero-copy references) but returns no memory;
@@ -10,16 +11,16 @@ use bumpalo::Bump;
 pub struct List<'a, T>(BumpVec<'a, T>);
 
 impl<'a, T> List<'a, T> {
-    /// An empty list (allocates nothing).
+    /// An empty list in `arena` (allocates nothing).
     #[inline]
-    pub fn new_in(bump: &'a Bump) -> Self {
-        List(BumpVec::new_in(bump))
+    pub fn new_in(arena: &'a Arena) -> Self {
+        List(BumpVec::new_in(arena.bump()))
     }
 
-    /// An empty list with room for `cap` elements.
+    /// An empty list in `arena` with room for `cap` elements.
     #[inline]
-    pub fn with_capacity_in(cap: usize, bump: &'a Bump) -> Self {
-        List(BumpVec::with_capacity_in(cap, bump))
+    pub fn with_capacity_in(cap: usize, arena: &'a Arena) -> Self {
+        List(BumpVec::with_capacity_in(cap, arena.bump()))
     }
 
     /// Appends an element.

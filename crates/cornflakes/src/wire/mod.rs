@@ -27,29 +27,21 @@
 //! already-visited headers or data cannot multiply the work, and a decoded
 //! message is never larger than what was received.
 
-mod field;
-mod reader;
-mod writer;
+// What generated code drives (field entries, object headers, the bounded
+// reader and the writer) is reachable only through `crate::__private`.
+pub(crate) mod field;
+pub(crate) mod object;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
-pub use field::{Field, Scalar};
-pub use reader::{DecodeOptions, Reader, MAX_DEPTH_CAP};
-pub use writer::Writer;
+pub use reader::{DecodeOptions, MAX_DEPTH_CAP};
+
+use object::MessageImpl;
+use reader::Reader;
+use writer::Writer;
 
 use crate::field::Arena;
 use crate::mem::RcBuf;
-
-/// Bytes of an object header before the entries: the word count and
-/// `words` bitmap words.
-#[inline(always)]
-pub const fn header_prefix_len(bitmap_words: usize) -> usize {
-    4 + 4 * bitmap_words
-}
-
-/// Number of bitmap words for a message with `field_count` fields.
-#[inline(always)]
-pub const fn bitmap_words(field_count: usize) -> usize {
-    field_count.div_ceil(32)
-}
 
 /// Sizes of a serialized message, computed in one pass before writing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,9 +117,12 @@ pub enum DecodeError {
     },
 }
 
-/// A generated Cornflakes message. The first block of methods is what
-/// generated code implements (one line per field); the provided methods are
-/// what applications and transmit paths call.
+/// A generated Cornflakes message: what applications and transmit paths
+/// call on every type `cornflakes-build` generates.
+///
+/// Bring it into scope with `use cornflakes::Message;` to call these
+/// methods. Generated code implements it together with a hidden supertrait
+/// that carries the per-field plumbing; do not implement it by hand.
 ///
 /// A transmit path sends a message without an intermediate list of
 /// segments:
@@ -139,7 +134,7 @@ pub enum DecodeError {
 /// post(first);
 /// msg.for_each_zero_copy(|buf| post(buf.clone()));
 /// ```
-pub trait Message<'a>: Sized + 'a {
+pub trait Message<'a>: MessageImpl<'a> {
     /// Number of fields in the schema (bits in the presence bitmap).
     const FIELD_COUNT: usize;
 
@@ -148,24 +143,6 @@ pub trait Message<'a>: Sized + 'a {
 
     /// The arena the message was created in.
     fn arena(&self) -> &'a Arena;
-
-    /// Length of this object's own header: word count, bitmap, entries of
-    /// present fields.
-    fn header_len(&self) -> usize;
-
-    /// Adds everything below this object's own header to `layout`: list
-    /// tables, nested headers, copied and zero-copy data.
-    fn add_children_layout(&self, layout: &mut Layout);
-
-    /// Writes this object's header at `at` (already reserved by the caller)
-    /// and everything below it.
-    fn write_object(&self, w: &mut Writer<'_>, at: usize);
-
-    /// Calls `f` on each zero-copy field, in wire order.
-    fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F);
-
-    /// Decodes the object whose header starts at `at`.
-    fn read_object(r: &mut Reader<'a>, at: usize) -> Result<Self, DecodeError>;
 
     /// Sizes of the serialized message.
     #[inline]
