@@ -26,6 +26,10 @@ pub trait Field<'a>: Sized {
     fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, _f: &mut F) {}
 
     /// Reads the field from its entry at `entry`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`DecodeError`] of the [`Reader`] calls it makes.
     fn read_entry(r: &mut Reader<'a>, entry: usize) -> Result<Self, DecodeError>;
 }
 

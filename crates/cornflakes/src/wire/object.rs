@@ -6,7 +6,7 @@ use super::{DecodeError, Layout, Reader, Writer};
 use crate::mem::RcBuf;
 
 /// The per-object plumbing of a generated message, driven by the provided
-/// methods of [`Message`](super::Message) and by the [`Field`](super::Field)
+/// methods of [`Message`](super::Message) and by the [`Field`](super::field::Field)
 /// impl of nested messages.
 ///
 /// Generated code implements it; applications never call it (it is not
@@ -28,6 +28,10 @@ pub trait MessageImpl<'a>: Sized + 'a {
     fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F);
 
     /// Decodes the object whose header starts at `at`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`DecodeError`] of the header or of a present field.
     fn read_object(r: &mut Reader<'a>, at: usize) -> Result<Self, DecodeError>;
 }
 
