@@ -1,15 +1,26 @@
 //! Emits Rust for the schema model: one struct per message with
-//! `get_`/`set_`/`has_` accessors, and a `cornflakes::Message` impl whose
-//! methods make one runtime call per field. All encoding logic lives in the
-//! runtime (`cornflakes::wire::Field`), so the output stays thin.
+//! `get_`/`set_`/`has_` accessors, a `cornflakes::Message` impl, and a
+//! `cornflakes::__private::MessageImpl` impl whose methods make one runtime
+//! call per field. All encoding logic lives in the runtime
+//! (`cornflakes::__private::Field`), so the output stays thin.
+//!
+//! Every runtime item is named by its full path: the public API as
+//! `::cornflakes::...`, and what only generated code uses (field entries,
+//! the reader and writer, presence bits, storage) as
+//! `::cornflakes::__private::...`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use heck::ToSnakeCase;
+
 use crate::schema::{FieldDef, Kind, MessageDef, Parsed, TypeRef};
 use crate::{Error, GeneratedFile};
 
+/// The runtime's public API.
 const RT: &str = "::cornflakes";
+/// The runtime's plumbing for generated code (hidden from its docs).
+const PRIV: &str = "::cornflakes::__private";
 
 pub(crate) fn generate(parsed: &Parsed) -> Result<Vec<GeneratedFile>, Error> {
     let mut by_package: BTreeMap<&str, Vec<&crate::schema::SchemaFile>> = BTreeMap::new();
@@ -39,41 +50,37 @@ pub(crate) fn generate(parsed: &Parsed) -> Result<Vec<GeneratedFile>, Error> {
     Ok(out)
 }
 
-/// A Rust identifier for a proto name (keywords become raw identifiers).
+/// A Rust identifier for a name already in the right case, as
+/// prost-build's `sanitize_identifier` makes it: keywords become raw
+/// identifiers, the few that cannot be raw get a trailing underscore, and a
+/// leading digit gets a leading underscore.
 fn ident(name: &str) -> String {
-    const KEYWORDS: &[&str] = &[
-        "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false", "fn", "for",
-        "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct",
-        "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final",
-        "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield", "gen",
+    // Rust keywords (https://doc.rust-lang.org/reference/keywords.html):
+    // strict and reserved ones of the 2015, 2018 and 2024 editions.
+    const RAW: &[&str] = &[
+        "as", "break", "const", "continue", "else", "enum", "false", "fn", "for", "if", "impl", "in", "let", "loop",
+        "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type", "unsafe",
+        "use", "where", "while", "dyn", "abstract", "become", "box", "do", "final", "macro", "override", "priv",
+        "typeof", "unsized", "virtual", "yield", "async", "await", "try", "gen",
     ];
     match name {
-        "self" | "super" | "crate" | "Self" => format!("{name}_"),
-        _ if KEYWORDS.contains(&name) => format!("r#{name}"),
+        "_" | "super" | "self" | "Self" | "extern" | "crate" => format!("{name}_"),
+        _ if RAW.contains(&name) => format!("r#{name}"),
+        _ if name.starts_with(|c: char| c.is_ascii_digit()) => format!("_{name}"),
         _ => name.to_owned(),
     }
 }
 
-/// `CamelCase` to `snake_case`, for the module holding a message's nested
-/// types (as prost names it).
-fn snake(name: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    ident(&out)
+/// A field or module name for a proto name, as prost-build's `to_snake`
+/// makes it: `snake_case` by heck's rules (so `HTTPServer` becomes
+/// `http_server` and `maxConns` becomes `max_conns`), then [`ident`].
+fn to_snake(name: &str) -> String {
+    ident(&name.to_snake_case())
 }
 
 /// Path from module `from` to message `to`, relative (`super::...`).
 fn type_path(from: &[String], to: &TypeRef) -> String {
-    let target: Vec<String> = to.package.iter().cloned().chain(to.parents.iter().map(|p| snake(p))).collect();
+    let target: Vec<String> = to.package.iter().cloned().chain(to.parents.iter().map(|p| to_snake(p))).collect();
     let common = from.iter().zip(&target).take_while(|(a, b)| a == b).count();
     let mut path = String::new();
     for _ in common..from.len() {
@@ -90,7 +97,12 @@ fn type_path(from: &[String], to: &TypeRef) -> String {
 struct FieldCode {
     /// Bit and field position.
     index: usize,
+    /// Struct member (a sanitized identifier).
     member: String,
+    /// Suffix of the accessors (`get_{accessor}`): snake case, not
+    /// sanitized, since the prefix already makes it a valid identifier.
+    accessor: String,
+    /// The proto name, for docs.
     name: String,
     /// Type of the struct member.
     storage: String,
@@ -113,14 +125,15 @@ fn field_code(f: &FieldDef, index: usize, module: &[String]) -> FieldCode {
         let list = format!("{RT}::List<'a, {elem}>");
         (list.clone(), list)
     } else if let Kind::Message(_) = f.kind {
-        let nested = format!("{RT}::Nested<'a, {elem}>");
+        let nested = format!("{PRIV}::Nested<'a, {elem}>");
         (format!("::core::option::Option<{nested}>"), nested)
     } else {
         (elem.clone(), elem.clone())
     };
     FieldCode {
         index,
-        member: ident(&f.name),
+        member: to_snake(&f.name),
+        accessor: f.name.to_snake_case(),
         name: f.name.clone(),
         storage,
         codec,
@@ -131,7 +144,7 @@ fn field_code(f: &FieldDef, index: usize, module: &[String]) -> FieldCode {
 }
 
 fn emit_message(code: &mut String, m: &MessageDef, package: &[String], parents: &[String]) {
-    let module: Vec<String> = package.iter().cloned().chain(parents.iter().map(|p| snake(p))).collect();
+    let module: Vec<String> = package.iter().cloned().chain(parents.iter().map(|p| to_snake(p))).collect();
     let name = ident(&m.name);
     let n = m.fields.len();
     let words = n.div_ceil(32);
@@ -140,7 +153,7 @@ fn emit_message(code: &mut String, m: &MessageDef, package: &[String], parents: 
     // The struct.
     let _ = writeln!(code, "/// Message `{}`.", m.name);
     let _ = writeln!(code, "#[derive(Debug, PartialEq)]\npub struct {name}<'a> {{");
-    let _ = writeln!(code, "arena: {RT}::field::ArenaRef<'a>,\nbitmap: [u32; {words}],");
+    let _ = writeln!(code, "arena: {PRIV}::ArenaRef<'a>,\nbitmap: [u32; {words}],");
     for f in &fields {
         let _ = writeln!(code, "{}: {},", f.member, f.storage);
     }
@@ -160,10 +173,10 @@ fn emit_message(code: &mut String, m: &MessageDef, package: &[String], parents: 
     // The Message impl.
     let _ = writeln!(code, "impl<'a> {RT}::Message<'a> for {name}<'a> {{");
     let _ = writeln!(code, "const FIELD_COUNT: usize = {n};");
-    let _ = writeln!(code, "#[inline]\nfn new_in(arena: &'a {RT}::Arena) -> Self {{\nSelf {{\narena: {RT}::field::ArenaRef::new(arena),\nbitmap: [0; {words}],");
+    let _ = writeln!(code, "#[inline]\nfn new_in(arena: &'a {RT}::Arena) -> Self {{\nSelf {{\narena: {PRIV}::ArenaRef::new(arena),\nbitmap: [0; {words}],");
     for f in &fields {
         let init = if f.repeated {
-            format!("{RT}::List::new_in(arena.bump())")
+            format!("{RT}::List::new_in(arena)")
         } else if matches!(f.kind, Kind::Message(_)) {
             "::core::option::Option::None".to_owned()
         } else {
@@ -172,28 +185,31 @@ fn emit_message(code: &mut String, m: &MessageDef, package: &[String], parents: 
         let _ = writeln!(code, "{}: {init},", f.member);
     }
     code.push_str("}\n}\n");
-    let _ = writeln!(code, "#[inline]\nfn arena(&self) -> &'a {RT}::Arena {{ self.arena.get() }}");
+    let _ = writeln!(code, "#[inline]\nfn arena(&self) -> &'a {RT}::Arena {{ self.arena.get() }}\n}}\n");
+
+    // The plumbing impl.
+    let _ = writeln!(code, "impl<'a> {PRIV}::MessageImpl<'a> for {name}<'a> {{");
 
     let _ = writeln!(
         code,
-        "#[inline]\nfn header_len(&self) -> usize {{\nlet mut len = {RT}::wire::header_prefix_len({words});"
+        "#[inline]\nfn header_len(&self) -> usize {{\nlet mut len = {PRIV}::header_prefix_len({words});"
     );
     for f in &fields {
-        let _ = writeln!(code, "if self.has_{}() {{ len += <{} as {RT}::wire::Field>::ENTRY_LEN; }}", f.name, f.codec);
+        let _ = writeln!(code, "if self.has_{}() {{ len += <{} as {PRIV}::Field>::ENTRY_LEN; }}", f.accessor, f.codec);
     }
     code.push_str("len\n}\n");
 
     let _ = writeln!(code, "#[inline]\nfn add_children_layout(&self, layout: &mut {RT}::Layout) {{");
     for f in fields.iter().filter(|f| !is_plain_scalar(f)) {
-        let _ = writeln!(code, "if let Some(v) = {} {{ {RT}::wire::Field::add_layout(v, layout); }}", present(f));
+        let _ = writeln!(code, "if let Some(v) = {} {{ {PRIV}::Field::add_layout(v, layout); }}", present(f));
     }
     let _ = writeln!(code, "let _ = layout;\n}}");
 
-    let _ = writeln!(code, "#[inline]\nfn write_object(&self, w: &mut {RT}::wire::Writer<'_>, at: usize) {{\nlet mut pos = w.put_bitmap(at, &self.bitmap);");
+    let _ = writeln!(code, "#[inline]\nfn write_object(&self, w: &mut {PRIV}::Writer<'_>, at: usize) {{\nlet mut pos = w.put_bitmap(at, &self.bitmap);");
     for f in &fields {
         let _ = writeln!(
             code,
-            "if let Some(v) = {} {{ {RT}::wire::Field::write_entry(v, w, pos); pos += <{} as {RT}::wire::Field>::ENTRY_LEN; }}",
+            "if let Some(v) = {} {{ {PRIV}::Field::write_entry(v, w, pos); pos += <{} as {PRIV}::Field>::ENTRY_LEN; }}",
             present(f),
             f.codec
         );
@@ -202,30 +218,30 @@ fn emit_message(code: &mut String, m: &MessageDef, package: &[String], parents: 
 
     let _ = writeln!(code, "#[inline]\nfn visit_zero_copy<F: FnMut(&{RT}::RcBuf)>(&self, f: &mut F) {{");
     for f in fields.iter().filter(|f| !is_plain_scalar(f)) {
-        let _ = writeln!(code, "if let Some(v) = {} {{ {RT}::wire::Field::visit_zero_copy(v, f); }}", present(f));
+        let _ = writeln!(code, "if let Some(v) = {} {{ {PRIV}::Field::visit_zero_copy(v, f); }}", present(f));
     }
     let _ = writeln!(code, "let _ = f;\n}}");
 
     let _ = writeln!(
         code,
-        "#[inline]\nfn read_object(r: &mut {RT}::wire::Reader<'a>, at: usize) -> ::core::result::Result<Self, {RT}::DecodeError> {{\nlet mut m = Self::new_in(r.arena());\nlet mut pos = r.enter_object(at, &mut m.bitmap, {n})?;"
+        "#[inline]\nfn read_object(r: &mut {PRIV}::Reader<'a>, at: usize) -> ::core::result::Result<Self, {RT}::DecodeError> {{\nlet mut m = Self::new_in(r.arena());\nlet mut pos = r.enter_object(at, &mut m.bitmap, {n})?;"
     );
     for f in &fields {
         let value = if matches!(f.kind, Kind::Message(_)) && !f.repeated {
-            format!("::core::option::Option::Some({RT}::wire::Field::read_entry(r, pos)?)")
+            format!("::core::option::Option::Some({PRIV}::Field::read_entry(r, pos)?)")
         } else {
-            format!("{RT}::wire::Field::read_entry(r, pos)?")
+            format!("{PRIV}::Field::read_entry(r, pos)?")
         };
         let _ = writeln!(
             code,
-            "if {RT}::field::bit(&m.bitmap, {}) {{ m.{} = {value}; pos += <{} as {RT}::wire::Field>::ENTRY_LEN; }}",
+            "if {PRIV}::bit(&m.bitmap, {}) {{ m.{} = {value}; pos += <{} as {PRIV}::Field>::ENTRY_LEN; }}",
             f.index, f.member, f.codec
         );
     }
-    code.push_str("let _ = pos;\nr.leave_object();\nOk(m)\n}\n}\n\n");
+    code.push_str("let _ = pos;\nr.leave_object();\n::core::result::Result::Ok(m)\n}\n}\n\n");
 
     if !m.nested.is_empty() {
-        let _ = writeln!(code, "/// Types nested in message `{}`.\npub mod {} {{", m.name, snake(&m.name));
+        let _ = writeln!(code, "/// Types nested in message `{}`.\npub mod {} {{", m.name, to_snake(&m.name));
         let mut inner_parents = parents.to_vec();
         inner_parents.push(m.name.clone());
         for nested in &m.nested {
@@ -244,28 +260,28 @@ fn present(f: &FieldCode) -> String {
     if matches!(f.kind, Kind::Message(_)) && !f.repeated {
         format!("self.{}.as_ref()", f.member)
     } else {
-        format!("if {RT}::field::bit(&self.bitmap, {}) {{ Some(&self.{}) }} else {{ None }}", f.index, f.member)
+        format!("if {PRIV}::bit(&self.bitmap, {}) {{ ::core::option::Option::Some(&self.{}) }} else {{ ::core::option::Option::None }}", f.index, f.member)
     }
 }
 
 fn emit_accessors(code: &mut String, f: &FieldCode) {
-    let (i, m, n) = (f.index, &f.member, &f.name);
-    let set_bit = format!("{RT}::field::set_bit(&mut self.bitmap, {i});");
-    let clear_bit = format!("{RT}::field::clear_bit(&mut self.bitmap, {i});");
+    let (i, m, n, a) = (f.index, &f.member, &f.name, &f.accessor);
+    let set_bit = format!("{PRIV}::set_bit(&mut self.bitmap, {i});");
+    let clear_bit = format!("{PRIV}::clear_bit(&mut self.bitmap, {i});");
     let _ = writeln!(
         code,
-        "/// Whether `{n}` is set.\n#[inline]\npub fn has_{n}(&self) -> bool {{ {RT}::field::bit(&self.bitmap, {i}) }}"
+        "/// Whether `{n}` is set.\n#[inline]\npub fn has_{a}(&self) -> bool {{ {PRIV}::bit(&self.bitmap, {i}) }}"
     );
     if f.repeated {
         let list = &f.storage;
         let _ = writeln!(
             code,
-            "/// The list `{n}` (empty when unset).\n#[inline]\npub fn get_{n}(&self) -> &{list} {{ &self.{m} }}"
+            "/// The list `{n}` (empty when unset).\n#[inline]\npub fn get_{a}(&self) -> &{list} {{ &self.{m} }}"
         );
-        let _ = writeln!(code, "/// The list `{n}`, for changes; marks it set.\n#[inline]\npub fn get_mut_{n}(&mut self) -> &mut {list} {{ {set_bit} &mut self.{m} }}");
+        let _ = writeln!(code, "/// The list `{n}`, for changes; marks it set.\n#[inline]\npub fn get_mut_{a}(&mut self) -> &mut {list} {{ {set_bit} &mut self.{m} }}");
         let _ = writeln!(
             code,
-            "/// Replaces `{n}` with an empty list with room for `capacity` elements.\n#[inline]\npub fn init_{n}(&mut self, capacity: usize) -> &mut {list} {{ self.{m} = {RT}::List::with_capacity_in(capacity, self.arena.get().bump()); {set_bit} &mut self.{m} }}"
+            "/// Replaces `{n}` with an empty list with room for `capacity` elements.\n#[inline]\npub fn init_{a}(&mut self, capacity: usize) -> &mut {list} {{ self.{m} = {RT}::List::with_capacity_in(capacity, self.arena.get()); {set_bit} &mut self.{m} }}"
         );
         let (arg, value) = match &f.kind {
             Kind::Scalar(s) => (s.rust().to_owned(), "value".to_owned()),
@@ -273,10 +289,10 @@ fn emit_accessors(code: &mut String, f: &FieldCode) {
             Kind::String => ("&'a str".to_owned(), format!("{RT}::CfString::new(value, self.arena.get())")),
             Kind::Message(_) => (f.elem.clone(), "value".to_owned()),
         };
-        let _ = writeln!(code, "/// Appends to `{n}`.\n#[inline(always)]\npub fn append_{n}(&mut self, value: {arg}) {{ self.{m}.append({value}); {set_bit} }}");
+        let _ = writeln!(code, "/// Appends to `{n}`.\n#[inline(always)]\npub fn append_{a}(&mut self, value: {arg}) {{ self.{m}.append({value}); {set_bit} }}");
         let _ = writeln!(
             code,
-            "/// Clears `{n}`.\n#[inline]\npub fn clear_{n}(&mut self) {{ self.{m}.clear(); {clear_bit} }}"
+            "/// Clears `{n}`.\n#[inline]\npub fn clear_{a}(&mut self) {{ self.{m}.clear(); {clear_bit} }}"
         );
         return;
     }
@@ -284,12 +300,12 @@ fn emit_accessors(code: &mut String, f: &FieldCode) {
         Kind::Scalar(s) => {
             let t = s.rust();
             let _ =
-                writeln!(code, "/// `{n}` (zero when unset).\n#[inline]\npub fn get_{n}(&self) -> {t} {{ self.{m} }}");
+                writeln!(code, "/// `{n}` (zero when unset).\n#[inline]\npub fn get_{a}(&self) -> {t} {{ self.{m} }}");
             let _ = writeln!(
                 code,
-                "/// Sets `{n}`.\n#[inline]\npub fn set_{n}(&mut self, value: {t}) {{ self.{m} = value; {set_bit} }}"
+                "/// Sets `{n}`.\n#[inline]\npub fn set_{a}(&mut self, value: {t}) {{ self.{m} = value; {set_bit} }}"
             );
-            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{n}(&mut self) {{ self.{m} = ::core::default::Default::default(); {clear_bit} }}");
+            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{a}(&mut self) {{ self.{m} = ::core::default::Default::default(); {clear_bit} }}");
         }
         Kind::Bytes | Kind::String => {
             let (ty, arg, arg_short, ctor) = if matches!(f.kind, Kind::Bytes) {
@@ -299,31 +315,104 @@ fn emit_accessors(code: &mut String, f: &FieldCode) {
             };
             let _ = writeln!(
                 code,
-                "/// `{n}` (empty when unset).\n#[inline]\npub fn get_{n}(&self) -> &{RT}::{ty}<'a> {{ &self.{m} }}"
+                "/// `{n}` (empty when unset).\n#[inline]\npub fn get_{a}(&self) -> &{RT}::{ty}<'a> {{ &self.{m} }}"
             );
             let _ = writeln!(
                 code,
-                "/// Sets `{n}`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.\n#[inline(always)]\npub fn set_{n}(&mut self, value: {arg}) {{ self.{m} = {RT}::{ctor}::new(value, self.arena.get()); {set_bit} }}"
+                "/// Sets `{n}`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.\n#[inline(always)]\npub fn set_{a}(&mut self, value: {arg}) {{ self.{m} = {RT}::{ctor}::new(value, self.arena.get()); {set_bit} }}"
             );
             let _ = writeln!(
                 code,
-                "/// Sets `{n}` from a value that may not outlive the message: copied into the arena unless zero-copy.\n#[inline]\npub fn set_{n}_copied(&mut self, value: {arg_short}) {{ self.{m} = {RT}::{ctor}::copy_in(value, self.arena.get()); {set_bit} }}"
+                "/// Sets `{n}` from a value that may not outlive the message: copied into the arena unless zero-copy.\n#[inline]\npub fn set_{a}_copied(&mut self, value: {arg_short}) {{ self.{m} = {RT}::{ctor}::copy_in(value, self.arena.get()); {set_bit} }}"
             );
-            let _ = writeln!(code, "/// Sets `{n}` to an already-built field.\n#[inline]\npub fn set_{n}_field(&mut self, value: {RT}::{ty}<'a>) {{ self.{m} = value; {set_bit} }}");
-            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{n}(&mut self) {{ self.{m} = ::core::default::Default::default(); {clear_bit} }}");
+            let _ = writeln!(code, "/// Sets `{n}` to an already-built field.\n#[inline]\npub fn set_{a}_field(&mut self, value: {RT}::{ty}<'a>) {{ self.{m} = value; {set_bit} }}");
+            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{a}(&mut self) {{ self.{m} = ::core::default::Default::default(); {clear_bit} }}");
         }
         Kind::Message(_) => {
             let t = &f.elem;
-            let _ = writeln!(code, "/// `{n}`, if set.\n#[inline]\npub fn get_{n}(&self) -> ::core::option::Option<&{t}> {{ self.{m}.as_deref() }}");
+            let _ = writeln!(code, "/// `{n}`, if set.\n#[inline]\npub fn get_{a}(&self) -> ::core::option::Option<&{t}> {{ self.{m}.as_deref() }}");
             let _ = writeln!(
                 code,
-                "/// `{n}` for changes, created empty if unset.\n#[inline]\npub fn get_mut_{n}(&mut self) -> &mut {t} {{ {set_bit} let arena = self.arena.get(); self.{m}.get_or_insert_with(|| {RT}::Nested::new_in(<{t} as {RT}::Message<'a>>::new_in(arena), arena.bump())) }}"
+                "/// `{n}` for changes, created empty if unset.\n#[inline]\npub fn get_mut_{a}(&mut self) -> &mut {t} {{ {set_bit} let arena = self.arena.get(); self.{m}.get_or_insert_with(|| {PRIV}::nested_in(<{t} as {RT}::Message<'a>>::new_in(arena), arena)) }}"
             );
             let _ = writeln!(
                 code,
-                "/// Sets `{n}`.\n#[inline]\npub fn set_{n}(&mut self, value: {t}) {{ self.{m} = ::core::option::Option::Some({RT}::Nested::new_in(value, self.arena.get().bump())); {set_bit} }}"
+                "/// Sets `{n}`.\n#[inline]\npub fn set_{a}(&mut self, value: {t}) {{ self.{m} = ::core::option::Option::Some({PRIV}::nested_in(value, self.arena.get())); {set_bit} }}"
             );
-            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{n}(&mut self) {{ self.{m} = ::core::option::Option::None; {clear_bit} }}");
+            let _ = writeln!(code, "/// Clears `{n}`.\n#[inline]\npub fn clear_{a}(&mut self) {{ self.{m} = ::core::option::Option::None; {clear_bit} }}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ident, to_snake};
+
+    /// prost-build's `ident.rs` tests of `to_snake`, which field and module
+    /// names must pass the same way.
+    #[test]
+    fn to_snake_matches_prost() {
+        let cases = [
+            ("HTTPServer", "http_server"),
+            ("maxConns", "max_conns"),
+            ("FooBar", "foo_bar"),
+            ("FooBarBAZ", "foo_bar_baz"),
+            ("XMLHttpRequest", "xml_http_request"),
+            ("While", "r#while"),
+            ("FUZZ_BUSTER", "fuzz_buster"),
+            ("foo_bar_baz", "foo_bar_baz"),
+            ("FUZZ_buster", "fuzz_buster"),
+            ("_FUZZ", "fuzz"),
+            ("_fuzz", "fuzz"),
+            ("_Fuzz", "fuzz"),
+            ("FUZZ_", "fuzz"),
+            ("fuzz_", "fuzz"),
+            ("Fuzz_", "fuzz"),
+            ("FuzZ_", "fuz_z"),
+            // From test_messages_proto3.proto.
+            ("fieldname1", "fieldname1"),
+            ("field_name2", "field_name2"),
+            ("_field_name3", "field_name3"),
+            ("field__name4_", "field_name4"),
+            ("field0name5", "field0name5"),
+            ("field_0_name6", "field_0_name6"),
+            ("fieldName7", "field_name7"),
+            ("FieldName8", "field_name8"),
+            ("field_Name9", "field_name9"),
+            ("Field_Name10", "field_name10"),
+            ("FIELD_NAME11", "field_name11"),
+            ("FIELD_name12", "field_name12"),
+            ("__field_name13", "field_name13"),
+            ("__Field_name14", "field_name14"),
+            ("field__name15", "field_name15"),
+            ("field__Name16", "field_name16"),
+            ("field_name17__", "field_name17"),
+            ("Field_name18__", "field_name18"),
+            // Names in this repository's schemas stay as they are.
+            ("r_i32", "r_i32"),
+            ("f64", "f64"),
+        ];
+        for (proto, rust) in cases {
+            assert_eq!(to_snake(proto), rust, "to_snake({proto:?})");
+        }
+    }
+
+    #[test]
+    fn keywords_are_escaped_as_prost_does() {
+        for kw in [
+            "as", "break", "const", "continue", "else", "enum", "false", "fn", "for", "if", "impl", "in", "let",
+            "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type",
+            "unsafe", "use", "where", "while", "dyn", "abstract", "become", "box", "do", "final", "macro", "override",
+            "priv", "typeof", "unsized", "virtual", "yield", "async", "await", "try", "gen",
+        ] {
+            assert_eq!(to_snake(kw), format!("r#{kw}"));
+        }
+        for kw in ["self", "super", "extern", "crate"] {
+            assert_eq!(to_snake(kw), format!("{kw}_"));
+        }
+        assert_eq!(ident("Self"), "Self_");
+        assert_eq!(ident("0foo"), "_0foo");
+        assert_eq!(ident("foo_"), "foo_");
+        assert_eq!(ident("_foo"), "_foo");
     }
 }

@@ -21,7 +21,7 @@
 pub mod example {
     #[derive(Debug, PartialEq)]
     pub struct Inner<'a> {
-        arena: ::cornflakes::field::ArenaRef<'a>,
+        arena: ::cornflakes::__private::ArenaRef<'a>,
         bitmap: [u32; 1],
         a: u32,
         data: ::cornflakes::CfBytes<'a>,
@@ -32,40 +32,40 @@ pub mod example {
             <Self as ::cornflakes::Message<'a>>::new_in(arena)
         }
         pub fn has_a(&self) -> bool {
-            ::cornflakes::field::bit(&self.bitmap, 0)
+            ::cornflakes::__private::bit(&self.bitmap, 0)
         }
         pub fn get_a(&self) -> u32 {
             self.a
         }
         pub fn set_a(&mut self, value: u32) {
             self.a = value;
-            ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
         }
         pub fn clear_a(&mut self) {
             self.a = Default::default();
-            ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
         }
         pub fn has_data(&self) -> bool {
-            ::cornflakes::field::bit(&self.bitmap, 1)
+            ::cornflakes::__private::bit(&self.bitmap, 1)
         }
         pub fn get_data(&self) -> &::cornflakes::CfBytes<'a> {
             &self.data
         }
         pub fn set_data(&mut self, value: &'a [u8]) {
             self.data = ::cornflakes::CfBytes::new(value, self.arena.get());
-            ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         }
         pub fn set_data_copied(&mut self, value: &[u8]) {
             self.data = ::cornflakes::CfBytes::copy_in(value, self.arena.get());
-            ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         }
         pub fn set_data_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
             self.data = value;
-            ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         }
         pub fn clear_data(&mut self) {
             self.data = Default::default();
-            ::cornflakes::field::clear_bit(&mut self.bitmap, 1);
+            ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
         }
     }
 
@@ -74,7 +74,7 @@ pub mod example {
 
         fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
             Self {
-                arena: ::cornflakes::field::ArenaRef::new(arena),
+                arena: ::cornflakes::__private::ArenaRef::new(arena),
                 bitmap: [0; 1],
                 a: Default::default(),
                 data: Default::default(),
@@ -84,53 +84,58 @@ pub mod example {
         fn arena(&self) -> &'a ::cornflakes::Arena {
             self.arena.get()
         }
+    }
 
+    impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
         fn header_len(&self) -> usize {
-            let mut len = ::cornflakes::wire::header_prefix_len(1);
+            let mut len = ::cornflakes::__private::header_prefix_len(1);
             if self.has_a() {
-                len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+                len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             if self.has_data() {
-                len += <::cornflakes::CfBytes as ::cornflakes::wire::Field>::ENTRY_LEN;
+                len += <::cornflakes::CfBytes as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             len
         }
 
         fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
             if self.has_data() {
-                ::cornflakes::wire::Field::add_layout(&self.data, layout);
+                ::cornflakes::__private::Field::add_layout(&self.data, layout);
             }
         }
 
-        fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+        fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
             let mut pos = w.put_bitmap(at, &self.bitmap);
             if self.has_a() {
-                ::cornflakes::wire::Field::write_entry(&self.a, w, pos);
-                pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+                ::cornflakes::__private::Field::write_entry(&self.a, w, pos);
+                pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             if self.has_data() {
-                ::cornflakes::wire::Field::write_entry(&self.data, w, pos);
-                pos += <::cornflakes::CfBytes as ::cornflakes::wire::Field>::ENTRY_LEN;
+                ::cornflakes::__private::Field::write_entry(&self.data, w, pos);
+                pos += <::cornflakes::CfBytes as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             let _ = pos;
         }
 
         fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
             if self.has_data() {
-                ::cornflakes::wire::Field::visit_zero_copy(&self.data, f);
+                ::cornflakes::__private::Field::visit_zero_copy(&self.data, f);
             }
         }
 
-        fn read_object(r: &mut ::cornflakes::wire::Reader<'a>, at: usize) -> Result<Self, ::cornflakes::DecodeError> {
+        fn read_object(
+            r: &mut ::cornflakes::__private::Reader<'a>,
+            at: usize,
+        ) -> Result<Self, ::cornflakes::DecodeError> {
             let mut m = Self::new_in(r.arena());
             let mut pos = r.enter_object(at, &mut m.bitmap, 2)?;
             if m.has_a() {
-                m.a = ::cornflakes::wire::Field::read_entry(r, pos)?;
-                pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+                m.a = ::cornflakes::__private::Field::read_entry(r, pos)?;
+                pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             if m.has_data() {
-                m.data = ::cornflakes::wire::Field::read_entry(r, pos)?;
-                pos += <::cornflakes::CfBytes as ::cornflakes::wire::Field>::ENTRY_LEN;
+                m.data = ::cornflakes::__private::Field::read_entry(r, pos)?;
+                pos += <::cornflakes::CfBytes as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             let _ = pos;
             r.leave_object();

@@ -4,7 +4,7 @@
 /// Message `GetM`.
 #[derive(Debug, PartialEq)]
 pub struct GetM<'a> {
-    arena: ::cornflakes::field::ArenaRef<'a>,
+    arena: ::cornflakes::__private::ArenaRef<'a>,
     bitmap: [u32; 1],
     id: u32,
     keys: ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
@@ -19,7 +19,7 @@ impl<'a> GetM<'a> {
     /// Whether `id` is set.
     #[inline]
     pub fn has_id(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 0)
+        ::cornflakes::__private::bit(&self.bitmap, 0)
     }
     /// `id` (zero when unset).
     #[inline]
@@ -30,18 +30,18 @@ impl<'a> GetM<'a> {
     #[inline]
     pub fn set_id(&mut self, value: u32) {
         self.id = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
     }
     /// Clears `id`.
     #[inline]
     pub fn clear_id(&mut self) {
         self.id = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
     }
     /// Whether `keys` is set.
     #[inline]
     pub fn has_keys(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 1)
+        ::cornflakes::__private::bit(&self.bitmap, 1)
     }
     /// The list `keys` (empty when unset).
     #[inline]
@@ -53,7 +53,7 @@ impl<'a> GetM<'a> {
     pub fn get_mut_keys(
         &mut self,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfString<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         &mut self.keys
     }
     /// Replaces `keys` with an empty list with room for `capacity` elements.
@@ -62,29 +62,26 @@ impl<'a> GetM<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfString<'a>> {
-        self.keys = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        self.keys = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         &mut self.keys
     }
     /// Appends to `keys`.
     #[inline(always)]
     pub fn append_keys(&mut self, value: &'a str) {
         self.keys.append(::cornflakes::CfString::new(value, self.arena.get()));
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Clears `keys`.
     #[inline]
     pub fn clear_keys(&mut self) {
         self.keys.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
     }
     /// Whether `vals` is set.
     #[inline]
     pub fn has_vals(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 2)
+        ::cornflakes::__private::bit(&self.bitmap, 2)
     }
     /// The list `vals` (empty when unset).
     #[inline]
@@ -96,7 +93,7 @@ impl<'a> GetM<'a> {
     pub fn get_mut_vals(
         &mut self,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
         &mut self.vals
     }
     /// Replaces `vals` with an empty list with room for `capacity` elements.
@@ -105,24 +102,21 @@ impl<'a> GetM<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> {
-        self.vals = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        self.vals = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
         &mut self.vals
     }
     /// Appends to `vals`.
     #[inline(always)]
     pub fn append_vals(&mut self, value: &'a [u8]) {
         self.vals.append(::cornflakes::CfBytes::new(value, self.arena.get()));
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
     }
     /// Clears `vals`.
     #[inline]
     pub fn clear_vals(&mut self) {
         self.vals.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 2);
     }
 }
 impl<'a> ::cornflakes::Message<'a> for GetM<'a> {
@@ -130,148 +124,150 @@ impl<'a> ::cornflakes::Message<'a> for GetM<'a> {
     #[inline]
     fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
         Self {
-            arena: ::cornflakes::field::ArenaRef::new(arena),
+            arena: ::cornflakes::__private::ArenaRef::new(arena),
             bitmap: [0; 1],
             id: ::core::default::Default::default(),
-            keys: ::cornflakes::List::new_in(arena.bump()),
-            vals: ::cornflakes::List::new_in(arena.bump()),
+            keys: ::cornflakes::List::new_in(arena),
+            vals: ::cornflakes::List::new_in(arena),
         }
     }
     #[inline]
     fn arena(&self) -> &'a ::cornflakes::Arena {
         self.arena.get()
     }
+}
+impl<'a> ::cornflakes::__private::MessageImpl<'a> for GetM<'a> {
     #[inline]
     fn header_len(&self) -> usize {
-        let mut len = ::cornflakes::wire::header_prefix_len(1);
+        let mut len = ::cornflakes::__private::header_prefix_len(1);
         if self.has_id() {
-            len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_keys() {
             len
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_vals() {
             len
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         len
     }
     #[inline]
     fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.keys)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.keys)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 2) {
-            Some(&self.vals)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 2) {
+            ::core::option::Option::Some(&self.vals)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         let _ = layout;
     }
     #[inline]
-    fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+    fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
         let mut pos = w.put_bitmap(at, &self.bitmap);
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-            Some(&self.id)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+            ::core::option::Option::Some(&self.id)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.keys)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.keys)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 2) {
-            Some(&self.vals)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 2) {
+            ::core::option::Option::Some(&self.vals)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
     }
     #[inline]
     fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.keys)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.keys)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 2) {
-            Some(&self.vals)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 2) {
+            ::core::option::Option::Some(&self.vals)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         let _ = f;
     }
     #[inline]
     fn read_object(
-        r: &mut ::cornflakes::wire::Reader<'a>,
+        r: &mut ::cornflakes::__private::Reader<'a>,
         at: usize,
     ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
         let mut m = Self::new_in(r.arena());
         let mut pos = r.enter_object(at, &mut m.bitmap, 3)?;
-        if ::cornflakes::field::bit(&m.bitmap, 0) {
-            m.id = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 0) {
+            m.id = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 1) {
-            m.keys = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 1) {
+            m.keys = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 2) {
-            m.vals = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 2) {
+            m.vals = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
         r.leave_object();
-        Ok(m)
+        ::core::result::Result::Ok(m)
     }
 }
 /// Message `Inner`.
 #[derive(Debug, PartialEq)]
 pub struct Inner<'a> {
-    arena: ::cornflakes::field::ArenaRef<'a>,
+    arena: ::cornflakes::__private::ArenaRef<'a>,
     bitmap: [u32; 1],
     a: u32,
     data: ::cornflakes::CfBytes<'a>,
@@ -285,7 +281,7 @@ impl<'a> Inner<'a> {
     /// Whether `a` is set.
     #[inline]
     pub fn has_a(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 0)
+        ::cornflakes::__private::bit(&self.bitmap, 0)
     }
     /// `a` (zero when unset).
     #[inline]
@@ -296,18 +292,18 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_a(&mut self, value: u32) {
         self.a = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
     }
     /// Clears `a`.
     #[inline]
     pub fn clear_a(&mut self) {
         self.a = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
     }
     /// Whether `data` is set.
     #[inline]
     pub fn has_data(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 1)
+        ::cornflakes::__private::bit(&self.bitmap, 1)
     }
     /// `data` (empty when unset).
     #[inline]
@@ -318,25 +314,25 @@ impl<'a> Inner<'a> {
     #[inline(always)]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Sets `data` from a value that may not outlive the message: copied into the arena unless zero-copy.
     #[inline]
     pub fn set_data_copied(&mut self, value: &[u8]) {
         self.data = ::cornflakes::CfBytes::copy_in(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Sets `data` to an already-built field.
     #[inline]
     pub fn set_data_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.data = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Clears `data`.
     #[inline]
     pub fn clear_data(&mut self) {
         self.data = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
     }
 }
 impl<'a> ::cornflakes::Message<'a> for Inner<'a> {
@@ -344,7 +340,7 @@ impl<'a> ::cornflakes::Message<'a> for Inner<'a> {
     #[inline]
     fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
         Self {
-            arena: ::cornflakes::field::ArenaRef::new(arena),
+            arena: ::cornflakes::__private::ArenaRef::new(arena),
             bitmap: [0; 1],
             a: ::core::default::Default::default(),
             data: ::core::default::Default::default(),
@@ -354,84 +350,95 @@ impl<'a> ::cornflakes::Message<'a> for Inner<'a> {
     fn arena(&self) -> &'a ::cornflakes::Arena {
         self.arena.get()
     }
+}
+impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
     #[inline]
     fn header_len(&self) -> usize {
-        let mut len = ::cornflakes::wire::header_prefix_len(1);
+        let mut len = ::cornflakes::__private::header_prefix_len(1);
         if self.has_a() {
-            len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_data() {
-            len += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         len
     }
     #[inline]
     fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         let _ = layout;
     }
     #[inline]
-    fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+    fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
         let mut pos = w.put_bitmap(at, &self.bitmap);
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-            Some(&self.a)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+            ::core::option::Option::Some(&self.a)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
     }
     #[inline]
     fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         let _ = f;
     }
     #[inline]
     fn read_object(
-        r: &mut ::cornflakes::wire::Reader<'a>,
+        r: &mut ::cornflakes::__private::Reader<'a>,
         at: usize,
     ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
         let mut m = Self::new_in(r.arena());
         let mut pos = r.enter_object(at, &mut m.bitmap, 2)?;
-        if ::cornflakes::field::bit(&m.bitmap, 0) {
-            m.a = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 0) {
+            m.a = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 1) {
-            m.data = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 1) {
+            m.data = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
         r.leave_object();
-        Ok(m)
+        ::core::result::Result::Ok(m)
     }
 }
 /// Message `Everything`.
 #[derive(Debug, PartialEq)]
 pub struct Everything<'a> {
-    arena: ::cornflakes::field::ArenaRef<'a>,
+    arena: ::cornflakes::__private::ArenaRef<'a>,
     bitmap: [u32; 1],
     i32: i32,
     i64: i64,
@@ -442,7 +449,7 @@ pub struct Everything<'a> {
     f64: f64,
     text: ::cornflakes::CfString<'a>,
     data: ::cornflakes::CfBytes<'a>,
-    inner: ::core::option::Option<::cornflakes::Nested<'a, Inner<'a>>>,
+    inner: ::core::option::Option<::cornflakes::__private::Nested<'a, Inner<'a>>>,
     r_i32: ::cornflakes::List<'a, i32>,
     r_i64: ::cornflakes::List<'a, i64>,
     r_u32: ::cornflakes::List<'a, u32>,
@@ -455,7 +462,7 @@ pub struct Everything<'a> {
     r_inner: ::cornflakes::List<'a, Inner<'a>>,
     maybe: u32,
     far: u64,
-    tree: ::core::option::Option<::cornflakes::Nested<'a, Node<'a>>>,
+    tree: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
 }
 impl<'a> Everything<'a> {
     /// An empty message in `arena`.
@@ -466,7 +473,7 @@ impl<'a> Everything<'a> {
     /// Whether `i32` is set.
     #[inline]
     pub fn has_i32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 0)
+        ::cornflakes::__private::bit(&self.bitmap, 0)
     }
     /// `i32` (zero when unset).
     #[inline]
@@ -477,18 +484,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_i32(&mut self, value: i32) {
         self.i32 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
     }
     /// Clears `i32`.
     #[inline]
     pub fn clear_i32(&mut self) {
         self.i32 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
     }
     /// Whether `i64` is set.
     #[inline]
     pub fn has_i64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 1)
+        ::cornflakes::__private::bit(&self.bitmap, 1)
     }
     /// `i64` (zero when unset).
     #[inline]
@@ -499,18 +506,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_i64(&mut self, value: i64) {
         self.i64 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Clears `i64`.
     #[inline]
     pub fn clear_i64(&mut self) {
         self.i64 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
     }
     /// Whether `u32` is set.
     #[inline]
     pub fn has_u32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 2)
+        ::cornflakes::__private::bit(&self.bitmap, 2)
     }
     /// `u32` (zero when unset).
     #[inline]
@@ -521,18 +528,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_u32(&mut self, value: u32) {
         self.u32 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
     }
     /// Clears `u32`.
     #[inline]
     pub fn clear_u32(&mut self) {
         self.u32 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 2);
     }
     /// Whether `u64` is set.
     #[inline]
     pub fn has_u64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 3)
+        ::cornflakes::__private::bit(&self.bitmap, 3)
     }
     /// `u64` (zero when unset).
     #[inline]
@@ -543,18 +550,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_u64(&mut self, value: u64) {
         self.u64 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 3);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 3);
     }
     /// Clears `u64`.
     #[inline]
     pub fn clear_u64(&mut self) {
         self.u64 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 3);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 3);
     }
     /// Whether `flag` is set.
     #[inline]
     pub fn has_flag(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 4)
+        ::cornflakes::__private::bit(&self.bitmap, 4)
     }
     /// `flag` (zero when unset).
     #[inline]
@@ -565,18 +572,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_flag(&mut self, value: bool) {
         self.flag = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 4);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 4);
     }
     /// Clears `flag`.
     #[inline]
     pub fn clear_flag(&mut self) {
         self.flag = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 4);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 4);
     }
     /// Whether `f32` is set.
     #[inline]
     pub fn has_f32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 5)
+        ::cornflakes::__private::bit(&self.bitmap, 5)
     }
     /// `f32` (zero when unset).
     #[inline]
@@ -587,18 +594,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_f32(&mut self, value: f32) {
         self.f32 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 5);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 5);
     }
     /// Clears `f32`.
     #[inline]
     pub fn clear_f32(&mut self) {
         self.f32 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 5);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 5);
     }
     /// Whether `f64` is set.
     #[inline]
     pub fn has_f64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 6)
+        ::cornflakes::__private::bit(&self.bitmap, 6)
     }
     /// `f64` (zero when unset).
     #[inline]
@@ -609,18 +616,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_f64(&mut self, value: f64) {
         self.f64 = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 6);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 6);
     }
     /// Clears `f64`.
     #[inline]
     pub fn clear_f64(&mut self) {
         self.f64 = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 6);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 6);
     }
     /// Whether `text` is set.
     #[inline]
     pub fn has_text(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 7)
+        ::cornflakes::__private::bit(&self.bitmap, 7)
     }
     /// `text` (empty when unset).
     #[inline]
@@ -631,30 +638,30 @@ impl<'a> Everything<'a> {
     #[inline(always)]
     pub fn set_text(&mut self, value: &'a str) {
         self.text = ::cornflakes::CfString::new(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 7);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 7);
     }
     /// Sets `text` from a value that may not outlive the message: copied into the arena unless zero-copy.
     #[inline]
     pub fn set_text_copied(&mut self, value: &str) {
         self.text = ::cornflakes::CfString::copy_in(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 7);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 7);
     }
     /// Sets `text` to an already-built field.
     #[inline]
     pub fn set_text_field(&mut self, value: ::cornflakes::CfString<'a>) {
         self.text = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 7);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 7);
     }
     /// Clears `text`.
     #[inline]
     pub fn clear_text(&mut self) {
         self.text = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 7);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 7);
     }
     /// Whether `data` is set.
     #[inline]
     pub fn has_data(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 8)
+        ::cornflakes::__private::bit(&self.bitmap, 8)
     }
     /// `data` (empty when unset).
     #[inline]
@@ -665,30 +672,30 @@ impl<'a> Everything<'a> {
     #[inline(always)]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 8);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 8);
     }
     /// Sets `data` from a value that may not outlive the message: copied into the arena unless zero-copy.
     #[inline]
     pub fn set_data_copied(&mut self, value: &[u8]) {
         self.data = ::cornflakes::CfBytes::copy_in(value, self.arena.get());
-        ::cornflakes::field::set_bit(&mut self.bitmap, 8);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 8);
     }
     /// Sets `data` to an already-built field.
     #[inline]
     pub fn set_data_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.data = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 8);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 8);
     }
     /// Clears `data`.
     #[inline]
     pub fn clear_data(&mut self) {
         self.data = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 8);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 8);
     }
     /// Whether `inner` is set.
     #[inline]
     pub fn has_inner(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 9)
+        ::cornflakes::__private::bit(&self.bitmap, 9)
     }
     /// `inner`, if set.
     #[inline]
@@ -698,32 +705,32 @@ impl<'a> Everything<'a> {
     /// `inner` for changes, created empty if unset.
     #[inline]
     pub fn get_mut_inner(&mut self) -> &mut Inner<'a> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 9);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 9);
         let arena = self.arena.get();
         self.inner
-            .get_or_insert_with(|| ::cornflakes::Nested::new_in(
+            .get_or_insert_with(|| ::cornflakes::__private::nested_in(
                 <Inner<'a> as ::cornflakes::Message<'a>>::new_in(arena),
-                arena.bump(),
+                arena,
             ))
     }
     /// Sets `inner`.
     #[inline]
     pub fn set_inner(&mut self, value: Inner<'a>) {
         self.inner = ::core::option::Option::Some(
-            ::cornflakes::Nested::new_in(value, self.arena.get().bump()),
+            ::cornflakes::__private::nested_in(value, self.arena.get()),
         );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 9);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 9);
     }
     /// Clears `inner`.
     #[inline]
     pub fn clear_inner(&mut self) {
         self.inner = ::core::option::Option::None;
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 9);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 9);
     }
     /// Whether `r_i32` is set.
     #[inline]
     pub fn has_r_i32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 10)
+        ::cornflakes::__private::bit(&self.bitmap, 10)
     }
     /// The list `r_i32` (empty when unset).
     #[inline]
@@ -733,35 +740,32 @@ impl<'a> Everything<'a> {
     /// The list `r_i32`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_i32(&mut self) -> &mut ::cornflakes::List<'a, i32> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 10);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 10);
         &mut self.r_i32
     }
     /// Replaces `r_i32` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_i32(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, i32> {
-        self.r_i32 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 10);
+        self.r_i32 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 10);
         &mut self.r_i32
     }
     /// Appends to `r_i32`.
     #[inline(always)]
     pub fn append_r_i32(&mut self, value: i32) {
         self.r_i32.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 10);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 10);
     }
     /// Clears `r_i32`.
     #[inline]
     pub fn clear_r_i32(&mut self) {
         self.r_i32.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 10);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 10);
     }
     /// Whether `r_i64` is set.
     #[inline]
     pub fn has_r_i64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 11)
+        ::cornflakes::__private::bit(&self.bitmap, 11)
     }
     /// The list `r_i64` (empty when unset).
     #[inline]
@@ -771,35 +775,32 @@ impl<'a> Everything<'a> {
     /// The list `r_i64`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_i64(&mut self) -> &mut ::cornflakes::List<'a, i64> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 11);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 11);
         &mut self.r_i64
     }
     /// Replaces `r_i64` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_i64(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, i64> {
-        self.r_i64 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 11);
+        self.r_i64 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 11);
         &mut self.r_i64
     }
     /// Appends to `r_i64`.
     #[inline(always)]
     pub fn append_r_i64(&mut self, value: i64) {
         self.r_i64.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 11);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 11);
     }
     /// Clears `r_i64`.
     #[inline]
     pub fn clear_r_i64(&mut self) {
         self.r_i64.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 11);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 11);
     }
     /// Whether `r_u32` is set.
     #[inline]
     pub fn has_r_u32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 12)
+        ::cornflakes::__private::bit(&self.bitmap, 12)
     }
     /// The list `r_u32` (empty when unset).
     #[inline]
@@ -809,35 +810,32 @@ impl<'a> Everything<'a> {
     /// The list `r_u32`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_u32(&mut self) -> &mut ::cornflakes::List<'a, u32> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 12);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 12);
         &mut self.r_u32
     }
     /// Replaces `r_u32` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_u32(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, u32> {
-        self.r_u32 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 12);
+        self.r_u32 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 12);
         &mut self.r_u32
     }
     /// Appends to `r_u32`.
     #[inline(always)]
     pub fn append_r_u32(&mut self, value: u32) {
         self.r_u32.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 12);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 12);
     }
     /// Clears `r_u32`.
     #[inline]
     pub fn clear_r_u32(&mut self) {
         self.r_u32.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 12);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 12);
     }
     /// Whether `r_u64` is set.
     #[inline]
     pub fn has_r_u64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 13)
+        ::cornflakes::__private::bit(&self.bitmap, 13)
     }
     /// The list `r_u64` (empty when unset).
     #[inline]
@@ -847,35 +845,32 @@ impl<'a> Everything<'a> {
     /// The list `r_u64`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_u64(&mut self) -> &mut ::cornflakes::List<'a, u64> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 13);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 13);
         &mut self.r_u64
     }
     /// Replaces `r_u64` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_u64(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, u64> {
-        self.r_u64 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 13);
+        self.r_u64 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 13);
         &mut self.r_u64
     }
     /// Appends to `r_u64`.
     #[inline(always)]
     pub fn append_r_u64(&mut self, value: u64) {
         self.r_u64.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 13);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 13);
     }
     /// Clears `r_u64`.
     #[inline]
     pub fn clear_r_u64(&mut self) {
         self.r_u64.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 13);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 13);
     }
     /// Whether `r_flag` is set.
     #[inline]
     pub fn has_r_flag(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 14)
+        ::cornflakes::__private::bit(&self.bitmap, 14)
     }
     /// The list `r_flag` (empty when unset).
     #[inline]
@@ -885,35 +880,32 @@ impl<'a> Everything<'a> {
     /// The list `r_flag`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_flag(&mut self) -> &mut ::cornflakes::List<'a, bool> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 14);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 14);
         &mut self.r_flag
     }
     /// Replaces `r_flag` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_flag(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, bool> {
-        self.r_flag = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 14);
+        self.r_flag = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 14);
         &mut self.r_flag
     }
     /// Appends to `r_flag`.
     #[inline(always)]
     pub fn append_r_flag(&mut self, value: bool) {
         self.r_flag.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 14);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 14);
     }
     /// Clears `r_flag`.
     #[inline]
     pub fn clear_r_flag(&mut self) {
         self.r_flag.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 14);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 14);
     }
     /// Whether `r_f32` is set.
     #[inline]
     pub fn has_r_f32(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 15)
+        ::cornflakes::__private::bit(&self.bitmap, 15)
     }
     /// The list `r_f32` (empty when unset).
     #[inline]
@@ -923,35 +915,32 @@ impl<'a> Everything<'a> {
     /// The list `r_f32`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_f32(&mut self) -> &mut ::cornflakes::List<'a, f32> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 15);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 15);
         &mut self.r_f32
     }
     /// Replaces `r_f32` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_f32(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, f32> {
-        self.r_f32 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 15);
+        self.r_f32 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 15);
         &mut self.r_f32
     }
     /// Appends to `r_f32`.
     #[inline(always)]
     pub fn append_r_f32(&mut self, value: f32) {
         self.r_f32.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 15);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 15);
     }
     /// Clears `r_f32`.
     #[inline]
     pub fn clear_r_f32(&mut self) {
         self.r_f32.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 15);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 15);
     }
     /// Whether `r_f64` is set.
     #[inline]
     pub fn has_r_f64(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 16)
+        ::cornflakes::__private::bit(&self.bitmap, 16)
     }
     /// The list `r_f64` (empty when unset).
     #[inline]
@@ -961,35 +950,32 @@ impl<'a> Everything<'a> {
     /// The list `r_f64`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_f64(&mut self) -> &mut ::cornflakes::List<'a, f64> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 16);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 16);
         &mut self.r_f64
     }
     /// Replaces `r_f64` with an empty list with room for `capacity` elements.
     #[inline]
     pub fn init_r_f64(&mut self, capacity: usize) -> &mut ::cornflakes::List<'a, f64> {
-        self.r_f64 = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 16);
+        self.r_f64 = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 16);
         &mut self.r_f64
     }
     /// Appends to `r_f64`.
     #[inline(always)]
     pub fn append_r_f64(&mut self, value: f64) {
         self.r_f64.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 16);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 16);
     }
     /// Clears `r_f64`.
     #[inline]
     pub fn clear_r_f64(&mut self) {
         self.r_f64.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 16);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 16);
     }
     /// Whether `r_text` is set.
     #[inline]
     pub fn has_r_text(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 17)
+        ::cornflakes::__private::bit(&self.bitmap, 17)
     }
     /// The list `r_text` (empty when unset).
     #[inline]
@@ -1001,7 +987,7 @@ impl<'a> Everything<'a> {
     pub fn get_mut_r_text(
         &mut self,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfString<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 17);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 17);
         &mut self.r_text
     }
     /// Replaces `r_text` with an empty list with room for `capacity` elements.
@@ -1010,29 +996,26 @@ impl<'a> Everything<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfString<'a>> {
-        self.r_text = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 17);
+        self.r_text = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 17);
         &mut self.r_text
     }
     /// Appends to `r_text`.
     #[inline(always)]
     pub fn append_r_text(&mut self, value: &'a str) {
         self.r_text.append(::cornflakes::CfString::new(value, self.arena.get()));
-        ::cornflakes::field::set_bit(&mut self.bitmap, 17);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 17);
     }
     /// Clears `r_text`.
     #[inline]
     pub fn clear_r_text(&mut self) {
         self.r_text.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 17);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 17);
     }
     /// Whether `r_data` is set.
     #[inline]
     pub fn has_r_data(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 18)
+        ::cornflakes::__private::bit(&self.bitmap, 18)
     }
     /// The list `r_data` (empty when unset).
     #[inline]
@@ -1044,7 +1027,7 @@ impl<'a> Everything<'a> {
     pub fn get_mut_r_data(
         &mut self,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 18);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 18);
         &mut self.r_data
     }
     /// Replaces `r_data` with an empty list with room for `capacity` elements.
@@ -1053,29 +1036,26 @@ impl<'a> Everything<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> {
-        self.r_data = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 18);
+        self.r_data = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 18);
         &mut self.r_data
     }
     /// Appends to `r_data`.
     #[inline(always)]
     pub fn append_r_data(&mut self, value: &'a [u8]) {
         self.r_data.append(::cornflakes::CfBytes::new(value, self.arena.get()));
-        ::cornflakes::field::set_bit(&mut self.bitmap, 18);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 18);
     }
     /// Clears `r_data`.
     #[inline]
     pub fn clear_r_data(&mut self) {
         self.r_data.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 18);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 18);
     }
     /// Whether `r_inner` is set.
     #[inline]
     pub fn has_r_inner(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 19)
+        ::cornflakes::__private::bit(&self.bitmap, 19)
     }
     /// The list `r_inner` (empty when unset).
     #[inline]
@@ -1085,7 +1065,7 @@ impl<'a> Everything<'a> {
     /// The list `r_inner`, for changes; marks it set.
     #[inline]
     pub fn get_mut_r_inner(&mut self) -> &mut ::cornflakes::List<'a, Inner<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 19);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 19);
         &mut self.r_inner
     }
     /// Replaces `r_inner` with an empty list with room for `capacity` elements.
@@ -1094,29 +1074,26 @@ impl<'a> Everything<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, Inner<'a>> {
-        self.r_inner = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 19);
+        self.r_inner = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 19);
         &mut self.r_inner
     }
     /// Appends to `r_inner`.
     #[inline(always)]
     pub fn append_r_inner(&mut self, value: Inner<'a>) {
         self.r_inner.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 19);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 19);
     }
     /// Clears `r_inner`.
     #[inline]
     pub fn clear_r_inner(&mut self) {
         self.r_inner.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 19);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 19);
     }
     /// Whether `maybe` is set.
     #[inline]
     pub fn has_maybe(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 20)
+        ::cornflakes::__private::bit(&self.bitmap, 20)
     }
     /// `maybe` (zero when unset).
     #[inline]
@@ -1127,18 +1104,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_maybe(&mut self, value: u32) {
         self.maybe = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 20);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 20);
     }
     /// Clears `maybe`.
     #[inline]
     pub fn clear_maybe(&mut self) {
         self.maybe = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 20);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 20);
     }
     /// Whether `far` is set.
     #[inline]
     pub fn has_far(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 21)
+        ::cornflakes::__private::bit(&self.bitmap, 21)
     }
     /// `far` (zero when unset).
     #[inline]
@@ -1149,18 +1126,18 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_far(&mut self, value: u64) {
         self.far = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 21);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 21);
     }
     /// Clears `far`.
     #[inline]
     pub fn clear_far(&mut self) {
         self.far = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 21);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 21);
     }
     /// Whether `tree` is set.
     #[inline]
     pub fn has_tree(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 22)
+        ::cornflakes::__private::bit(&self.bitmap, 22)
     }
     /// `tree`, if set.
     #[inline]
@@ -1170,27 +1147,27 @@ impl<'a> Everything<'a> {
     /// `tree` for changes, created empty if unset.
     #[inline]
     pub fn get_mut_tree(&mut self) -> &mut Node<'a> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 22);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 22);
         let arena = self.arena.get();
         self.tree
-            .get_or_insert_with(|| ::cornflakes::Nested::new_in(
+            .get_or_insert_with(|| ::cornflakes::__private::nested_in(
                 <Node<'a> as ::cornflakes::Message<'a>>::new_in(arena),
-                arena.bump(),
+                arena,
             ))
     }
     /// Sets `tree`.
     #[inline]
     pub fn set_tree(&mut self, value: Node<'a>) {
         self.tree = ::core::option::Option::Some(
-            ::cornflakes::Nested::new_in(value, self.arena.get().bump()),
+            ::cornflakes::__private::nested_in(value, self.arena.get()),
         );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 22);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 22);
     }
     /// Clears `tree`.
     #[inline]
     pub fn clear_tree(&mut self) {
         self.tree = ::core::option::Option::None;
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 22);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 22);
     }
 }
 impl<'a> ::cornflakes::Message<'a> for Everything<'a> {
@@ -1198,7 +1175,7 @@ impl<'a> ::cornflakes::Message<'a> for Everything<'a> {
     #[inline]
     fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
         Self {
-            arena: ::cornflakes::field::ArenaRef::new(arena),
+            arena: ::cornflakes::__private::ArenaRef::new(arena),
             bitmap: [0; 1],
             i32: ::core::default::Default::default(),
             i64: ::core::default::Default::default(),
@@ -1210,16 +1187,16 @@ impl<'a> ::cornflakes::Message<'a> for Everything<'a> {
             text: ::core::default::Default::default(),
             data: ::core::default::Default::default(),
             inner: ::core::option::Option::None,
-            r_i32: ::cornflakes::List::new_in(arena.bump()),
-            r_i64: ::cornflakes::List::new_in(arena.bump()),
-            r_u32: ::cornflakes::List::new_in(arena.bump()),
-            r_u64: ::cornflakes::List::new_in(arena.bump()),
-            r_flag: ::cornflakes::List::new_in(arena.bump()),
-            r_f32: ::cornflakes::List::new_in(arena.bump()),
-            r_f64: ::cornflakes::List::new_in(arena.bump()),
-            r_text: ::cornflakes::List::new_in(arena.bump()),
-            r_data: ::cornflakes::List::new_in(arena.bump()),
-            r_inner: ::cornflakes::List::new_in(arena.bump()),
+            r_i32: ::cornflakes::List::new_in(arena),
+            r_i64: ::cornflakes::List::new_in(arena),
+            r_u32: ::cornflakes::List::new_in(arena),
+            r_u64: ::cornflakes::List::new_in(arena),
+            r_flag: ::cornflakes::List::new_in(arena),
+            r_f32: ::cornflakes::List::new_in(arena),
+            r_f64: ::cornflakes::List::new_in(arena),
+            r_text: ::cornflakes::List::new_in(arena),
+            r_data: ::cornflakes::List::new_in(arena),
+            r_inner: ::cornflakes::List::new_in(arena),
             maybe: ::core::default::Default::default(),
             far: ::core::default::Default::default(),
             tree: ::core::option::Option::None,
@@ -1229,637 +1206,729 @@ impl<'a> ::cornflakes::Message<'a> for Everything<'a> {
     fn arena(&self) -> &'a ::cornflakes::Arena {
         self.arena.get()
     }
+}
+impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
     #[inline]
     fn header_len(&self) -> usize {
-        let mut len = ::cornflakes::wire::header_prefix_len(1);
+        let mut len = ::cornflakes::__private::header_prefix_len(1);
         if self.has_i32() {
-            len += <i32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_i64() {
-            len += <i64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_u32() {
-            len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_u64() {
-            len += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_flag() {
-            len += <bool as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_f32() {
-            len += <f32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_f64() {
-            len += <f64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_text() {
-            len += <::cornflakes::CfString<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::CfString<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_data() {
-            len += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_inner() {
             len
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_i32() {
-            len += <::cornflakes::List<'a, i32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    i32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_i64() {
-            len += <::cornflakes::List<'a, i64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    i64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_u32() {
-            len += <::cornflakes::List<'a, u32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    u32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_u64() {
-            len += <::cornflakes::List<'a, u64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    u64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_flag() {
             len
                 += <::cornflakes::List<
                     'a,
                     bool,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_f32() {
-            len += <::cornflakes::List<'a, f32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    f32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_f64() {
-            len += <::cornflakes::List<'a, f64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len
+                += <::cornflakes::List<
+                    'a,
+                    f64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_text() {
             len
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_data() {
             len
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_r_inner() {
             len
                 += <::cornflakes::List<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_maybe() {
-            len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_far() {
-            len += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_tree() {
             len
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         len
     }
     #[inline]
     fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 7) {
-            Some(&self.text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 7) {
+            ::core::option::Option::Some(&self.text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 8) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 8) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         if let Some(v) = self.inner.as_ref() {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 10) {
-            Some(&self.r_i32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 10) {
+            ::core::option::Option::Some(&self.r_i32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 11) {
-            Some(&self.r_i64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 11) {
+            ::core::option::Option::Some(&self.r_i64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 12) {
-            Some(&self.r_u32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 12) {
+            ::core::option::Option::Some(&self.r_u32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 13) {
-            Some(&self.r_u64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 13) {
+            ::core::option::Option::Some(&self.r_u64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 14) {
-            Some(&self.r_flag)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 14) {
+            ::core::option::Option::Some(&self.r_flag)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 15) {
-            Some(&self.r_f32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 15) {
+            ::core::option::Option::Some(&self.r_f32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 16) {
-            Some(&self.r_f64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 16) {
+            ::core::option::Option::Some(&self.r_f64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 17) {
-            Some(&self.r_text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 17) {
+            ::core::option::Option::Some(&self.r_text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 18) {
-            Some(&self.r_data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 18) {
+            ::core::option::Option::Some(&self.r_data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 19) {
-            Some(&self.r_inner)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 19) {
+            ::core::option::Option::Some(&self.r_inner)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         if let Some(v) = self.tree.as_ref() {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         let _ = layout;
     }
     #[inline]
-    fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+    fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
         let mut pos = w.put_bitmap(at, &self.bitmap);
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-            Some(&self.i32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+            ::core::option::Option::Some(&self.i32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <i32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 1) {
-            Some(&self.i64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 1) {
+            ::core::option::Option::Some(&self.i64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <i64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 2) {
-            Some(&self.u32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 2) {
+            ::core::option::Option::Some(&self.u32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 3) {
-            Some(&self.u64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 3) {
+            ::core::option::Option::Some(&self.u64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 4) {
-            Some(&self.flag)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 4) {
+            ::core::option::Option::Some(&self.flag)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <bool as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 5) {
-            Some(&self.f32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 5) {
+            ::core::option::Option::Some(&self.f32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <f32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 6) {
-            Some(&self.f64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 6) {
+            ::core::option::Option::Some(&self.f64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <f64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 7) {
-            Some(&self.text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 7) {
+            ::core::option::Option::Some(&self.text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::CfString<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::CfString<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 8) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 8) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if let Some(v) = self.inner.as_ref() {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 10) {
-            Some(&self.r_i32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 10) {
+            ::core::option::Option::Some(&self.r_i32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, i32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    i32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 11) {
-            Some(&self.r_i64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 11) {
+            ::core::option::Option::Some(&self.r_i64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, i64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    i64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 12) {
-            Some(&self.r_u32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 12) {
+            ::core::option::Option::Some(&self.r_u32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, u32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    u32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 13) {
-            Some(&self.r_u64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 13) {
+            ::core::option::Option::Some(&self.r_u64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, u64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    u64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 14) {
-            Some(&self.r_flag)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 14) {
+            ::core::option::Option::Some(&self.r_flag)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     bool,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 15) {
-            Some(&self.r_f32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 15) {
+            ::core::option::Option::Some(&self.r_f32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, f32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    f32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 16) {
-            Some(&self.r_f64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 16) {
+            ::core::option::Option::Some(&self.r_f64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <::cornflakes::List<'a, f64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    f64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 17) {
-            Some(&self.r_text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 17) {
+            ::core::option::Option::Some(&self.r_text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 18) {
-            Some(&self.r_data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 18) {
+            ::core::option::Option::Some(&self.r_data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 19) {
-            Some(&self.r_inner)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 19) {
+            ::core::option::Option::Some(&self.r_inner)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 20) {
-            Some(&self.maybe)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 20) {
+            ::core::option::Option::Some(&self.maybe)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 21) {
-            Some(&self.far)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 21) {
+            ::core::option::Option::Some(&self.far)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if let Some(v) = self.tree.as_ref() {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
     }
     #[inline]
     fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 7) {
-            Some(&self.text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 7) {
+            ::core::option::Option::Some(&self.text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 8) {
-            Some(&self.data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 8) {
+            ::core::option::Option::Some(&self.data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         if let Some(v) = self.inner.as_ref() {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 10) {
-            Some(&self.r_i32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 10) {
+            ::core::option::Option::Some(&self.r_i32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 11) {
-            Some(&self.r_i64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 11) {
+            ::core::option::Option::Some(&self.r_i64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 12) {
-            Some(&self.r_u32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 12) {
+            ::core::option::Option::Some(&self.r_u32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 13) {
-            Some(&self.r_u64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 13) {
+            ::core::option::Option::Some(&self.r_u64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 14) {
-            Some(&self.r_flag)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 14) {
+            ::core::option::Option::Some(&self.r_flag)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 15) {
-            Some(&self.r_f32)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 15) {
+            ::core::option::Option::Some(&self.r_f32)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 16) {
-            Some(&self.r_f64)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 16) {
+            ::core::option::Option::Some(&self.r_f64)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 17) {
-            Some(&self.r_text)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 17) {
+            ::core::option::Option::Some(&self.r_text)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 18) {
-            Some(&self.r_data)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 18) {
+            ::core::option::Option::Some(&self.r_data)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 19) {
-            Some(&self.r_inner)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 19) {
+            ::core::option::Option::Some(&self.r_inner)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         if let Some(v) = self.tree.as_ref() {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         let _ = f;
     }
     #[inline]
     fn read_object(
-        r: &mut ::cornflakes::wire::Reader<'a>,
+        r: &mut ::cornflakes::__private::Reader<'a>,
         at: usize,
     ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
         let mut m = Self::new_in(r.arena());
         let mut pos = r.enter_object(at, &mut m.bitmap, 23)?;
-        if ::cornflakes::field::bit(&m.bitmap, 0) {
-            m.i32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 0) {
+            m.i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 1) {
-            m.i64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <i64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 1) {
+            m.i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 2) {
-            m.u32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 2) {
+            m.u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 3) {
-            m.u64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 3) {
+            m.u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 4) {
-            m.flag = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <bool as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 4) {
+            m.flag = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 5) {
-            m.f32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <f32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 5) {
+            m.f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 6) {
-            m.f64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <f64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 6) {
+            m.f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 7) {
-            m.text = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::CfString<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 7) {
+            m.text = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::CfString<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 8) {
-            m.data = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::CfBytes<'a> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 8) {
+            m.data = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::CfBytes<
+                    'a,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 9) {
+        if ::cornflakes::__private::bit(&m.bitmap, 9) {
             m.inner = ::core::option::Option::Some(
-                ::cornflakes::wire::Field::read_entry(r, pos)?,
+                ::cornflakes::__private::Field::read_entry(r, pos)?,
             );
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 10) {
-            m.r_i32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, i32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 10) {
+            m.r_i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    i32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 11) {
-            m.r_i64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, i64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 11) {
+            m.r_i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    i64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 12) {
-            m.r_u32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, u32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 12) {
+            m.r_u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    u32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 13) {
-            m.r_u64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, u64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 13) {
+            m.r_u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    u64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 14) {
-            m.r_flag = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 14) {
+            m.r_flag = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     bool,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 15) {
-            m.r_f32 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, f32> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 15) {
+            m.r_f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    f32,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 16) {
-            m.r_f64 = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <::cornflakes::List<'a, f64> as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 16) {
+            m.r_f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos
+                += <::cornflakes::List<
+                    'a,
+                    f64,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 17) {
-            m.r_text = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 17) {
+            m.r_text = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfString<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 18) {
-            m.r_data = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 18) {
+            m.r_data = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 19) {
-            m.r_inner = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 19) {
+            m.r_inner = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     Inner<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 20) {
-            m.maybe = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 20) {
+            m.maybe = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 21) {
-            m.far = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u64 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 21) {
+            m.far = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 22) {
+        if ::cornflakes::__private::bit(&m.bitmap, 22) {
             m.tree = ::core::option::Option::Some(
-                ::cornflakes::wire::Field::read_entry(r, pos)?,
+                ::cornflakes::__private::Field::read_entry(r, pos)?,
             );
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
         r.leave_object();
-        Ok(m)
+        ::core::result::Result::Ok(m)
     }
 }
 /// Message `Node`.
 #[derive(Debug, PartialEq)]
 pub struct Node<'a> {
-    arena: ::cornflakes::field::ArenaRef<'a>,
+    arena: ::cornflakes::__private::ArenaRef<'a>,
     bitmap: [u32; 1],
     value: u32,
-    left: ::core::option::Option<::cornflakes::Nested<'a, Node<'a>>>,
-    right: ::core::option::Option<::cornflakes::Nested<'a, Node<'a>>>,
+    left: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
+    right: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
     leaves: ::cornflakes::List<'a, node::Leaf<'a>>,
 }
 impl<'a> Node<'a> {
@@ -1871,7 +1940,7 @@ impl<'a> Node<'a> {
     /// Whether `value` is set.
     #[inline]
     pub fn has_value(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 0)
+        ::cornflakes::__private::bit(&self.bitmap, 0)
     }
     /// `value` (zero when unset).
     #[inline]
@@ -1882,18 +1951,18 @@ impl<'a> Node<'a> {
     #[inline]
     pub fn set_value(&mut self, value: u32) {
         self.value = value;
-        ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
     }
     /// Clears `value`.
     #[inline]
     pub fn clear_value(&mut self) {
         self.value = ::core::default::Default::default();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
     }
     /// Whether `left` is set.
     #[inline]
     pub fn has_left(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 1)
+        ::cornflakes::__private::bit(&self.bitmap, 1)
     }
     /// `left`, if set.
     #[inline]
@@ -1903,32 +1972,32 @@ impl<'a> Node<'a> {
     /// `left` for changes, created empty if unset.
     #[inline]
     pub fn get_mut_left(&mut self) -> &mut Node<'a> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
         let arena = self.arena.get();
         self.left
-            .get_or_insert_with(|| ::cornflakes::Nested::new_in(
+            .get_or_insert_with(|| ::cornflakes::__private::nested_in(
                 <Node<'a> as ::cornflakes::Message<'a>>::new_in(arena),
-                arena.bump(),
+                arena,
             ))
     }
     /// Sets `left`.
     #[inline]
     pub fn set_left(&mut self, value: Node<'a>) {
         self.left = ::core::option::Option::Some(
-            ::cornflakes::Nested::new_in(value, self.arena.get().bump()),
+            ::cornflakes::__private::nested_in(value, self.arena.get()),
         );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
     }
     /// Clears `left`.
     #[inline]
     pub fn clear_left(&mut self) {
         self.left = ::core::option::Option::None;
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 1);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
     }
     /// Whether `right` is set.
     #[inline]
     pub fn has_right(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 2)
+        ::cornflakes::__private::bit(&self.bitmap, 2)
     }
     /// `right`, if set.
     #[inline]
@@ -1938,32 +2007,32 @@ impl<'a> Node<'a> {
     /// `right` for changes, created empty if unset.
     #[inline]
     pub fn get_mut_right(&mut self) -> &mut Node<'a> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
         let arena = self.arena.get();
         self.right
-            .get_or_insert_with(|| ::cornflakes::Nested::new_in(
+            .get_or_insert_with(|| ::cornflakes::__private::nested_in(
                 <Node<'a> as ::cornflakes::Message<'a>>::new_in(arena),
-                arena.bump(),
+                arena,
             ))
     }
     /// Sets `right`.
     #[inline]
     pub fn set_right(&mut self, value: Node<'a>) {
         self.right = ::core::option::Option::Some(
-            ::cornflakes::Nested::new_in(value, self.arena.get().bump()),
+            ::cornflakes::__private::nested_in(value, self.arena.get()),
         );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 2);
     }
     /// Clears `right`.
     #[inline]
     pub fn clear_right(&mut self) {
         self.right = ::core::option::Option::None;
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 2);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 2);
     }
     /// Whether `leaves` is set.
     #[inline]
     pub fn has_leaves(&self) -> bool {
-        ::cornflakes::field::bit(&self.bitmap, 3)
+        ::cornflakes::__private::bit(&self.bitmap, 3)
     }
     /// The list `leaves` (empty when unset).
     #[inline]
@@ -1973,7 +2042,7 @@ impl<'a> Node<'a> {
     /// The list `leaves`, for changes; marks it set.
     #[inline]
     pub fn get_mut_leaves(&mut self) -> &mut ::cornflakes::List<'a, node::Leaf<'a>> {
-        ::cornflakes::field::set_bit(&mut self.bitmap, 3);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 3);
         &mut self.leaves
     }
     /// Replaces `leaves` with an empty list with room for `capacity` elements.
@@ -1982,24 +2051,21 @@ impl<'a> Node<'a> {
         &mut self,
         capacity: usize,
     ) -> &mut ::cornflakes::List<'a, node::Leaf<'a>> {
-        self.leaves = ::cornflakes::List::with_capacity_in(
-            capacity,
-            self.arena.get().bump(),
-        );
-        ::cornflakes::field::set_bit(&mut self.bitmap, 3);
+        self.leaves = ::cornflakes::List::with_capacity_in(capacity, self.arena.get());
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 3);
         &mut self.leaves
     }
     /// Appends to `leaves`.
     #[inline(always)]
     pub fn append_leaves(&mut self, value: node::Leaf<'a>) {
         self.leaves.append(value);
-        ::cornflakes::field::set_bit(&mut self.bitmap, 3);
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 3);
     }
     /// Clears `leaves`.
     #[inline]
     pub fn clear_leaves(&mut self) {
         self.leaves.clear();
-        ::cornflakes::field::clear_bit(&mut self.bitmap, 3);
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 3);
     }
 }
 impl<'a> ::cornflakes::Message<'a> for Node<'a> {
@@ -2007,164 +2073,166 @@ impl<'a> ::cornflakes::Message<'a> for Node<'a> {
     #[inline]
     fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
         Self {
-            arena: ::cornflakes::field::ArenaRef::new(arena),
+            arena: ::cornflakes::__private::ArenaRef::new(arena),
             bitmap: [0; 1],
             value: ::core::default::Default::default(),
             left: ::core::option::Option::None,
             right: ::core::option::Option::None,
-            leaves: ::cornflakes::List::new_in(arena.bump()),
+            leaves: ::cornflakes::List::new_in(arena),
         }
     }
     #[inline]
     fn arena(&self) -> &'a ::cornflakes::Arena {
         self.arena.get()
     }
+}
+impl<'a> ::cornflakes::__private::MessageImpl<'a> for Node<'a> {
     #[inline]
     fn header_len(&self) -> usize {
-        let mut len = ::cornflakes::wire::header_prefix_len(1);
+        let mut len = ::cornflakes::__private::header_prefix_len(1);
         if self.has_value() {
-            len += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_left() {
             len
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_right() {
             len
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if self.has_leaves() {
             len
                 += <::cornflakes::List<
                     'a,
                     node::Leaf<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         len
     }
     #[inline]
     fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
         if let Some(v) = self.left.as_ref() {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         if let Some(v) = self.right.as_ref() {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 3) {
-            Some(&self.leaves)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 3) {
+            ::core::option::Option::Some(&self.leaves)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::add_layout(v, layout);
+            ::cornflakes::__private::Field::add_layout(v, layout);
         }
         let _ = layout;
     }
     #[inline]
-    fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+    fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
         let mut pos = w.put_bitmap(at, &self.bitmap);
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-            Some(&self.value)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+            ::core::option::Option::Some(&self.value)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if let Some(v) = self.left.as_ref() {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         if let Some(v) = self.right.as_ref() {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 3) {
-            Some(&self.leaves)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 3) {
+            ::core::option::Option::Some(&self.leaves)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::write_entry(v, w, pos);
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
             pos
                 += <::cornflakes::List<
                     'a,
                     node::Leaf<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
     }
     #[inline]
     fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
         if let Some(v) = self.left.as_ref() {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         if let Some(v) = self.right.as_ref() {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
-        if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 3) {
-            Some(&self.leaves)
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 3) {
+            ::core::option::Option::Some(&self.leaves)
         } else {
-            None
+            ::core::option::Option::None
         } {
-            ::cornflakes::wire::Field::visit_zero_copy(v, f);
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
         }
         let _ = f;
     }
     #[inline]
     fn read_object(
-        r: &mut ::cornflakes::wire::Reader<'a>,
+        r: &mut ::cornflakes::__private::Reader<'a>,
         at: usize,
     ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
         let mut m = Self::new_in(r.arena());
         let mut pos = r.enter_object(at, &mut m.bitmap, 4)?;
-        if ::cornflakes::field::bit(&m.bitmap, 0) {
-            m.value = ::cornflakes::wire::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::wire::Field>::ENTRY_LEN;
+        if ::cornflakes::__private::bit(&m.bitmap, 0) {
+            m.value = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 1) {
+        if ::cornflakes::__private::bit(&m.bitmap, 1) {
             m.left = ::core::option::Option::Some(
-                ::cornflakes::wire::Field::read_entry(r, pos)?,
+                ::cornflakes::__private::Field::read_entry(r, pos)?,
             );
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 2) {
+        if ::cornflakes::__private::bit(&m.bitmap, 2) {
             m.right = ::core::option::Option::Some(
-                ::cornflakes::wire::Field::read_entry(r, pos)?,
+                ::cornflakes::__private::Field::read_entry(r, pos)?,
             );
             pos
-                += <::cornflakes::Nested<
+                += <::cornflakes::__private::Nested<
                     'a,
                     Node<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
-        if ::cornflakes::field::bit(&m.bitmap, 3) {
-            m.leaves = ::cornflakes::wire::Field::read_entry(r, pos)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 3) {
+            m.leaves = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos
                 += <::cornflakes::List<
                     'a,
                     node::Leaf<'a>,
-                > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
         }
         let _ = pos;
         r.leave_object();
-        Ok(m)
+        ::core::result::Result::Ok(m)
     }
 }
 /// Types nested in message `Node`.
@@ -2172,7 +2240,7 @@ pub mod node {
     /// Message `Leaf`.
     #[derive(Debug, PartialEq)]
     pub struct Leaf<'a> {
-        arena: ::cornflakes::field::ArenaRef<'a>,
+        arena: ::cornflakes::__private::ArenaRef<'a>,
         bitmap: [u32; 1],
         r#type: ::cornflakes::CfString<'a>,
     }
@@ -2185,7 +2253,7 @@ pub mod node {
         /// Whether `type` is set.
         #[inline]
         pub fn has_type(&self) -> bool {
-            ::cornflakes::field::bit(&self.bitmap, 0)
+            ::cornflakes::__private::bit(&self.bitmap, 0)
         }
         /// `type` (empty when unset).
         #[inline]
@@ -2196,25 +2264,25 @@ pub mod node {
         #[inline(always)]
         pub fn set_type(&mut self, value: &'a str) {
             self.r#type = ::cornflakes::CfString::new(value, self.arena.get());
-            ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
         }
         /// Sets `type` from a value that may not outlive the message: copied into the arena unless zero-copy.
         #[inline]
         pub fn set_type_copied(&mut self, value: &str) {
             self.r#type = ::cornflakes::CfString::copy_in(value, self.arena.get());
-            ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
         }
         /// Sets `type` to an already-built field.
         #[inline]
         pub fn set_type_field(&mut self, value: ::cornflakes::CfString<'a>) {
             self.r#type = value;
-            ::cornflakes::field::set_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
         }
         /// Clears `type`.
         #[inline]
         pub fn clear_type(&mut self) {
             self.r#type = ::core::default::Default::default();
-            ::cornflakes::field::clear_bit(&mut self.bitmap, 0);
+            ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
         }
     }
     impl<'a> ::cornflakes::Message<'a> for Leaf<'a> {
@@ -2222,7 +2290,7 @@ pub mod node {
         #[inline]
         fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
             Self {
-                arena: ::cornflakes::field::ArenaRef::new(arena),
+                arena: ::cornflakes::__private::ArenaRef::new(arena),
                 bitmap: [0; 1],
                 r#type: ::core::default::Default::default(),
             }
@@ -2231,72 +2299,376 @@ pub mod node {
         fn arena(&self) -> &'a ::cornflakes::Arena {
             self.arena.get()
         }
+    }
+    impl<'a> ::cornflakes::__private::MessageImpl<'a> for Leaf<'a> {
         #[inline]
         fn header_len(&self) -> usize {
-            let mut len = ::cornflakes::wire::header_prefix_len(1);
+            let mut len = ::cornflakes::__private::header_prefix_len(1);
             if self.has_type() {
                 len
                     += <::cornflakes::CfString<
                         'a,
-                    > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             len
         }
         #[inline]
         fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
-            if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-                Some(&self.r#type)
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.r#type)
             } else {
-                None
+                ::core::option::Option::None
             } {
-                ::cornflakes::wire::Field::add_layout(v, layout);
+                ::cornflakes::__private::Field::add_layout(v, layout);
             }
             let _ = layout;
         }
         #[inline]
-        fn write_object(&self, w: &mut ::cornflakes::wire::Writer<'_>, at: usize) {
+        fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
             let mut pos = w.put_bitmap(at, &self.bitmap);
-            if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-                Some(&self.r#type)
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.r#type)
             } else {
-                None
+                ::core::option::Option::None
             } {
-                ::cornflakes::wire::Field::write_entry(v, w, pos);
+                ::cornflakes::__private::Field::write_entry(v, w, pos);
                 pos
                     += <::cornflakes::CfString<
                         'a,
-                    > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             let _ = pos;
         }
         #[inline]
         fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
-            if let Some(v) = if ::cornflakes::field::bit(&self.bitmap, 0) {
-                Some(&self.r#type)
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.r#type)
             } else {
-                None
+                ::core::option::Option::None
             } {
-                ::cornflakes::wire::Field::visit_zero_copy(v, f);
+                ::cornflakes::__private::Field::visit_zero_copy(v, f);
             }
             let _ = f;
         }
         #[inline]
         fn read_object(
-            r: &mut ::cornflakes::wire::Reader<'a>,
+            r: &mut ::cornflakes::__private::Reader<'a>,
             at: usize,
         ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
             let mut m = Self::new_in(r.arena());
             let mut pos = r.enter_object(at, &mut m.bitmap, 1)?;
-            if ::cornflakes::field::bit(&m.bitmap, 0) {
-                m.r#type = ::cornflakes::wire::Field::read_entry(r, pos)?;
+            if ::cornflakes::__private::bit(&m.bitmap, 0) {
+                m.r#type = ::cornflakes::__private::Field::read_entry(r, pos)?;
                 pos
                     += <::cornflakes::CfString<
                         'a,
-                    > as ::cornflakes::wire::Field>::ENTRY_LEN;
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
             let _ = pos;
             r.leave_object();
-            Ok(m)
+            ::core::result::Result::Ok(m)
+        }
+    }
+}
+/// Message `HTTPServer`.
+#[derive(Debug, PartialEq)]
+pub struct HTTPServer<'a> {
+    arena: ::cornflakes::__private::ArenaRef<'a>,
+    bitmap: [u32; 1],
+    max_conns: u32,
+    tls_config: ::core::option::Option<
+        ::cornflakes::__private::Nested<'a, http_server::TLSConfig<'a>>,
+    >,
+}
+impl<'a> HTTPServer<'a> {
+    /// An empty message in `arena`.
+    #[inline]
+    pub fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
+        <Self as ::cornflakes::Message<'a>>::new_in(arena)
+    }
+    /// Whether `maxConns` is set.
+    #[inline]
+    pub fn has_max_conns(&self) -> bool {
+        ::cornflakes::__private::bit(&self.bitmap, 0)
+    }
+    /// `maxConns` (zero when unset).
+    #[inline]
+    pub fn get_max_conns(&self) -> u32 {
+        self.max_conns
+    }
+    /// Sets `maxConns`.
+    #[inline]
+    pub fn set_max_conns(&mut self, value: u32) {
+        self.max_conns = value;
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
+    }
+    /// Clears `maxConns`.
+    #[inline]
+    pub fn clear_max_conns(&mut self) {
+        self.max_conns = ::core::default::Default::default();
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
+    }
+    /// Whether `tlsConfig` is set.
+    #[inline]
+    pub fn has_tls_config(&self) -> bool {
+        ::cornflakes::__private::bit(&self.bitmap, 1)
+    }
+    /// `tlsConfig`, if set.
+    #[inline]
+    pub fn get_tls_config(&self) -> ::core::option::Option<&http_server::TLSConfig<'a>> {
+        self.tls_config.as_deref()
+    }
+    /// `tlsConfig` for changes, created empty if unset.
+    #[inline]
+    pub fn get_mut_tls_config(&mut self) -> &mut http_server::TLSConfig<'a> {
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
+        let arena = self.arena.get();
+        self.tls_config
+            .get_or_insert_with(|| ::cornflakes::__private::nested_in(
+                <http_server::TLSConfig<'a> as ::cornflakes::Message<'a>>::new_in(arena),
+                arena,
+            ))
+    }
+    /// Sets `tlsConfig`.
+    #[inline]
+    pub fn set_tls_config(&mut self, value: http_server::TLSConfig<'a>) {
+        self.tls_config = ::core::option::Option::Some(
+            ::cornflakes::__private::nested_in(value, self.arena.get()),
+        );
+        ::cornflakes::__private::set_bit(&mut self.bitmap, 1);
+    }
+    /// Clears `tlsConfig`.
+    #[inline]
+    pub fn clear_tls_config(&mut self) {
+        self.tls_config = ::core::option::Option::None;
+        ::cornflakes::__private::clear_bit(&mut self.bitmap, 1);
+    }
+}
+impl<'a> ::cornflakes::Message<'a> for HTTPServer<'a> {
+    const FIELD_COUNT: usize = 2;
+    #[inline]
+    fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
+        Self {
+            arena: ::cornflakes::__private::ArenaRef::new(arena),
+            bitmap: [0; 1],
+            max_conns: ::core::default::Default::default(),
+            tls_config: ::core::option::Option::None,
+        }
+    }
+    #[inline]
+    fn arena(&self) -> &'a ::cornflakes::Arena {
+        self.arena.get()
+    }
+}
+impl<'a> ::cornflakes::__private::MessageImpl<'a> for HTTPServer<'a> {
+    #[inline]
+    fn header_len(&self) -> usize {
+        let mut len = ::cornflakes::__private::header_prefix_len(1);
+        if self.has_max_conns() {
+            len += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        if self.has_tls_config() {
+            len
+                += <::cornflakes::__private::Nested<
+                    'a,
+                    http_server::TLSConfig<'a>,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        len
+    }
+    #[inline]
+    fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
+        if let Some(v) = self.tls_config.as_ref() {
+            ::cornflakes::__private::Field::add_layout(v, layout);
+        }
+        let _ = layout;
+    }
+    #[inline]
+    fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
+        let mut pos = w.put_bitmap(at, &self.bitmap);
+        if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+            ::core::option::Option::Some(&self.max_conns)
+        } else {
+            ::core::option::Option::None
+        } {
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        if let Some(v) = self.tls_config.as_ref() {
+            ::cornflakes::__private::Field::write_entry(v, w, pos);
+            pos
+                += <::cornflakes::__private::Nested<
+                    'a,
+                    http_server::TLSConfig<'a>,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        let _ = pos;
+    }
+    #[inline]
+    fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
+        if let Some(v) = self.tls_config.as_ref() {
+            ::cornflakes::__private::Field::visit_zero_copy(v, f);
+        }
+        let _ = f;
+    }
+    #[inline]
+    fn read_object(
+        r: &mut ::cornflakes::__private::Reader<'a>,
+        at: usize,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        let mut m = Self::new_in(r.arena());
+        let mut pos = r.enter_object(at, &mut m.bitmap, 2)?;
+        if ::cornflakes::__private::bit(&m.bitmap, 0) {
+            m.max_conns = ::cornflakes::__private::Field::read_entry(r, pos)?;
+            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        if ::cornflakes::__private::bit(&m.bitmap, 1) {
+            m.tls_config = ::core::option::Option::Some(
+                ::cornflakes::__private::Field::read_entry(r, pos)?,
+            );
+            pos
+                += <::cornflakes::__private::Nested<
+                    'a,
+                    http_server::TLSConfig<'a>,
+                > as ::cornflakes::__private::Field>::ENTRY_LEN;
+        }
+        let _ = pos;
+        r.leave_object();
+        ::core::result::Result::Ok(m)
+    }
+}
+/// Types nested in message `HTTPServer`.
+pub mod http_server {
+    /// Message `TLSConfig`.
+    #[derive(Debug, PartialEq)]
+    pub struct TLSConfig<'a> {
+        arena: ::cornflakes::__private::ArenaRef<'a>,
+        bitmap: [u32; 1],
+        cert_pem: ::cornflakes::CfBytes<'a>,
+    }
+    impl<'a> TLSConfig<'a> {
+        /// An empty message in `arena`.
+        #[inline]
+        pub fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
+            <Self as ::cornflakes::Message<'a>>::new_in(arena)
+        }
+        /// Whether `certPEM` is set.
+        #[inline]
+        pub fn has_cert_pem(&self) -> bool {
+            ::cornflakes::__private::bit(&self.bitmap, 0)
+        }
+        /// `certPEM` (empty when unset).
+        #[inline]
+        pub fn get_cert_pem(&self) -> &::cornflakes::CfBytes<'a> {
+            &self.cert_pem
+        }
+        /// Sets `certPEM`: zero-copy when at least the arena's threshold long and in its pool, else copied when written.
+        #[inline(always)]
+        pub fn set_cert_pem(&mut self, value: &'a [u8]) {
+            self.cert_pem = ::cornflakes::CfBytes::new(value, self.arena.get());
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
+        }
+        /// Sets `certPEM` from a value that may not outlive the message: copied into the arena unless zero-copy.
+        #[inline]
+        pub fn set_cert_pem_copied(&mut self, value: &[u8]) {
+            self.cert_pem = ::cornflakes::CfBytes::copy_in(value, self.arena.get());
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
+        }
+        /// Sets `certPEM` to an already-built field.
+        #[inline]
+        pub fn set_cert_pem_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
+            self.cert_pem = value;
+            ::cornflakes::__private::set_bit(&mut self.bitmap, 0);
+        }
+        /// Clears `certPEM`.
+        #[inline]
+        pub fn clear_cert_pem(&mut self) {
+            self.cert_pem = ::core::default::Default::default();
+            ::cornflakes::__private::clear_bit(&mut self.bitmap, 0);
+        }
+    }
+    impl<'a> ::cornflakes::Message<'a> for TLSConfig<'a> {
+        const FIELD_COUNT: usize = 1;
+        #[inline]
+        fn new_in(arena: &'a ::cornflakes::Arena) -> Self {
+            Self {
+                arena: ::cornflakes::__private::ArenaRef::new(arena),
+                bitmap: [0; 1],
+                cert_pem: ::core::default::Default::default(),
+            }
+        }
+        #[inline]
+        fn arena(&self) -> &'a ::cornflakes::Arena {
+            self.arena.get()
+        }
+    }
+    impl<'a> ::cornflakes::__private::MessageImpl<'a> for TLSConfig<'a> {
+        #[inline]
+        fn header_len(&self) -> usize {
+            let mut len = ::cornflakes::__private::header_prefix_len(1);
+            if self.has_cert_pem() {
+                len
+                    += <::cornflakes::CfBytes<
+                        'a,
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
+            }
+            len
+        }
+        #[inline]
+        fn add_children_layout(&self, layout: &mut ::cornflakes::Layout) {
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.cert_pem)
+            } else {
+                ::core::option::Option::None
+            } {
+                ::cornflakes::__private::Field::add_layout(v, layout);
+            }
+            let _ = layout;
+        }
+        #[inline]
+        fn write_object(&self, w: &mut ::cornflakes::__private::Writer<'_>, at: usize) {
+            let mut pos = w.put_bitmap(at, &self.bitmap);
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.cert_pem)
+            } else {
+                ::core::option::Option::None
+            } {
+                ::cornflakes::__private::Field::write_entry(v, w, pos);
+                pos
+                    += <::cornflakes::CfBytes<
+                        'a,
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
+            }
+            let _ = pos;
+        }
+        #[inline]
+        fn visit_zero_copy<F: FnMut(&::cornflakes::RcBuf)>(&self, f: &mut F) {
+            if let Some(v) = if ::cornflakes::__private::bit(&self.bitmap, 0) {
+                ::core::option::Option::Some(&self.cert_pem)
+            } else {
+                ::core::option::Option::None
+            } {
+                ::cornflakes::__private::Field::visit_zero_copy(v, f);
+            }
+            let _ = f;
+        }
+        #[inline]
+        fn read_object(
+            r: &mut ::cornflakes::__private::Reader<'a>,
+            at: usize,
+        ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+            let mut m = Self::new_in(r.arena());
+            let mut pos = r.enter_object(at, &mut m.bitmap, 1)?;
+            if ::cornflakes::__private::bit(&m.bitmap, 0) {
+                m.cert_pem = ::cornflakes::__private::Field::read_entry(r, pos)?;
+                pos
+                    += <::cornflakes::CfBytes<
+                        'a,
+                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
+            }
+            let _ = pos;
+            r.leave_object();
+            ::core::result::Result::Ok(m)
         }
     }
 }

@@ -1,7 +1,8 @@
 use std::ops::{Deref, DerefMut};
 
 use bumpalo::collections::Vec as BumpVec;
-use bumpalo::Bump;
+
+use super::Arena;
 
 /// A `repeated` field: a vector in the request's arena. Dropping it drops
 /// the elements (releasing zero-copy references) but returns no memory;
@@ -10,25 +11,67 @@ use bumpalo::Bump;
 pub struct List<'a, T>(BumpVec<'a, T>);
 
 impl<'a, T> List<'a, T> {
-    /// An empty list (allocates nothing).
+    /// An empty list in `arena` (allocates nothing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, List};
+    /// let arena = Arena::copying();
+    /// let list: List<'_, u32> = List::new_in(&arena);
+    /// assert!(list.is_empty());
+    /// ```
     #[inline]
-    pub fn new_in(bump: &'a Bump) -> Self {
-        List(BumpVec::new_in(bump))
+    pub fn new_in(arena: &'a Arena) -> Self {
+        List(BumpVec::new_in(arena.bump()))
     }
 
-    /// An empty list with room for `cap` elements.
+    /// An empty list in `arena` with room for `cap` elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, List};
+    /// let arena = Arena::copying();
+    /// let mut list = List::with_capacity_in(2, &arena);
+    /// list.append(1u64);
+    /// list.append(2);
+    /// assert_eq!(&list[..], [1, 2]);
+    /// ```
     #[inline]
-    pub fn with_capacity_in(cap: usize, bump: &'a Bump) -> Self {
-        List(BumpVec::with_capacity_in(cap, bump))
+    pub fn with_capacity_in(cap: usize, arena: &'a Arena) -> Self {
+        List(BumpVec::with_capacity_in(cap, arena.bump()))
     }
 
     /// Appends an element.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, CfString, List};
+    /// let arena = Arena::copying();
+    /// let mut keys = List::new_in(&arena);
+    /// keys.append(CfString::new("a", &arena));
+    /// assert_eq!(keys[0].as_str(), Ok("a"));
+    /// ```
     #[inline]
     pub fn append(&mut self, value: T) {
         self.0.push(value);
     }
 
-    /// Removes every element.
+    /// Removes every element (dropping them releases zero-copy
+    /// references; the memory returns with the arena's reset).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, List};
+    /// let arena = Arena::copying();
+    /// let mut list = List::new_in(&arena);
+    /// list.append(true);
+    /// list.clear();
+    /// assert!(list.is_empty());
+    /// ```
     pub fn clear(&mut self) {
         self.0.clear();
     }

@@ -2,7 +2,7 @@
 //! header (or list table), what it adds below the header, and how it is
 //! read back.
 
-use super::{DecodeError, Layout, Message, Reader, Writer};
+use super::{DecodeError, Layout, Message, MessageImpl, Reader, Writer};
 use crate::field::{CfBytes, CfString, List, Nested};
 use crate::mem::RcBuf;
 
@@ -26,6 +26,10 @@ pub trait Field<'a>: Sized {
     fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, _f: &mut F) {}
 
     /// Reads the field from its entry at `entry`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`DecodeError`] of the [`Reader`] calls it makes.
     fn read_entry(r: &mut Reader<'a>, entry: usize) -> Result<Self, DecodeError>;
 }
 
@@ -160,7 +164,7 @@ impl<'a, M: Message<'a>> Field<'a> for M {
     }
     #[inline(always)]
     fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F) {
-        Message::visit_zero_copy(self, f);
+        MessageImpl::visit_zero_copy(self, f);
     }
     #[inline(always)]
     fn read_entry(r: &mut Reader<'a>, entry: usize) -> Result<Self, DecodeError> {
@@ -181,12 +185,12 @@ impl<'a, M: Message<'a>> Field<'a> for Nested<'a, M> {
     }
     #[inline(always)]
     fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F) {
-        Message::visit_zero_copy(&**self, f);
+        MessageImpl::visit_zero_copy(&**self, f);
     }
     #[inline(always)]
     fn read_entry(r: &mut Reader<'a>, entry: usize) -> Result<Self, DecodeError> {
         let m = <M as Field<'a>>::read_entry(r, entry)?;
-        Ok(Nested::new_in(m, r.arena().bump()))
+        Ok(crate::field::storage::nested_in(m, r.arena()))
     }
 }
 
@@ -219,7 +223,7 @@ impl<'a, T: Field<'a>> Field<'a> for List<'a, T> {
     #[inline]
     fn read_entry(r: &mut Reader<'a>, entry: usize) -> Result<Self, DecodeError> {
         let (count, table) = r.table(entry, T::ENTRY_LEN)?;
-        let mut list = List::with_capacity_in(count, r.arena().bump());
+        let mut list = List::with_capacity_in(count, r.arena());
         for i in 0..count {
             list.append(T::read_entry(r, table + i * T::ENTRY_LEN)?);
         }

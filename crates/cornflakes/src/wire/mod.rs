@@ -27,29 +27,21 @@
 //! already-visited headers or data cannot multiply the work, and a decoded
 //! message is never larger than what was received.
 
-mod field;
-mod reader;
-mod writer;
+// What generated code drives (field entries, object headers, the bounded
+// reader and the writer) is reachable only through `crate::__private`.
+pub(crate) mod field;
+pub(crate) mod object;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
-pub use field::{Field, Scalar};
-pub use reader::{DecodeOptions, Reader, MAX_DEPTH_CAP};
-pub use writer::Writer;
+pub use reader::{DecodeOptions, MAX_DEPTH_CAP};
+
+use object::MessageImpl;
+use reader::Reader;
+use writer::Writer;
 
 use crate::field::Arena;
 use crate::mem::RcBuf;
-
-/// Bytes of an object header before the entries: the word count and
-/// `words` bitmap words.
-#[inline(always)]
-pub const fn header_prefix_len(bitmap_words: usize) -> usize {
-    4 + 4 * bitmap_words
-}
-
-/// Number of bitmap words for a message with `field_count` fields.
-#[inline(always)]
-pub const fn bitmap_words(field_count: usize) -> usize {
-    field_count.div_ceil(32)
-}
 
 /// Sizes of a serialized message, computed in one pass before writing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,12 +58,26 @@ pub struct Layout {
 
 impl Layout {
     /// Length of the first segment: header area plus copied data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let layout = cornflakes::Layout { header_len: 24, copy_len: 7, zero_copy_len: 4096, zero_copy_entries: 1 };
+    /// assert_eq!(layout.first_segment_len(), 31);
+    /// ```
     #[inline(always)]
     pub fn first_segment_len(&self) -> usize {
         self.header_len + self.copy_len
     }
 
     /// Length of the whole serialized message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let layout = cornflakes::Layout { header_len: 24, copy_len: 7, zero_copy_len: 4096, zero_copy_entries: 1 };
+    /// assert_eq!(layout.total_len(), 4127);
+    /// ```
     #[inline(always)]
     pub fn total_len(&self) -> usize {
         self.header_len + self.copy_len + self.zero_copy_len
@@ -125,9 +131,12 @@ pub enum DecodeError {
     },
 }
 
-/// A generated Cornflakes message. The first block of methods is what
-/// generated code implements (one line per field); the provided methods are
-/// what applications and transmit paths call.
+/// A generated Cornflakes message: what applications and transmit paths
+/// call on every type `cornflakes-build` generates.
+///
+/// Bring it into scope with `use cornflakes::Message;` to call these
+/// methods. Generated code implements it together with a hidden supertrait
+/// that carries the per-field plumbing; do not implement it by hand.
 ///
 /// A transmit path sends a message without an intermediate list of
 /// segments:
@@ -139,35 +148,67 @@ pub enum DecodeError {
 /// post(first);
 /// msg.for_each_zero_copy(|buf| post(buf.clone()));
 /// ```
-pub trait Message<'a>: Sized + 'a {
+///
+/// The examples below use the types generated from `cornflakes-build`'s
+/// golden schema (`crates/cornflakes-build/tests/golden/example.proto`).
+pub trait Message<'a>: MessageImpl<'a> {
     /// Number of fields in the schema (bits in the presence bitmap).
     const FIELD_COUNT: usize;
 
     /// An empty message whose lists and nested messages live in `arena`.
+    /// Generated types also have it as an inherent `new_in`; the trait's
+    /// is for generic code.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message};
+    /// use example::GetM;
+    ///
+    /// fn empty<'a, M: Message<'a>>(arena: &'a Arena) -> M {
+    ///     M::new_in(arena)
+    /// }
+    /// let arena = Arena::copying();
+    /// let m: GetM<'_> = empty(&arena);
+    /// assert!(!m.has_id());
+    /// ```
     fn new_in(arena: &'a Arena) -> Self;
 
     /// The arena the message was created in.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message};
+    ///
+    /// let arena = Arena::copying();
+    /// let m = example::GetM::new_in(&arena);
+    /// assert!(std::ptr::eq(m.arena(), &arena));
+    /// ```
     fn arena(&self) -> &'a Arena;
 
-    /// Length of this object's own header: word count, bitmap, entries of
-    /// present fields.
-    fn header_len(&self) -> usize;
-
-    /// Adds everything below this object's own header to `layout`: list
-    /// tables, nested headers, copied and zero-copy data.
-    fn add_children_layout(&self, layout: &mut Layout);
-
-    /// Writes this object's header at `at` (already reserved by the caller)
-    /// and everything below it.
-    fn write_object(&self, w: &mut Writer<'_>, at: usize);
-
-    /// Calls `f` on each zero-copy field, in wire order.
-    fn visit_zero_copy<F: FnMut(&RcBuf)>(&self, f: &mut F);
-
-    /// Decodes the object whose header starts at `at`.
-    fn read_object(r: &mut Reader<'a>, at: usize) -> Result<Self, DecodeError>;
-
-    /// Sizes of the serialized message.
+    /// Sizes of the serialized message: the header area, copied data and
+    /// zero-copy data, computed in one pass over the present fields.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message, Pool};
+    ///
+    /// let pool = Pool::new().unwrap();
+    /// let big = pool.alloc_copy(&[7u8; 4096]).unwrap();
+    /// let arena = Arena::new(&pool); // zero-copy from 512 bytes
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.append_keys("user:42"); // copied
+    /// m.append_vals(&big); // zero-copy
+    /// let layout = m.layout();
+    /// assert_eq!(layout.copy_len, 7);
+    /// assert_eq!((layout.zero_copy_entries, layout.zero_copy_len), (1, 4096));
+    /// assert_eq!(layout.total_len(), layout.first_segment_len() + 4096);
+    /// ```
     #[inline]
     fn layout(&self) -> Layout {
         let mut layout = Layout { header_len: self.header_len(), ..Layout::default() };
@@ -178,6 +219,46 @@ pub trait Message<'a>: Sized + 'a {
     /// Writes the header area and the copied data (the first segment) into
     /// `buf`, which must hold at least `layout.first_segment_len()` bytes.
     /// `layout` must come from [`Message::layout`] on the unchanged message.
+    /// The zero-copy data follows as one segment per buffer of
+    /// [`Message::for_each_zero_copy`].
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::BufferTooSmall`] if `buf` is shorter than
+    /// `layout.first_segment_len()`, [`EncodeError::TooLarge`] if the whole
+    /// message reaches 4 GiB. Nothing is written in either case.
+    ///
+    /// # Panics
+    ///
+    /// May panic if `layout` was not computed from this message as it is
+    /// now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, EncodeError, Message, Pool};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = Pool::new()?;
+    /// let big = pool.alloc_copy(&[7u8; 4096])?;
+    /// let arena = Arena::new(&pool);
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.set_id(1);
+    /// m.append_vals(&big);
+    ///
+    /// let layout = m.layout();
+    /// let mut first = vec![0u8; layout.first_segment_len()];
+    /// m.write_header_and_copies(&layout, &mut first)?;
+    /// let mut segments = vec![first];
+    /// m.for_each_zero_copy(|buf| segments.push(buf.to_vec()));
+    /// assert_eq!(segments.concat(), m.serialize_to_vec()?);
+    ///
+    /// let err = m.write_header_and_copies(&layout, &mut [0u8; 4]).unwrap_err();
+    /// assert!(matches!(err, EncodeError::BufferTooSmall { have: 4, .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     fn write_header_and_copies(&self, layout: &Layout, buf: &mut [u8]) -> Result<(), EncodeError> {
         let need = layout.first_segment_len();
@@ -196,6 +277,24 @@ pub trait Message<'a>: Sized + 'a {
 
     /// Calls `f` on each zero-copy field, in the order their data follows
     /// the copied data on the wire.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message, Pool};
+    ///
+    /// let pool = Pool::new().unwrap();
+    /// let (a, b) = (pool.alloc_copy(&[1u8; 600]).unwrap(), pool.alloc_copy(&[2u8; 700]).unwrap());
+    /// let arena = Arena::new(&pool);
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.append_vals(&a);
+    /// m.append_vals(b"short: copied");
+    /// m.append_vals(&b);
+    /// let mut lens = Vec::new();
+    /// m.for_each_zero_copy(|buf| lens.push(buf.len()));
+    /// assert_eq!(lens, [600, 700]);
+    /// ```
     #[inline]
     fn for_each_zero_copy<F: FnMut(&RcBuf)>(&self, mut f: F) {
         self.visit_zero_copy(&mut f);
@@ -203,6 +302,27 @@ pub trait Message<'a>: Sized + 'a {
 
     /// Serializes into one contiguous buffer (zero-copy data is copied in
     /// after the first segment); returns the length written.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::BufferTooSmall`] if `buf` is shorter than
+    /// `self.layout().total_len()`, [`EncodeError::TooLarge`] if the message
+    /// reaches 4 GiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message};
+    ///
+    /// let arena = Arena::copying();
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.set_id(7);
+    /// let mut buf = [0u8; 64];
+    /// let n = m.serialize_into(&mut buf).unwrap();
+    /// assert_eq!(&buf[..n], &m.serialize_to_vec().unwrap()[..]);
+    /// assert!(m.serialize_into(&mut buf[..n - 1]).is_err());
+    /// ```
     fn serialize_into(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
         let layout = self.layout();
         let total = layout.total_len();
@@ -218,8 +338,26 @@ pub trait Message<'a>: Sized + 'a {
         Ok(total)
     }
 
-    /// Serializes into a new vector. Fails only for a message of 4 GiB or
-    /// more.
+    /// Serializes into a new vector.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::TooLarge`] for a message of 4 GiB or more; nothing
+    /// else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message};
+    ///
+    /// let arena = Arena::copying();
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.set_id(7);
+    /// m.append_keys("user:42");
+    /// let bytes = m.serialize_to_vec().unwrap();
+    /// assert_eq!(bytes.len(), m.layout().total_len());
+    /// ```
     fn serialize_to_vec(&self) -> Result<Vec<u8>, EncodeError> {
         let total = self.layout().total_len();
         if total > u32::MAX as usize {
@@ -234,6 +372,34 @@ pub trait Message<'a>: Sized + 'a {
     /// Decodes a received buffer without copying: bytes fields at least the
     /// arena's threshold long become zero-copy references into `pkt`
     /// (re-sendable without a copy); shorter ones borrow from it.
+    ///
+    /// # Errors
+    ///
+    /// A [`DecodeError`] when `pkt` is not a well-formed message within the
+    /// default [`DecodeOptions`]: an offset, length or count outside the
+    /// buffer, nesting deeper than 64, more bytes visited than received, or
+    /// a bool that is not 0 or 1. Decoding never panics on bad input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message, Pool};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = Pool::new()?;
+    /// let sender = Arena::copying();
+    /// let mut m = example::GetM::new_in(&sender);
+    /// m.append_vals(&[9u8; 1024]);
+    /// let pkt = pool.alloc_copy(&m.serialize_to_vec()?)?; // as received
+    ///
+    /// let arena = Arena::new(&pool);
+    /// let back = example::GetM::deserialize(&pkt, &arena)?;
+    /// assert!(back.get_vals()[0].is_zero_copy()); // references `pkt`
+    /// assert_eq!(back, m);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     fn deserialize(pkt: &'a RcBuf, arena: &'a Arena) -> Result<Self, DecodeError> {
         let mut r = Reader::new(pkt.as_slice(), Some(pkt), arena, DecodeOptions::default());
@@ -241,13 +407,62 @@ pub trait Message<'a>: Sized + 'a {
     }
 
     /// Decodes bytes that are not in a pool; every field borrows from `data`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Message::deserialize`]: a [`DecodeError`] when `data` is not a
+    /// well-formed message within the default [`DecodeOptions`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, DecodeError, Message};
+    ///
+    /// let arena = Arena::copying();
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.append_keys("user:42");
+    /// let bytes = m.serialize_to_vec().unwrap();
+    /// let back = example::GetM::deserialize_from_slice(&bytes, &arena).unwrap();
+    /// assert_eq!(back.get_keys()[0].as_str(), Ok("user:42"));
+    ///
+    /// let truncated = &bytes[..bytes.len() - 1];
+    /// let err = example::GetM::deserialize_from_slice(truncated, &arena).unwrap_err();
+    /// assert!(matches!(err, DecodeError::OutOfBounds { .. }));
+    /// ```
     #[inline]
     fn deserialize_from_slice(data: &'a [u8], arena: &'a Arena) -> Result<Self, DecodeError> {
         let mut r = Reader::new(data, None, arena, DecodeOptions::default());
         Self::read_object(&mut r, 0)
     }
 
-    /// Decodes with explicit limits.
+    /// Decodes with explicit limits. When `pkt` is the pool buffer `data`
+    /// lies in, long bytes fields become zero-copy references to it, as in
+    /// [`Message::deserialize`].
+    ///
+    /// # Errors
+    ///
+    /// A [`DecodeError`] when `data` is not a well-formed message within
+    /// `options` (for example [`DecodeError::TooDeep`] past
+    /// `options.max_depth`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, DecodeError, DecodeOptions, Message};
+    /// use example::Node;
+    ///
+    /// let arena = Arena::copying();
+    /// let mut tree = Node::new_in(&arena);
+    /// tree.get_mut_left().get_mut_left().set_value(3);
+    /// let bytes = tree.serialize_to_vec().unwrap();
+    ///
+    /// let shallow = DecodeOptions { max_depth: 2, ..DecodeOptions::default() };
+    /// let err = Node::deserialize_with_options(&bytes, None, &arena, shallow).unwrap_err();
+    /// assert_eq!(err, DecodeError::TooDeep(2));
+    /// assert!(Node::deserialize_with_options(&bytes, None, &arena, DecodeOptions::default()).is_ok());
+    /// ```
     fn deserialize_with_options(
         data: &'a [u8],
         pkt: Option<&'a RcBuf>,

@@ -84,12 +84,21 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads one byte.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the read falls outside the message.
     #[inline(always)]
     pub fn u8(&self, at: usize) -> Result<u8, DecodeError> {
         Ok(self.slice(at, 1)?[0])
     }
 
     /// Reads a bool byte, which must be 0 or 1.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the byte lies outside the message,
+    /// [`DecodeError::InvalidBool`] if it is neither 0 nor 1.
     #[inline(always)]
     pub fn bool(&self, at: usize) -> Result<bool, DecodeError> {
         match self.u8(at)? {
@@ -100,6 +109,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a little-endian u32.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the read falls outside the message.
     #[inline(always)]
     pub fn u32(&self, at: usize) -> Result<u32, DecodeError> {
         let b = self.slice(at, 4)?;
@@ -107,6 +120,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a little-endian u64.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the read falls outside the message.
     #[inline(always)]
     pub fn u64(&self, at: usize) -> Result<u64, DecodeError> {
         let b = self.slice(at, 8)?;
@@ -119,6 +136,12 @@ impl<'a> Reader<'a> {
     /// budget, so entries that all name the same bytes cannot make the
     /// decoded message (and anything that re-encodes or scans it) larger
     /// than the input.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the entry or the data lies outside
+    /// the message, [`DecodeError::TraversalLimit`] if the data exhausts the
+    /// budget.
     #[inline]
     pub fn bytes(&mut self, entry: usize) -> Result<CfBytes<'a>, DecodeError> {
         let off = self.u32(entry)? as usize;
@@ -136,6 +159,12 @@ impl<'a> Reader<'a> {
     /// Reads a list entry (count, offset) at `entry` whose elements take
     /// `elem_len` bytes each; checks the table lies inside the message and
     /// charges it to the traversal budget. Returns (count, table offset).
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::OutOfBounds`] if the entry or the table lies outside
+    /// the message (or its size overflows), [`DecodeError::TraversalLimit`]
+    /// if the table exhausts the budget.
     #[inline]
     pub fn table(&mut self, entry: usize, elem_len: usize) -> Result<(usize, usize), DecodeError> {
         let count = self.u32(entry)? as usize;
@@ -154,6 +183,12 @@ impl<'a> Reader<'a> {
     /// bounds, copies the bitmap words this schema knows into `bitmap`
     /// (clearing bits of fields it does not know), and returns the offset of
     /// the first entry. Call [`Reader::leave_object`] when done.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::TooDeep`] past the depth limit,
+    /// [`DecodeError::OutOfBounds`] if the header prefix lies outside the
+    /// message, [`DecodeError::TraversalLimit`] if it exhausts the budget.
     #[inline]
     pub fn enter_object(&mut self, at: usize, bitmap: &mut [u32], field_count: usize) -> Result<usize, DecodeError> {
         if self.depth >= self.max_depth {

@@ -1,0 +1,82 @@
+//! What a generated struct stores besides its fields: the arena it was
+//! created in, the presence bitmap, and boxed nested messages. Generated
+//! code reaches these through [`crate::__private`]; applications see only
+//! the accessors built on them.
+
+use super::Arena;
+
+/// A nested message as a field holds it: boxed in the arena, so recursive
+/// schemas have a finite size, and dropped (releasing its buffers) with the
+/// parent.
+pub type Nested<'a, T> = bumpalo::boxed::Box<'a, T>;
+
+/// Boxes `value` in `arena` as a nested field.
+#[inline(always)]
+pub fn nested_in<T>(value: T, arena: &Arena) -> Nested<'_, T> {
+    Nested::new_in(value, arena.bump())
+}
+
+/// The arena a generated message was created in. Compares equal to any
+/// other, so that messages compare by content.
+#[derive(Clone, Copy)]
+pub struct ArenaRef<'a>(&'a Arena);
+
+impl<'a> ArenaRef<'a> {
+    /// Wraps an arena reference.
+    #[inline(always)]
+    pub fn new(arena: &'a Arena) -> Self {
+        ArenaRef(arena)
+    }
+
+    /// The arena.
+    #[inline(always)]
+    pub fn get(&self) -> &'a Arena {
+        self.0
+    }
+}
+
+impl PartialEq for ArenaRef<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ArenaRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Arena")
+    }
+}
+
+/// Whether bit `i` of a presence bitmap is set.
+#[inline(always)]
+pub fn bit(bitmap: &[u32], i: usize) -> bool {
+    bitmap[i / 32] & (1 << (i % 32)) != 0
+}
+
+/// Sets bit `i` of a presence bitmap.
+#[inline(always)]
+pub fn set_bit(bitmap: &mut [u32], i: usize) {
+    bitmap[i / 32] |= 1 << (i % 32);
+}
+
+/// Clears bit `i` of a presence bitmap.
+#[inline(always)]
+pub fn clear_bit(bitmap: &mut [u32], i: usize) {
+    bitmap[i / 32] &= !(1 << (i % 32));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_cross_word_boundaries() {
+        let mut bitmap = [0u32; 2];
+        set_bit(&mut bitmap, 0);
+        set_bit(&mut bitmap, 33);
+        assert_eq!(bitmap, [1, 2]);
+        assert!(bit(&bitmap, 33) && !bit(&bitmap, 32));
+        clear_bit(&mut bitmap, 33);
+        assert_eq!(bitmap, [1, 0]);
+    }
+}
