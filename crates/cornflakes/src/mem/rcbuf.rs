@@ -66,12 +66,64 @@ pub(crate) const MAX_SHARED: u32 = u32::MAX - 1;
 /// # Ok::<(), cornflakes::AllocError>(())
 /// ```
 ///
-/// There is no way to write through an `RcBuf`:
+/// # Uniqueness, proved by the compiler
 ///
-/// ```compile_fail
+/// There is no way to write through an `RcBuf` (it has no `DerefMut`):
+///
+/// ```compile_fail,E0596
 /// # let pool = cornflakes::Pool::new().unwrap();
 /// let buf = pool.alloc_copy(b"shared").unwrap();
-/// let m: &mut [u8] = buf.as_mut_slice(); // no such method on a shared buffer
+/// let m: &mut [u8] = &mut buf[..];
+/// ```
+///
+/// The program of issue 9, which held a live `&mut [u8]` and `&[u8]` to the
+/// same bytes through `recover`, no longer compiles: a writable buffer must
+/// be frozen (moved) before `recover` can find it, which ends the mutable
+/// borrow.
+///
+/// ```compile_fail,E0599
+/// use cornflakes::{mem::HugePages, Pool, PoolConfig};
+/// let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false }).unwrap();
+/// let mut buf = pool.alloc(64).unwrap();
+/// let m: &mut [u8] = buf.as_mut_slice().unwrap();
+/// let other = pool.recover(&*m).unwrap();
+/// let shared: &[u8] = other.as_slice();
+/// m[0] = shared[0].wrapping_add(1); // write through &mut while `shared` is live
+/// ```
+///
+/// ```compile_fail,E0505
+/// # let pool = cornflakes::Pool::new().unwrap();
+/// let mut buf = pool.alloc(64).unwrap();
+/// let m: &mut [u8] = buf.as_mut_slice();
+/// let frozen = buf.freeze(); // error: `buf` is borrowed mutably
+/// let other = pool.recover(&frozen).unwrap();
+/// m[0] = other[0].wrapping_add(1);
+/// ```
+///
+/// (At run time, `recover` of a pointer into a writable buffer answers
+/// `None`: see `Pool::recover`.) Taking back a writable handle while a view
+/// of the bytes is borrowed is refused too:
+///
+/// ```compile_fail,E0505
+/// # let pool = cornflakes::Pool::new().unwrap();
+/// let buf = pool.alloc_copy(b"abc").unwrap();
+/// let view: &[u8] = &buf;
+/// let mut m = buf.try_into_mut().unwrap(); // error: `buf` is borrowed
+/// m[0] = view[0];
+/// ```
+///
+/// and neither handle leaves its thread (counts are not atomic):
+///
+/// ```compile_fail,E0277
+/// # let pool = cornflakes::Pool::new().unwrap();
+/// let buf = pool.alloc_copy(b"abc").unwrap();
+/// std::thread::spawn(move || drop(buf));
+/// ```
+///
+/// ```compile_fail,E0277
+/// # let pool = cornflakes::Pool::new().unwrap();
+/// let buf = pool.alloc(8).unwrap();
+/// std::thread::spawn(move || drop(buf));
 /// ```
 ///
 /// [`Pool`]: super::Pool
@@ -103,23 +155,25 @@ pub struct RcBuf {
 /// # Ok::<(), cornflakes::AllocError>(())
 /// ```
 ///
-/// A writable buffer cannot be cloned, so no second handle can observe a
-/// write:
+/// A writable buffer cannot be cloned or sliced into a second handle, so
+/// nothing can observe a write (see [`RcBuf`] for the other cases):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0599
 /// # let pool = cornflakes::Pool::new().unwrap();
 /// let buf = pool.alloc(64).unwrap();
 /// let other = buf.clone();
 /// ```
 ///
-/// and a buffer borrowed mutably cannot also be frozen or read elsewhere:
-///
-/// ```compile_fail
+/// ```compile_fail,E0599
 /// # let pool = cornflakes::Pool::new().unwrap();
-/// let mut buf = pool.alloc(64).unwrap();
-/// let m: &mut [u8] = buf.as_mut_slice();
-/// let shared = buf.freeze();
-/// m[0] = shared[0];
+/// let buf = pool.alloc(64).unwrap();
+/// let part = buf.slice(0..8);
+/// ```
+///
+/// ```compile_fail,E0599
+/// # let pool = cornflakes::Pool::new().unwrap();
+/// let buf = pool.alloc(64).unwrap();
+/// let part = buf.slice_ref(&buf[..8]);
 /// ```
 ///
 /// [`Pool::alloc`]: super::Pool::alloc

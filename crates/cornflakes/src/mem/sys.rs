@@ -13,8 +13,12 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 
-use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
-use rustix::mm::{mlock, mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
+use rustix::fs::ftruncate;
+#[cfg(not(miri))]
+use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
+use rustix::mm::{mlock, mmap, MapFlags, ProtFlags};
+#[cfg(not(miri))]
+use rustix::mm::{mmap_anonymous, munmap};
 
 use super::REGION_SIZE;
 
