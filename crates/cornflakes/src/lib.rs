@@ -2,8 +2,10 @@
 //!
 //! The crate is layered the way a message travels:
 //!
-//! - [`mem`]: pinned pools of reference-counted buffers ([`RcBuf`]) and
-//!   `recover`, which maps any pointer into a pool back to its buffer.
+//! - [`mem`]: pinned pools of buffers, writable and unique while being
+//!   filled ([`RcBufMut`]), then frozen into shared reference-counted views
+//!   ([`RcBuf`]); and `recover`, which maps any pointer into a frozen
+//!   buffer back to it.
 //! - [`field`]: the hybrid bytes and string fields ([`CfBytes`],
 //!   [`CfString`]), copied or zero-copy, decided when the field is set; the
 //!   per-request [`Arena`]; lists.

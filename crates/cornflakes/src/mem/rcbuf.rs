@@ -304,6 +304,19 @@ impl RcBuf {
     /// # Panics
     ///
     /// When the range is out of bounds; see [`RcBuf::try_slice`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let pool = cornflakes::Pool::with_config(cornflakes::PoolConfig {
+    /// #     max_bytes: 4 << 20, hugepages: cornflakes::mem::HugePages::Never, lock: false }).unwrap();
+    /// let packet = pool.alloc_copy(b"HDRpayload")?;
+    /// let payload = packet.slice(3..);
+    /// drop(packet); // the payload keeps the slot alive
+    /// assert_eq!(&payload[..], b"payload");
+    /// assert!(payload.try_slice(..8).is_none());
+    /// # Ok::<(), cornflakes::AllocError>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> RcBuf {
         let len = self.len;
         self.try_slice(range).unwrap_or_else(|| panic!("RcBuf::slice out of bounds (len {len})"))
@@ -340,6 +353,18 @@ impl RcBuf {
 
     /// The view of `sub`, which must lie within this view, as a new buffer
     /// (no pool lookup); `None` when `sub` is elsewhere.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let pool = cornflakes::Pool::with_config(cornflakes::PoolConfig {
+    /// #     max_bytes: 4 << 20, hugepages: cornflakes::mem::HugePages::Never, lock: false }).unwrap();
+    /// let packet = pool.alloc_copy(b"key=value")?;
+    /// let value: &[u8] = &packet[4..]; // e.g. a decoded field
+    /// assert_eq!(packet.slice_ref(value).unwrap().len(), 5);
+    /// assert!(packet.slice_ref(b"value").is_none(), "not inside the packet");
+    /// # Ok::<(), cornflakes::AllocError>(())
+    /// ```
     #[inline(always)]
     pub fn slice_ref(&self, sub: &[u8]) -> Option<RcBuf> {
         let start = (sub.as_ptr() as usize).wrapping_sub(self.ptr.as_ptr() as usize);
