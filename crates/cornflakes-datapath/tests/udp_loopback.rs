@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::mem::HugePages;
 use cornflakes::{Arena, Message, PoolConfig};
-use cornflakes_datapath::udp::{SendMode, TaskRun, UdpConfig, UdpDatapath};
+use cornflakes_datapath::udp::{BindError, SendMode, TaskRun, UdpConfig, UdpDatapath};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 use cornflakes_tests::example::GetM;
 
@@ -288,7 +288,7 @@ fn each_send_mode_forced_in_turn() {
         let server = bind(config());
         let mut client = match UdpDatapath::bind(LOCAL.parse().unwrap(), UdpConfig { send_mode: mode, ..config() }) {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            Err(e @ BindError::Unsupported { .. }) => {
                 eprintln!("skipped {mode:?}: {e}");
                 continue;
             }
