@@ -64,9 +64,13 @@ pub struct UdpConfig {
     /// Completion queue entries; 0 picks enough for every send (two
     /// completions each) and receive in flight. Default 0.
     pub cq_entries: u32,
-    /// Most receive requests posted at once, each with a pool buffer of
-    /// `max_payload + 1` bytes. Between 1 and this many are posted,
-    /// adapting to the traffic (see the module docs). Default 32.
+    /// Most receive buffers the datapath holds, each a pool buffer of
+    /// `max_payload + 1` bytes: receives posted to the kernel plus messages
+    /// received but not yet taken by
+    /// [`Datapath::recv_batch`](crate::Datapath::recv_batch). Between 1 and
+    /// this many receives are posted, adapting to the traffic, and none
+    /// while this many messages await the application (see the module
+    /// docs). Default 32.
     pub recv_buffers: usize,
     /// Sends in flight (awaiting completion or notification) before
     /// [`SendError::Full`](crate::SendError::Full). Default 256.

@@ -73,6 +73,14 @@
 //! the kernel's count of those it dropped for lack of room there
 //! (`SO_RXQ_OVFL`) is [`DatapathStats::dropped_no_buffer`].
 //!
+//! Like a NIC's receive ring, the buffers held for receiving are bounded:
+//! posted receives plus messages delivered but not yet taken by
+//! [`Datapath::recv_batch`] never exceed [`UdpConfig::recv_buffers`]. An
+//! application that falls behind stops the reposting
+//! ([`UdpStats::recv_held_back`]); datagrams then queue in the socket
+//! buffer and beyond it are dropped and counted by the kernel, and the pool
+//! memory pinned by receives stays at `recv_buffers` buffers.
+//!
 //! # Layout
 //!
 //! | module | owns |
@@ -142,6 +150,9 @@ pub struct UdpStats {
     pub recv_errors: u64,
     /// Datagrams dropped because the peer table was full.
     pub dropped_unknown_peer: u64,
+    /// Times receives were left unposted because
+    /// [`UdpConfig::recv_buffers`] messages awaited the application.
+    pub recv_held_back: u64,
     /// Fixed-buffer registrations (initial and after pool growth).
     pub fixed_buffer_updates: u64,
     /// `io_uring_enter` calls that submitted.

@@ -11,8 +11,9 @@
 //!
 //! Hostile input ends here: [`check_datagram`] decides, without
 //! panicking, whether a datagram is delivered; everything else is dropped
-//! and counted. How many receives are posted adapts to the traffic (see
-//! the module docs of [`udp`](super)).
+//! and counted. How many receives are posted adapts to the traffic, and
+//! stops while `recv_buffers` messages await the application (see the
+//! module docs of [`udp`](super)).
 
 use std::cell::UnsafeCell;
 use std::os::fd::AsRawFd;
@@ -105,9 +106,18 @@ impl UdpDatapath {
     }
 
     /// Posts receives on idle slots up to the current target (while they
-    /// get a buffer and room in the submission queue).
+    /// get a buffer and room in the submission queue), and only while the
+    /// buffers held for receiving (posted, plus delivered but not yet
+    /// taken) stay within `recv_buffers`: an application that falls behind
+    /// leaves datagrams in the socket buffer, where the kernel drops and
+    /// counts what does not fit, instead of pinning pool memory without
+    /// bound (issue 10).
     pub(super) fn post_idle_recvs(&mut self) {
         while self.recv_posted < self.recv_target {
+            if self.recv_posted + self.ready.len() >= self.config.recv_buffers {
+                self.udp_stats.recv_held_back += 1;
+                break;
+            }
             let Some(&i) = self.idle_recvs.last() else { break };
             if !self.post_recv(i as usize) {
                 break;
