@@ -89,7 +89,7 @@
 //! | `error` | [`BindError`]: why set-up failed (hot paths use [`SendError`] and [`RecvError`]) |
 //! | `setup` | [`UdpDatapath::bind`] (socket, ring, fixed buffers, slots) and `Drop` (cancel, wait, or leak) |
 //! | `peers` | remote addresses numbered as [`ConnId`]s: explicit, learned, path MTU |
-//! | `recv` | receive slots, posting `RECVMSG`, the check of each datagram, adapting how many are posted |
+//! | `recv` | receive slots, posting `RECVMSG`, the check of each datagram, how many are posted (adaptive, bounded) |
 //! | `send` | send slots, first-segment assembly, choosing `SENDMSG`/`SENDMSG_ZC`/`SEND_ZC`, queueing |
 //! | `completion` | submitting, entering the kernel, waiting, dispatching completions and zero-copy notifications |
 //! | `probe` | [`KernelSupport`]: which zero-copy features the running kernel has |
