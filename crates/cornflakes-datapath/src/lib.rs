@@ -124,6 +124,18 @@ pub struct DatapathStats {
 pub trait Datapath {
     /// The pinned pool that sends and receives use; allocate application
     /// values here so they can be sent zero-copy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let dp = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let value = dp.pool().alloc_copy(&[7u8; 4096])?; // can now be sent zero-copy
+    /// assert_eq!(value.len(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn pool(&self) -> &Pool;
 
     /// Allocates a pinned, writable buffer; freeze it to send it.
@@ -131,48 +143,276 @@ pub trait Datapath {
     /// # Errors
     ///
     /// As [`Pool::alloc`]: back-pressure when the pool is exhausted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let dp = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut buf = dp.alloc(5)?;
+    /// buf.copy_from_slice(b"hello");
+    /// let shared = buf.freeze(); // now it can be cloned and sent
+    /// assert_eq!(&shared[..], b"hello");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
         self.pool().alloc(len)
     }
 
     /// The reference-counted buffer containing `data`, if it is in this
-    /// datapath's memory.
+    /// datapath's memory (frozen buffers only: a writable [`RcBufMut`] cannot
+    /// be found).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let dp = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let value = dp.pool().alloc_copy(b"a value")?;
+    /// let again = dp.recover(&value[2..]).expect("in the pool");
+    /// assert_eq!(&again[..], b"value");
+    /// assert!(dp.recover(b"on the heap").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn recover(&self, data: &[u8]) -> Option<RcBuf> {
         self.pool().recover(data)
     }
 
     /// Appends up to `max` received messages to `out`; returns how many.
     /// Never blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Closed`] once per connection whose peer has gone
+    /// (shared memory); [`RecvError::Io`] when the operating system refuses
+    /// (UDP: resubmitting receives). Malformed input is dropped and
+    /// counted, never an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// client.push_buf(conn, 1, b"ping")?;
+    /// client.flush()?;
+    /// let mut out = Vec::new();
+    /// while server.recv_batch(&mut out, 32)? == 0 {
+    ///     server.wait(std::time::Duration::from_millis(100))?;
+    /// }
+    /// assert_eq!((out[0].msg_id, &out[0].payload[..]), (1, &b"ping"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError>;
 
     /// Waits until a receive may succeed or `timeout` passes (busy-polling
     /// first where the backend does). Returns whether something is ready.
+    ///
+    /// # Errors
+    ///
+    /// As [`Datapath::recv_batch`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut dp = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// assert!(!dp.wait(Duration::from_millis(1))?, "nobody sent anything");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn wait(&mut self, timeout: Duration) -> Result<bool, RecvError>;
 
     /// Serialize-and-send: writes the packet header, the object header and
     /// copied fields into the first segment and posts each zero-copy field
     /// as a further segment, holding a reference until completion.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Full`] is back-pressure (poll completions or receive,
+    /// then retry); [`SendError::TooLarge`] and
+    /// [`SendError::TooManySegments`] when the message exceeds the peer's
+    /// limits; [`SendError::Closed`] for an unknown or departed peer;
+    /// [`SendError::Alloc`] without a buffer for the first segment;
+    /// [`SendError::Encode`] when the message cannot be written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, Message};
+    /// use cornflakes_tests::example::GetM;
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// let value = client.pool().alloc_copy(&[7u8; 4096])?;
+    /// let arena = Arena::new(client.pool());
+    /// let mut m = GetM::new_in(&arena);
+    /// m.set_id(1);
+    /// m.append_vals(&value); // large and pinned: a segment of its own
+    /// client.push_message(conn, 42, &m)?;
+    /// client.flush()?;
+    /// # fn recv_one(dp: &mut impl Datapath) -> cornflakes_datapath::Received {
+    /// #     let mut out = Vec::new();
+    /// #     while dp.recv_batch(&mut out, 1).unwrap() == 0 {
+    /// #         dp.wait(std::time::Duration::from_millis(100)).unwrap();
+    /// #     }
+    /// #     out.pop().unwrap()
+    /// # }
+    /// let got = recv_one(&mut server);
+    /// let server_arena = Arena::new(server.pool());
+    /// let back = GetM::deserialize(&got.payload, &server_arena)?;
+    /// assert_eq!(back.get_vals()[0].len(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn push_message<'a, M: Message<'a>>(&mut self, conn: ConnId, msg_id: u32, msg: &M) -> Result<(), SendError>;
 
     /// Sends segments the caller built (baselines and the ablation without
     /// serialize-and-send): `Copy` segments are copied into the first
     /// segment, `ZeroCopy` ones posted as they are.
+    ///
+    /// # Errors
+    ///
+    /// As [`Datapath::push_message`] (without `Encode`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::Segment;
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// let value = client.pool().alloc_copy(&[1u8; 2048])?;
+    /// client.push_segments(conn, 7, &[Segment::Copy(b"len=2048;"), Segment::ZeroCopy(value)])?;
+    /// client.flush()?;
+    /// # fn recv_one(dp: &mut impl Datapath) -> cornflakes_datapath::Received {
+    /// #     let mut out = Vec::new();
+    /// #     while dp.recv_batch(&mut out, 1).unwrap() == 0 {
+    /// #         dp.wait(std::time::Duration::from_millis(100)).unwrap();
+    /// #     }
+    /// #     out.pop().unwrap()
+    /// # }
+    /// let got = recv_one(&mut server);
+    /// assert_eq!(got.payload.len(), 9 + 2048);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn push_segments(&mut self, conn: ConnId, msg_id: u32, segments: &[Segment<'_>]) -> Result<(), SendError>;
 
     /// Sends one contiguous buffer (copied).
+    ///
+    /// # Errors
+    ///
+    /// As [`Datapath::push_segments`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// client.push_buf(conn, 1, b"ping")?;
+    /// client.flush()?;
+    /// # fn recv_one(dp: &mut impl Datapath) -> cornflakes_datapath::Received {
+    /// #     let mut out = Vec::new();
+    /// #     while dp.recv_batch(&mut out, 1).unwrap() == 0 {
+    /// #         dp.wait(std::time::Duration::from_millis(100)).unwrap();
+    /// #     }
+    /// #     out.pop().unwrap()
+    /// # }
+    /// assert_eq!(&recv_one(&mut server).payload[..], b"ping");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn push_buf(&mut self, conn: ConnId, msg_id: u32, data: &[u8]) -> Result<(), SendError> {
         self.push_segments(conn, msg_id, &[Segment::Copy(data)])
     }
 
     /// Makes queued sends visible to the peer or kernel; sends may be
     /// batched until then.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Full`] when the kernel is busy (UDP: poll completions,
+    /// then flush again); [`SendError::Io`] when it refuses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// for id in 0..8 {
+    ///     client.push_buf(conn, id, b"batched")?; // queued only
+    /// }
+    /// client.flush()?; // one system call for all eight (UDP)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn flush(&mut self) -> Result<(), SendError>;
 
     /// Processes send completions, releasing the references in-flight sends
     /// hold. Returns the number processed.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Io`] when the operating system refuses (UDP:
+    /// resubmitting receives).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// let value = client.pool().alloc_copy(&[3u8; 2048])?;
+    /// client.push_segments(conn, 1, &[cornflakes_datapath::Segment::ZeroCopy(value.clone())])?;
+    /// client.flush()?;
+    /// let mut released = 0;
+    /// while released == 0 {
+    ///     released += client.poll_completions()?;
+    /// }
+    /// assert_eq!(value.ref_count(), 1, "the send's reference is gone");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn poll_completions(&mut self) -> Result<usize, SendError>;
 
     /// Counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+    /// use cornflakes_datapath::Datapath;
+    ///
+    /// let mut server = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let mut client = UdpDatapath::bind("127.0.0.1:0".parse()?, UdpConfig::loopback())?;
+    /// let conn = client.connect(server.local_addr());
+    /// client.push_buf(conn, 1, b"ping")?;
+    /// assert_eq!(client.stats().sent, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn stats(&self) -> DatapathStats;
 }
 
@@ -181,6 +421,20 @@ pub trait Datapath {
 pub const PACKET_HEADER_LEN: usize = 8;
 
 /// Writes the packet header into the first `PACKET_HEADER_LEN` bytes of `buf`.
+///
+/// # Panics
+///
+/// When `buf` is shorter than [`PACKET_HEADER_LEN`].
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_datapath::{read_packet_header, write_packet_header, PACKET_HEADER_LEN};
+///
+/// let mut packet = [0xFFu8; PACKET_HEADER_LEN + 3];
+/// write_packet_header(&mut packet, 9);
+/// assert_eq!(read_packet_header(&packet), Some(9));
+/// ```
 #[inline(always)]
 pub fn write_packet_header(buf: &mut [u8], msg_id: u32) {
     buf[..4].copy_from_slice(&msg_id.to_le_bytes());
@@ -189,6 +443,17 @@ pub fn write_packet_header(buf: &mut [u8], msg_id: u32) {
 
 /// Reads the message id from a packet; `None` when the packet is shorter
 /// than the header or the reserved word is not zero (malformed: drop it).
+/// Never panics.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_datapath::read_packet_header;
+///
+/// assert_eq!(read_packet_header(&[5, 0, 0, 0, 0, 0, 0, 0, b'x']), Some(5));
+/// assert_eq!(read_packet_header(&[5, 0, 0, 0, 0, 0, 0]), None, "short");
+/// assert_eq!(read_packet_header(&[5, 0, 0, 0, 1, 0, 0, 0]), None, "reserved word set");
+/// ```
 #[inline(always)]
 pub fn read_packet_header(packet: &[u8]) -> Option<u32> {
     if packet.len() < PACKET_HEADER_LEN || packet[4..8] != [0, 0, 0, 0] {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::mem::HugePages;
 use cornflakes::{Arena, Message, PoolConfig};
-use cornflakes_datapath::udp::{SendMode, TaskRun, UdpConfig, UdpDatapath};
+use cornflakes_datapath::udp::{BindError, SendMode, TaskRun, UdpConfig, UdpDatapath};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 use cornflakes_tests::example::GetM;
 
@@ -288,7 +288,7 @@ fn each_send_mode_forced_in_turn() {
         let server = bind(config());
         let mut client = match UdpDatapath::bind(LOCAL.parse().unwrap(), UdpConfig { send_mode: mode, ..config() }) {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            Err(e @ BindError::Unsupported { .. }) => {
                 eprintln!("skipped {mode:?}: {e}");
                 continue;
             }
@@ -505,4 +505,53 @@ fn each_task_run_mode_round_trips() {
         eprintln!("{mode:?} -> {:?}: {:?}", client.task_run(), client.udp_stats());
         assert_eq!(value.ref_count(), 1);
     }
+}
+
+/// Issue 10, item 1: a server that reaps completions but does not take
+/// messages (it is behind) must not post receives without bound, each
+/// pinning a 64 KiB pool buffer: the buffers it holds (posted plus ready)
+/// stay within `recv_buffers`, like a NIC ring, and the rest waits in (or
+/// is dropped and counted by) the socket buffer.
+#[test]
+fn receive_buffers_are_bounded_while_the_application_falls_behind() {
+    let recv_buffers = 8;
+    let (mut client, conn, mut server) = pair(config(), UdpConfig { recv_buffers, ..config() });
+    let mut max_live = 0;
+    for round in 0..40u32 {
+        for i in 0..50 {
+            loop {
+                match client.push_buf(conn, round * 50 + i, b"flood") {
+                    Ok(()) => break,
+                    Err(SendError::Full) => {
+                        client.flush().unwrap();
+                        client.poll_completions().unwrap();
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        client.flush().unwrap();
+        client.poll_completions().unwrap();
+        // What a loop that is busy sending does: reap, but take nothing.
+        server.poll_completions().unwrap();
+        server.wait(Duration::from_millis(1)).unwrap();
+        max_live = max_live.max(server.pool().stats().live_slots);
+    }
+    assert!(max_live <= recv_buffers, "{max_live} receive buffers held, at most {recv_buffers} allowed: {server:?}");
+    // Taking messages lets receiving go on, never more than the bound at once.
+    let (mut got, mut out) = (0, Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        out.clear();
+        let n = server.recv_batch(&mut out, usize::MAX).unwrap();
+        assert!(n <= recv_buffers, "{n} ready at once");
+        got += n;
+        if n == 0 && !server.wait(Duration::from_millis(200)).unwrap() {
+            break;
+        }
+    }
+    assert!(got > recv_buffers, "receiving resumed once the application read: {got} messages");
+    let s = server.stats();
+    assert_eq!(s.received as usize, got);
+    eprintln!("received {got} of 2000; the kernel dropped {} (SO_RXQ_OVFL)", s.dropped_no_buffer);
 }

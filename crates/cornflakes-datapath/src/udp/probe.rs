@@ -31,6 +31,17 @@ pub struct KernelSupport {
 impl KernelSupport {
     /// Probes the running kernel (a scratch ring and an eventfd; nothing is
     /// sent). All false when io_uring itself is unavailable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::udp::KernelSupport;
+    ///
+    /// let support = KernelSupport::probe();
+    /// if support.sendmsg_zc_fixed {
+    ///     assert!(support.sendmsg_zc, "fixed buffers with SENDMSG_ZC imply SENDMSG_ZC");
+    /// }
+    /// ```
     pub fn probe() -> Self {
         let Ok(mut ring) = IoUring::new(8) else {
             return Self::default();
