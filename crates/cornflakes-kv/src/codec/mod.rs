@@ -10,32 +10,15 @@
 
 use ::cornflakes::RcBuf;
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
-use smallvec::SmallVec;
 
 use crate::protocol::Status;
+pub use crate::protocol::{Request, ResponseVals};
 use crate::store::Store;
 
 pub mod capnp;
 pub mod cornflakes;
 pub mod flatbuffers;
 pub mod prost;
-
-/// A decoded request: borrowed views of its fields.
-#[derive(Debug, Default)]
-pub struct Request<'r> {
-    /// The `op` number (checked by the store, so unknown ones get
-    /// [`Status::UnknownOp`]).
-    pub op: u32,
-    /// Keys.
-    pub keys: SmallVec<[&'r [u8]; 4]>,
-    /// Values.
-    pub vals: SmallVec<[&'r [u8]; 4]>,
-    /// Element index (get-from-list).
-    pub index: u32,
-}
-
-/// Values of a response, borrowed from the store or the request.
-pub type ResponseVals<'r> = SmallVec<[&'r [u8]; 8]>;
 
 /// Why a server codec could not handle a request.
 #[derive(Debug, thiserror::Error)]
