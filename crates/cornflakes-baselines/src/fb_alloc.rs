@@ -165,3 +165,37 @@ unsafe impl flatbuffers::Allocator for SliceAlloc<'_> {
         self.0.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use flatbuffers::Allocator as _;
+
+    use super::*;
+
+    /// Growing keeps the written bytes at the end and zeroes the front, as
+    /// the builder requires, and stays in the pool while it has room.
+    #[test]
+    fn pinned_alloc_grows_downwards() {
+        let pool = Pool::new().unwrap();
+        let mut alloc = PinnedAlloc::new(&pool, 64).unwrap();
+        assert!(alloc.iter().all(|&b| b == 0), "a fresh buffer is zeroed");
+        alloc[60..].copy_from_slice(&[1, 2, 3, 4]);
+        alloc.grow_downwards().unwrap();
+        assert_eq!(alloc.len(), 128);
+        assert!(alloc[..124].iter().all(|&b| b == 0));
+        assert_eq!(&alloc[124..], &[1, 2, 3, 4]);
+        let Backing::Pool(buf) = alloc.into_backing() else { panic!("the pool had room") };
+        assert_eq!(&buf[124..], &[1, 2, 3, 4]);
+        assert!(pool.recover(&buf[..]).is_some(), "frozen: shared, so recoverable");
+    }
+
+    /// A fixed buffer never grows.
+    #[test]
+    fn slice_alloc_never_grows() {
+        let mut mem = [0u8; 32];
+        let mut alloc = SliceAlloc(&mut mem);
+        assert_eq!(alloc.len(), 32);
+        assert!(alloc.grow_downwards().is_err());
+        assert_eq!(alloc.len(), 32);
+    }
+}

@@ -48,8 +48,7 @@ use cornflakes_baselines::capnp_alloc::{SegmentAlloc, SharedAlloc};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 use smallvec::SmallVec;
 
-use super::prost::ZERO_COPY_MIN;
-use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec, ZERO_COPY_MIN};
 use crate::protocol::Status;
 use crate::store::Store;
 

@@ -21,7 +21,7 @@
 //! The builder writes every value into the message (FlatBuffers copies
 //! all data into its buffer). Where that buffer lives depends on the size
 //! of the message, bounded from above before building (see
-//! [`super::prost::ZERO_COPY_MIN`] for the measured crossover):
+//! [`super::ZERO_COPY_MIN`] for the measured crossover):
 //!
 //! - at least `ZERO_COPY_MIN` bytes: a `FlatBufferBuilder` over a pinned
 //!   allocator ([`PinnedAlloc`], in `cornflakes-baselines`) whose buffer, zeroed and of the bounded
@@ -44,8 +44,7 @@ use cornflakes_baselines::fb_alloc::{Backing, PinnedAlloc};
 use cornflakes_baselines::flatbuffers::{self, Allocator, FlatBufferBuilder, VerifierOptions, WIPOffset};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
-use super::prost::ZERO_COPY_MIN;
-use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec, ZERO_COPY_MIN};
 use crate::protocol::Status;
 use crate::store::Store;
 

@@ -50,7 +50,6 @@
 //! cost, sender side: 64 B 101 vs 147 ns, 512 B 129 vs 148 ns, 1 KiB 150 vs
 //! 161 ns, 4 KiB 305 vs 213 ns, 64 KiB 4.9 vs 2.5 µs).
 
-use ::cornflakes::field::DEFAULT_THRESHOLD;
 use ::cornflakes::{Pool, RcBuf};
 use cornflakes_baselines::prost;
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
@@ -59,12 +58,7 @@ use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVa
 use crate::protocol::Status;
 use crate::store::Store;
 
-/// Encoded messages at least this long are written into pinned memory and
-/// sent zero-copy; shorter ones are written into a reused heap buffer and
-/// copied by the datapath (the measured crossover on the shared-memory
-/// datapath; equal to Cornflakes' default field threshold). Used by the
-/// FlatBuffers and Cap'n Proto codecs too.
-pub const ZERO_COPY_MIN: usize = DEFAULT_THRESHOLD;
+pub use super::ZERO_COPY_MIN;
 
 /// The messages of `proto/kv.proto`, as prost-build would generate them
 /// with `.bytes(["."])`, except that `keys` is declared `bytes` (same wire
