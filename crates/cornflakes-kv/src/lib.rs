@@ -2,7 +2,8 @@
 //! every serializer on the same store, values and datapath, so that only
 //! the serializer differs between systems.
 //!
-//! - [`protocol`]: operations, statuses, limits; the messages are in
+//! - [`protocol`]: operations, statuses, limits, the decoded request
+//!   (re-exported from `cornflakes-kv-protocol`); the messages are in
 //!   `proto/kv.proto`.
 //! - [`store`]: keys to values in pinned pool buffers.
 //! - [`codec`]: one server and one client codec per serializer.
@@ -11,12 +12,14 @@
 #![warn(missing_docs)]
 
 pub mod codec;
-pub mod protocol;
 pub mod server;
 pub mod store;
 
-pub use codec::{ClientCodec, HandleError, Malformed, Request, ServerCodec};
-pub use protocol::{Limits, Op, Status};
+/// The key-value protocol (the crate `cornflakes-kv-protocol`).
+pub use cornflakes_kv_protocol as protocol;
+
+pub use codec::{ClientCodec, HandleError, Malformed, ServerCodec};
+pub use protocol::{Limits, Op, Request, ResponseVals, Status};
 pub use server::{ServerStats, System};
 pub use store::Store;
 

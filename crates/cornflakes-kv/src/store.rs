@@ -10,8 +10,7 @@ use cornflakes::{AllocError, Pool, RcBuf};
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-use crate::codec::{Request, ResponseVals};
-use crate::protocol::{Limits, Op, Status};
+use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
 /// A value: its elements (one for a plain value).
 pub type Value = SmallVec<[RcBuf; 1]>;

@@ -34,7 +34,7 @@ mod util;
 mod ycsb;
 mod zipf;
 
-pub use cornflakes_kv::Op;
+pub use cornflakes_kv_protocol::Op;
 pub use spec::{WorkloadError, WorkloadSpec};
 
 use smallvec::SmallVec;

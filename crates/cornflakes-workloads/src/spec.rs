@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use cornflakes_kv::Limits;
+use cornflakes_kv_protocol::Limits;
 
 use crate::{cdn, echo, google, twitter, ycsb, Workload};
 

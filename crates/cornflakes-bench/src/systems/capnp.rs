@@ -1,5 +1,5 @@
 //! Cap'n Proto 0.27, with the code capnpc-rust 0.27 generates from
-//! `schema/shapes.capnp` ([`crate::shapes_capnp`]).
+//! `shapes.capnp` ([`shapes_capnp`](cornflakes_baselines::shapes_capnp)).
 //!
 //! - **serialize**: a `message::Builder` over one reused
 //!   `ScratchSpaceHeapAllocator` whose scratch space is the pinned transmit
@@ -17,10 +17,10 @@
 
 use std::hint::black_box;
 
-use capnp::message::{self, ReaderOptions, ScratchSpaceHeapAllocator};
-use capnp::serialize;
+use cornflakes_baselines::capnp::message::{self, ReaderOptions, ScratchSpaceHeapAllocator};
+use cornflakes_baselines::capnp::serialize;
+use cornflakes_baselines::shapes_capnp::{inner, outer, repeated, single};
 
-use crate::shapes_capnp::{inner, outer, repeated, single};
 use crate::{digest, Case, Fixture, Input, WithCase};
 
 /// Bytes at the front of the transmit buffer reserved for the segment

@@ -1,9 +1,9 @@
 //! FlatBuffers 25.12, with the code flatc 25.12.19 generates from
-//! `schema/shapes.fbs` ([`crate::shapes_fb`]).
+//! `shapes.fbs` ([`shapes_fb`](cornflakes_baselines::shapes_fb)).
 //!
 //! - **serialize**: one `FlatBufferBuilder` per case, reused and `reset`
 //!   each iteration, whose [`Allocator`](flatbuffers::Allocator) is the
-//!   pinned transmit buffer itself ([`PinnedTx`]): the builder writes the
+//!   pinned transmit buffer itself ([`SliceAlloc`]): the builder writes the
 //!   finished message straight into pinned memory (at the buffer's tail, as
 //!   FlatBuffers builds back to front), so no copy into a transmit buffer
 //!   is needed. Values are copied in with `create_vector`; a repeated bytes
@@ -13,17 +13,17 @@
 //!   buffer, then every field is read.
 
 use std::hint::black_box;
-use std::ops::{Deref, DerefMut};
 
-use flatbuffers::{FlatBufferBuilder, WIPOffset};
+use cornflakes_baselines::fb_alloc::SliceAlloc;
+use cornflakes_baselines::flatbuffers::{self, FlatBufferBuilder, WIPOffset};
+use cornflakes_baselines::shapes_fb::shapes as fb;
 
-use crate::shapes_fb::shapes as fb;
 use crate::{digest, Case, Fixture, Input, WithCase};
 
 /// Builds the FlatBuffers case for `input` and runs `f` with it.
 pub fn with_case<F: WithCase>(fixture: &mut Fixture, input: &Input, f: F) -> F::Output {
     let (vals, tx, pool) = fixture.split();
-    let common = Common { builder: FlatBufferBuilder::new_in(PinnedTx(tx)), rx: super::receive(pool, &[]), pool };
+    let common = Common { builder: FlatBufferBuilder::new_in(SliceAlloc(tx)), rx: super::receive(pool, &[]), pool };
     match input {
         Input::Single(_) => f.run(&mut SingleCase { c: common, data: &vals[0] }),
         Input::Repeated(_) => f.run(&mut RepeatedCase { c: common, vals, offsets: Vec::with_capacity(vals.len()) }),
@@ -33,55 +33,9 @@ pub fn with_case<F: WithCase>(fixture: &mut Fixture, input: &Input, f: F) -> F::
     }
 }
 
-/// A FlatBuffers allocator over a fixed pinned buffer: the builder writes
-/// into it and never reallocates (a message that does not fit panics in
-/// the builder with "Flatbuffer allocation failure").
-pub struct PinnedTx<'f>(&'f mut [u8]);
-
-/// The transmit buffer is full.
-#[derive(Debug)]
-pub struct TxFull;
-
-impl std::fmt::Display for TxFull {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the pinned transmit buffer is full")
-    }
-}
-
-impl Deref for PinnedTx<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.0
-    }
-}
-
-impl DerefMut for PinnedTx<'_> {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.0
-    }
-}
-
-// SAFETY: the trait's obligations are that `len` is the length of the
-// buffer `deref` returns, and that `grow_downwards`, when it succeeds, has
-// grown the buffer with the old contents moved to its end. `len` returns
-// exactly `self.0.len()`, and `grow_downwards` never succeeds (the buffer
-// never changes), so neither can be violated.
-#[allow(unsafe_code)]
-unsafe impl flatbuffers::Allocator for PinnedTx<'_> {
-    type Error = TxFull;
-
-    fn grow_downwards(&mut self) -> Result<(), TxFull> {
-        Err(TxFull)
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
 /// What every FlatBuffers case holds.
 struct Common<'f> {
-    builder: FlatBufferBuilder<'f, PinnedTx<'f>>,
+    builder: FlatBufferBuilder<'f, SliceAlloc<'f>>,
     rx: cornflakes::RcBuf,
     pool: &'f cornflakes::Pool,
 }

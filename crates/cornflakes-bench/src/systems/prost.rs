@@ -22,57 +22,11 @@
 
 use std::hint::black_box;
 
-use bytes::Bytes;
-use prost::Message as _;
+use cornflakes_baselines::bytes::Bytes;
+use cornflakes_baselines::prost::{self, Message as _};
+use cornflakes_baselines::shapes_pb as pb;
 
 use crate::{digest, Case, Fixture, Input, WithCase};
-
-/// The messages of `proto/shapes.proto`, as prost-build would generate
-/// them with `.bytes(["."])`.
-pub mod pb {
-    use bytes::Bytes;
-
-    /// Shapes (a), (b).
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct Single {
-        /// The value.
-        #[prost(bytes = "bytes", tag = "1")]
-        pub data: Bytes,
-    }
-
-    /// Shapes (c), (d), (e).
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct Repeated {
-        /// The values.
-        #[prost(bytes = "bytes", repeated, tag = "1")]
-        pub vals: Vec<Bytes>,
-    }
-
-    /// Shape (f), nested part.
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct Inner {
-        /// A scalar.
-        #[prost(uint32, tag = "1")]
-        pub a: u32,
-        /// A 128-byte value.
-        #[prost(bytes = "bytes", tag = "2")]
-        pub data: Bytes,
-    }
-
-    /// Shape (f).
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct Outer {
-        /// A scalar.
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        /// A 64-byte value.
-        #[prost(bytes = "bytes", tag = "2")]
-        pub data: Bytes,
-        /// The nested message.
-        #[prost(message, optional, tag = "3")]
-        pub inner: Option<Inner>,
-    }
-}
 
 /// Builds the prost case for `input` and runs `f` with it.
 pub fn with_case<F: WithCase>(fixture: &mut Fixture, input: &Input, f: F) -> F::Output {

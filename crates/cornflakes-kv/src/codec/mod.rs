@@ -10,9 +10,9 @@
 
 use ::cornflakes::RcBuf;
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
-use smallvec::SmallVec;
 
 use crate::protocol::Status;
+pub use crate::protocol::{Request, ResponseVals};
 use crate::store::Store;
 
 pub mod capnp;
@@ -20,22 +20,12 @@ pub mod cornflakes;
 pub mod flatbuffers;
 pub mod prost;
 
-/// A decoded request: borrowed views of its fields.
-#[derive(Debug, Default)]
-pub struct Request<'r> {
-    /// The `op` number (checked by the store, so unknown ones get
-    /// [`Status::UnknownOp`]).
-    pub op: u32,
-    /// Keys.
-    pub keys: SmallVec<[&'r [u8]; 4]>,
-    /// Values.
-    pub vals: SmallVec<[&'r [u8]; 4]>,
-    /// Element index (get-from-list).
-    pub index: u32,
-}
-
-/// Values of a response, borrowed from the store or the request.
-pub type ResponseVals<'r> = SmallVec<[&'r [u8]; 8]>;
+/// Encoded messages at least this long are written into pinned memory and
+/// sent zero-copy by the prost, FlatBuffers and Cap'n Proto codecs; shorter
+/// ones are written into a reused heap buffer and copied by the datapath
+/// (the measured crossover on the shared-memory datapath, see [`prost`];
+/// equal to Cornflakes' default field threshold).
+pub const ZERO_COPY_MIN: usize = ::cornflakes::field::DEFAULT_THRESHOLD;
 
 /// Why a server codec could not handle a request.
 #[derive(Debug, thiserror::Error)]

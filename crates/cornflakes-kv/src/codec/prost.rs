@@ -1,5 +1,6 @@
 //! Protocol Buffers with prost 0.14, the messages of `proto/kv.proto` as
-//! hand-written `#[derive(prost::Message)]` structs ([`pb`]; no `protoc`).
+//! hand-written `#[derive(prost::Message)]` structs ([`pb`], in
+//! `cornflakes-baselines`; no `protoc`).
 //!
 //! # Receive
 //!
@@ -49,63 +50,28 @@
 //! cost, sender side: 64 B 101 vs 147 ns, 512 B 129 vs 148 ns, 1 KiB 150 vs
 //! 161 ns, 4 KiB 305 vs 213 ns, 64 KiB 4.9 vs 2.5 µs).
 
-use ::cornflakes::field::DEFAULT_THRESHOLD;
 use ::cornflakes::{Pool, RcBuf};
+use cornflakes_baselines::prost;
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::protocol::Status;
 use crate::store::Store;
 
-/// Encoded messages at least this long are written into pinned memory and
-/// sent zero-copy; shorter ones are written into a reused heap buffer and
-/// copied by the datapath (the measured crossover on the shared-memory
-/// datapath; equal to Cornflakes' default field threshold). Used by the
-/// FlatBuffers and Cap'n Proto codecs too.
-pub const ZERO_COPY_MIN: usize = DEFAULT_THRESHOLD;
+pub use super::ZERO_COPY_MIN;
 
 /// The messages of `proto/kv.proto`, as prost-build would generate them
 /// with `.bytes(["."])`, except that `keys` is declared `bytes` (same wire
 /// format as `string`; UTF-8 is checked by the codec, see the module docs).
-pub mod pb {
-    use bytes::Bytes;
-
-    /// `kv.KvRequest`.
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct KvRequest {
-        /// An `Op`.
-        #[prost(uint32, tag = "1")]
-        pub op: u32,
-        /// Keys (`string` on the wire).
-        #[prost(bytes = "bytes", repeated, tag = "2")]
-        pub keys: Vec<Bytes>,
-        /// Values.
-        #[prost(bytes = "bytes", repeated, tag = "3")]
-        pub vals: Vec<Bytes>,
-        /// Element index for get-from-list.
-        #[prost(uint32, tag = "4")]
-        pub index: u32,
-    }
-
-    /// `kv.KvResponse`.
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct KvResponse {
-        /// A `Status`.
-        #[prost(uint32, tag = "1")]
-        pub status: u32,
-        /// Values.
-        #[prost(bytes = "bytes", repeated, tag = "2")]
-        pub vals: Vec<Bytes>,
-    }
-}
+pub use cornflakes_baselines::kv_pb as pb;
 
 /// Zero-copy use of prost's `Bytes` fields over borrowed memory. Everything
 /// that touches a view lives here; outside, only `&[u8]` borrows with the
 /// lifetime of the call are visible.
 #[allow(unsafe_code)]
 mod views {
-    use bytes::Bytes;
-    use prost::Message as _;
+    use cornflakes_baselines::bytes::Bytes;
+    use cornflakes_baselines::prost::{self, Message as _};
 
     use super::pb;
     use crate::codec::{Malformed, Request, ResponseVals};

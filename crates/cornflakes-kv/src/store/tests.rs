@@ -1,7 +1,7 @@
 use cornflakes::Pool;
 
 use super::*;
-use crate::codec::Request;
+use crate::protocol::Request;
 
 fn store() -> Store {
     Store::new(Pool::new().expect("pool"), Limits::default())

@@ -1,5 +1,33 @@
-//! The key-value protocol: operations, statuses and limits, shared by every
-//! serializer. The messages themselves are in `proto/kv.proto`.
+//! The key-value protocol of `cornflakes-kv`: operations, statuses, limits
+//! and the decoded form of a request, shared by every serializer, by the
+//! store that runs requests and by the workload generators that make them.
+//! The messages themselves are in `crates/cornflakes-kv/proto/kv.proto`.
+//!
+//! This crate holds types only (no I/O, no serializer), so that a crate
+//! that needs to speak of requests (`cornflakes-workloads`) does not pull
+//! in the datapaths and serializers of `cornflakes-kv`.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use smallvec::SmallVec;
+
+/// A decoded request: borrowed views of its fields. Every server codec
+/// decodes into this, and the store runs it.
+#[derive(Debug, Default)]
+pub struct Request<'r> {
+    /// The `op` number (checked by the store, so unknown ones get
+    /// [`Status::UnknownOp`]).
+    pub op: u32,
+    /// Keys.
+    pub keys: SmallVec<[&'r [u8]; 4]>,
+    /// Values.
+    pub vals: SmallVec<[&'r [u8]; 4]>,
+    /// Element index (get-from-list).
+    pub index: u32,
+}
+
+/// Values of a response, borrowed from the store or the request.
+pub type ResponseVals<'r> = SmallVec<[&'r [u8]; 8]>;
 
 /// A request's operation (the `op` field).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

