@@ -10,6 +10,32 @@ use std::time::Duration;
 
 use crate::Error;
 
+/// What a `cf serve` process does (its `--role`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Role {
+    /// Sends every message back, copied.
+    Pingpong,
+    /// `cf echo --mode hybrid`.
+    EchoHybrid,
+    /// `cf echo --mode no-sas`.
+    EchoNoSas,
+    /// `cf echo --mode raw`.
+    EchoRaw,
+}
+
+impl Role {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Pingpong => "pingpong",
+            Role::EchoHybrid => "echo-hybrid",
+            Role::EchoNoSas => "echo-no-sas",
+            Role::EchoRaw => "echo-raw",
+        }
+    }
+}
+
 /// A running server process.
 pub struct ServerChild {
     child: Child,

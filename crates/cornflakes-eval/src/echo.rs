@@ -24,10 +24,9 @@ use cornflakes_kv::codec::cornflakes::send_segments;
 use cornflakes_kv::codec::retry_full;
 use serde::{Deserialize, Serialize};
 
-use crate::child::ServerChild;
+use crate::child::{Role, ServerChild};
 use crate::echo_proto::Echo;
 use crate::report::{finite, rounded};
-use crate::serve::Role;
 use crate::transport::{self, Transport, SERVER_WAIT};
 use crate::Error;
 
@@ -131,7 +130,13 @@ pub fn run(args: &Config) -> Result<(), Error> {
         "--core".to_owned(),
         args.server_core.to_string(),
         "--role".to_owned(),
-        Role::from(args.mode).name().to_owned(),
+        match args.mode {
+            Mode::Hybrid => Role::EchoHybrid,
+            Mode::NoSas => Role::EchoNoSas,
+            Mode::Raw => Role::EchoRaw,
+        }
+        .name()
+        .to_owned(),
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];

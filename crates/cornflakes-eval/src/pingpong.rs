@@ -13,9 +13,8 @@ use hdrhistogram::Histogram;
 
 use serde::{Deserialize, Serialize};
 
-use crate::child::ServerChild;
+use crate::child::{Role, ServerChild};
 use crate::report::rounded;
-use crate::serve::Role;
 use crate::transport::{self, Link, SERVER_WAIT};
 use crate::Error;
 

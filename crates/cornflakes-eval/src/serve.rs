@@ -5,48 +5,15 @@ use crate::echo::{self, Mode};
 use crate::transport::{self, Link};
 use crate::{pin, pingpong, Error};
 
-/// What a `cf serve` process does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Role {
-    /// Sends every message back, copied.
-    Pingpong,
-    /// `cf echo --mode hybrid`.
-    EchoHybrid,
-    /// `cf echo --mode no-sas`.
-    EchoNoSas,
-    /// `cf echo --mode raw`.
-    EchoRaw,
-}
+pub use crate::child::Role;
 
-impl Role {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Pingpong => "pingpong",
-            Role::EchoHybrid => "echo-hybrid",
-            Role::EchoNoSas => "echo-no-sas",
-            Role::EchoRaw => "echo-raw",
-        }
-    }
-
-    fn echo_mode(self) -> Option<Mode> {
-        match self {
-            Role::Pingpong => None,
-            Role::EchoHybrid => Some(Mode::Hybrid),
-            Role::EchoNoSas => Some(Mode::NoSas),
-            Role::EchoRaw => Some(Mode::Raw),
-        }
-    }
-}
-
-impl From<Mode> for Role {
-    fn from(mode: Mode) -> Role {
-        match mode {
-            Mode::Hybrid => Role::EchoHybrid,
-            Mode::NoSas => Role::EchoNoSas,
-            Mode::Raw => Role::EchoRaw,
-        }
+/// The echo mode a role serves; `None` for ping-pong.
+fn echo_mode(role: Role) -> Option<Mode> {
+    match role {
+        Role::Pingpong => None,
+        Role::EchoHybrid => Some(Mode::Hybrid),
+        Role::EchoNoSas => Some(Mode::NoSas),
+        Role::EchoRaw => Some(Mode::Raw),
     }
 }
 
@@ -66,7 +33,7 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
     if let Some(core) = core {
         pin::pin_to_core(core)?;
     }
-    let mode = role.echo_mode();
+    let mode = echo_mode(role);
     match link {
         Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm or udp".into())),
         Link::Bare => pingpong::serve_bare(addr),
