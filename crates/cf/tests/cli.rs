@@ -10,11 +10,21 @@ fn cf(args: &[&str]) -> String {
     stdout
 }
 
-/// The value of `"key":` in a one-line JSON object (numbers and strings).
-fn field<'s>(json: &'s str, key: &str) -> &'s str {
-    let start = json.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("no {key} in {json}")) + key.len() + 3;
-    let rest = &json[start..];
-    rest[..rest.find([',', '}']).unwrap()].trim_matches('"')
+/// Runs `cf` expecting it to fail; returns its exit code and standard error.
+fn cf_fails(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cf")).args(args).output().expect("cf runs");
+    assert!(!out.status.success(), "cf {args:?} succeeded");
+    (out.status.code().expect("exited"), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The last line of `out`, which must be a JSON object.
+fn last_json(out: &str) -> serde_json::Value {
+    let line = out.lines().last().expect("output");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {line}"))
+}
+
+fn u64_of(json: &serde_json::Value, key: &str) -> u64 {
+    json[key].as_u64().unwrap_or_else(|| panic!("no integer {key} in {json}"))
 }
 
 #[test]
@@ -22,13 +32,21 @@ fn pingpong_over_every_transport() {
     for transport in ["shm", "udp", "bare"] {
         for size in ["8", "2048"] {
             let out = cf(&["pingpong", "--transport", transport, "--size", size, "--iters", "2000", "--warmup", "200"]);
-            let json = out.lines().last().unwrap();
-            assert_eq!(field(json, "transport"), transport);
-            assert_eq!(field(json, "size"), size);
-            assert_eq!(field(json, "round_trips"), "2000");
-            let p50: u64 = field(json, "p50_ns").parse().unwrap();
-            let p99: u64 = field(json, "p99_ns").parse().unwrap();
-            assert!(p50 > 0 && p99 >= p50, "{json}");
+            let json = last_json(&out);
+            assert_eq!(json["transport"], transport);
+            assert_eq!(json["size"].to_string(), size);
+            assert_eq!(u64_of(&json, "round_trips"), 2000);
+            // The quantiles come from one histogram, in order: a field
+            // filled from the wrong quantile or left at 0 breaks this.
+            let (p50, p99, p999, max) =
+                (u64_of(&json, "p50_ns"), u64_of(&json, "p99_ns"), u64_of(&json, "p999_ns"), u64_of(&json, "max_ns"));
+            assert!(0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{json}");
+            // The measured round trips ran one after the other within the
+            // run: their total cannot exceed its wall-clock time (a wrong
+            // unit or a clock read at the wrong place breaks this).
+            let mean = json["mean_ns"].as_f64().expect("mean_ns");
+            let seconds = json["seconds"].as_f64().expect("seconds");
+            assert!(mean * 2000.0 <= seconds * 1e9, "{json}");
         }
     }
 }
@@ -38,13 +56,43 @@ fn echo_in_every_mode_over_both_datapaths() {
     for transport in ["shm", "udp"] {
         for mode in ["hybrid", "no-sas", "raw"] {
             let out = cf(&["echo", "--transport", transport, "--mode", mode, "--seconds", "0.3", "--warmup", "0.1"]);
-            let json = out.lines().last().unwrap();
-            assert_eq!(field(json, "mode"), mode);
-            assert_eq!(field(json, "errors"), "0");
-            let responses: u64 = field(json, "responses").parse().unwrap();
-            assert!(responses > 0, "{json}");
+            let json = last_json(&out);
+            assert_eq!(json["mode"], mode);
+            assert_eq!(json["transport"], transport);
+            assert_eq!(json["errors"], 0, "{json}");
+            assert!(u64_of(&json, "responses") > 0, "{json}");
+            assert!(json["echoes_per_s"].as_f64().is_some_and(|r| r > 0.0), "{json}");
         }
     }
+}
+
+#[test]
+fn closed_sets_are_checked_when_parsing() {
+    // Only pingpong measures the bare ring.
+    for sub in ["echo", "compare", "kv-server", "loadgen"] {
+        let (code, err) = cf_fails(&[sub, "--transport", "bare"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("invalid value 'bare'") && err.contains("shm") && err.contains("udp"), "{err}");
+    }
+    let (code, err) = cf_fails(&["compare", "--systems", "cornflakes,json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("capnp"), "lists the systems: {err}");
+    let (code, err) = cf_fails(&["echo", "--mode", "fast"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, err) = cf_fails(&["loadgen", "--rate", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn usage_errors_found_after_parsing_exit_2_and_failures_exit_1() {
+    // A Unix socket path is not a UDP address: a usage error.
+    let (code, err) = cf_fails(&["loadgen", "--transport", "udp", "--addr", "/tmp/kv.sock", "--rate", "100"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("IP:port"), "says what to give: {err}");
+    // Nothing listens there: the run fails.
+    let (code, err) = cf_fails(&["loadgen", "--addr", "/nonexistent/cf-kv.sock", "--rate", "100", "--seconds", "0.1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cf kv-server") || err.contains("is the server running"), "says what to do: {err}");
 }
 
 #[test]
@@ -110,15 +158,29 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
 
 #[test]
 fn loadgen_against_a_server_started_by_hand() {
+    use std::io::{BufRead, BufReader, Write};
     let sock = std::env::temp_dir().join(format!("cf-kv-test-{}.sock", std::process::id()));
     let sock = sock.to_str().unwrap();
+    // Controlled as `cf compare` does: a line on stdin asks for the
+    // counters, closing it stops the server.
     let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args(["kv-server", "--system", "capnp", "--workload", "twitter:keys=2000", "--addr", sock])
+        .args([
+            "kv-server",
+            "--system",
+            "capnp",
+            "--workload",
+            "twitter:keys=2000",
+            "--addr",
+            sock,
+            "--exit-with-parent",
+        ])
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("server starts");
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+    stdout.read_line(&mut line).unwrap();
     assert!(line.starts_with("READY"), "{line}");
     let out = cf(&[
         "loadgen",
@@ -135,11 +197,35 @@ fn loadgen_against_a_server_started_by_hand() {
         "--warmup",
         "0.1",
     ]);
-    server.kill().ok();
+    let mut stdin = server.stdin.take().unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    let counters: serde_json::Value = serde_json::from_str(&line).expect("the counters are one JSON line");
+    drop(stdin);
+    let mut last = String::new();
+    stdout.read_line(&mut last).unwrap();
+    let final_counters: serde_json::Value = serde_json::from_str(&last).expect("final counters, one JSON line");
     server.wait().ok();
-    let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).expect("JSON last line");
+
+    let json = last_json(&out);
     assert_eq!(json["errors"], 0, "{json}");
     assert_eq!(json["timeouts"], 0, "{json}");
-    let achieved = json["max_achieved_rps"].as_f64().unwrap();
-    assert!(achieved > 4000.0 && achieved < 6000.0, "offered 5000/s, achieved {achieved}");
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), 1, "{json}");
+    let p = &points[0];
+    assert_eq!(p["offered_rps"], 5000.0, "the offered rate is recorded: {json}");
+    // Every transaction that arrived in the window was answered and
+    // checked: none lost, wrong or late.
+    let (offered, completed) = (u64_of(p, "offered"), u64_of(p, "completed"));
+    assert_eq!(completed, offered, "{json}");
+    // Poisson arrivals at 5000/s for 0.3 s: about 1500. A stalled machine
+    // can only lower the count; more than twice as many means the rate was
+    // not honoured.
+    assert!((1..3000).contains(&offered), "{json}");
+    // The server answered at least every request the client counted.
+    assert!(u64_of(&counters, "handled") >= completed, "{counters}");
+    assert_eq!(counters["malformed"], 0, "{counters}");
+    assert!(u64_of(&final_counters, "handled") >= u64_of(&counters, "handled"), "{final_counters}");
 }

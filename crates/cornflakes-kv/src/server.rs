@@ -69,8 +69,9 @@ impl System {
     }
 }
 
-/// What a server has counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a server has counted. Serialized as one JSON object with these
+/// fields (see [`ServerStats::to_json_line`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerStats {
     /// Requests answered.
     pub handled: u64,
@@ -89,23 +90,17 @@ pub struct ServerStats {
 }
 
 impl ServerStats {
-    /// Parses the line [`Display`](std::fmt::Display) writes; `None` for
-    /// any other line.
-    pub fn parse(line: &str) -> Option<Self> {
-        let mut s = ServerStats::default();
-        for field in line.strip_prefix("STATS ")?.split_whitespace() {
-            let (name, value) = field.split_once('=')?;
-            let value: u64 = value.parse().ok()?;
-            match name {
-                "handled" => s.handled = value,
-                "malformed" => s.malformed = value,
-                "dropped_full" => s.dropped_full = value,
-                "send_failed" => s.send_failed = value,
-                "busy_ns" => s.busy_ns = value,
-                _ => {}
-            }
-        }
-        Some(s)
+    /// The counters as one line of JSON, e.g.
+    /// `{"handled":7,"malformed":1,"dropped_full":2,"send_failed":3,"busy_ns":4}`:
+    /// what a server process prints for its parent.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("integer fields always serialize")
+    }
+
+    /// Parses a line [`to_json_line`](Self::to_json_line) wrote; `None`
+    /// for any other line (a server's `READY` line, a truncated object).
+    pub fn from_json_line(line: &str) -> Option<Self> {
+        serde_json::from_str(line.trim()).ok()
     }
 
     /// Adds `other`'s counts to these.
@@ -132,18 +127,6 @@ impl ServerStats {
     /// if its clients kept it busy all the time.
     pub fn busy_capacity_rps(&self) -> Option<f64> {
         (self.busy_ns > 0 && self.handled > 0).then(|| self.handled as f64 / (self.busy_ns as f64 / 1e9))
-    }
-}
-
-/// One line, `STATS handled=N malformed=N dropped_full=N send_failed=N
-/// busy_ns=N`: what a server process prints for its parent.
-impl std::fmt::Display for ServerStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "STATS handled={} malformed={} dropped_full={} send_failed={} busy_ns={}",
-            self.handled, self.malformed, self.dropped_full, self.send_failed, self.busy_ns
-        )
     }
 }
 
@@ -220,13 +203,18 @@ mod tests {
     use super::ServerStats;
 
     #[test]
-    fn stats_survive_their_line() {
+    fn stats_survive_their_json_line() {
         let c = ServerStats { handled: 7, malformed: 1, dropped_full: 2, send_failed: 3, busy_ns: 4 };
-        assert_eq!(ServerStats::parse(&c.to_string()), Some(c));
+        let line = c.to_json_line();
+        assert_eq!(line, r#"{"handled":7,"malformed":1,"dropped_full":2,"send_failed":3,"busy_ns":4}"#);
+        assert!(!line.contains('\n'), "one line");
+        assert_eq!(ServerStats::from_json_line(&line), Some(c));
+        assert_eq!(ServerStats::from_json_line(&format!("{line}\n")), Some(c));
         assert_eq!(c.busy_capacity_rps(), Some(7.0 / 4e-9));
         let later = ServerStats { handled: 10, busy_ns: 10, ..c };
         assert_eq!(later.since(&c).busy_capacity_rps(), Some(3.0 / 6e-9));
-        assert_eq!(ServerStats::parse("READY /tmp/x"), None);
-        assert_eq!(ServerStats::parse("STATS handled=x"), None);
+        assert_eq!(ServerStats::from_json_line("READY /tmp/x"), None);
+        assert_eq!(ServerStats::from_json_line(r#"{"handled":"x"}"#), None);
+        assert_eq!(ServerStats::from_json_line(r#"{"handled":7}"#), None, "every counter is required");
     }
 }

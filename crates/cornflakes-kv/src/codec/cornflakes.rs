@@ -110,7 +110,7 @@ impl ServerCodec for CornflakesServer {
 /// pinned buffer first, the zero-copy entries into a segment vector, and
 /// the datapath gets the list (what a stack without an object interface
 /// has to do).
-fn send_segments<'a, D: Datapath, M: Message<'a>>(
+pub fn send_segments<'a, D: Datapath, M: Message<'a>>(
     dp: &mut D,
     conn: ConnId,
     msg_id: u32,

@@ -12,6 +12,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
 
+use crate::Error;
+
 /// The embedded font; plotters keeps a `&'static` to it.
 static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 /// Family name every text style below asks for; it is what plotters' defaults use too.
@@ -32,10 +34,11 @@ const COLORS: [RGBColor; 8] = [
 ];
 
 /// One system's curve.
-pub(crate) struct Series {
-    pub(crate) name: String,
+pub struct Series {
+    /// The legend entry.
+    pub name: String,
     /// (achieved load per second, p99 latency in µs), in the order measured (usually rising offered load).
-    pub(crate) points: Vec<(f64, f64)>,
+    pub points: Vec<(f64, f64)>,
 }
 
 /// Registers the embedded font once per process; plotters' font table is global.
@@ -129,7 +132,11 @@ type LatencyChart<'a> = ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCo
 /// second, so `x_label` should say "thousand … / s"), y is p99 latency in µs on a log axis because it spans decades
 /// between idle and overload. Points with zero, negative or non-finite values are skipped; a series left empty still
 /// gets its legend entry, and no data at all gives an empty but labelled chart.
-pub(crate) fn throughput_latency_png(path: &Path, title: &str, x_label: &str, series: &[Series]) -> Result<(), String> {
+///
+/// # Errors
+///
+/// When `path` does not end in `.png` or the file cannot be drawn.
+pub fn throughput_latency_png(path: &Path, title: &str, x_label: &str, series: &[Series]) -> Result<(), Error> {
     check_png_path(path)?;
     ensure_font()?;
     let curves: Vec<(&str, Vec<(f64, f64)>)> =
@@ -190,18 +197,17 @@ pub(crate) fn throughput_latency_png(path: &Path, title: &str, x_label: &str, se
             .draw()
             .map_err(&err)?;
     }
-    root.present().map_err(&err)
+    Ok(root.present().map_err(&err)?)
 }
 
 /// Draws one bar per system with its maximum achieved load, in thousands per second (values are per second, as for
 /// [`throughput_latency_png`]), each bar annotated with its value. Non-finite or negative values draw as empty slots
 /// labelled "n/a" rather than failing, so one broken run does not hide the others.
-pub(crate) fn max_throughput_bars_png(
-    path: &Path,
-    title: &str,
-    y_label: &str,
-    bars: &[(String, f64)],
-) -> Result<(), String> {
+///
+/// # Errors
+///
+/// When `path` does not end in `.png` or the file cannot be drawn.
+pub fn max_throughput_bars_png(path: &Path, title: &str, y_label: &str, bars: &[(String, f64)]) -> Result<(), Error> {
     check_png_path(path)?;
     ensure_font()?;
     let values: Vec<Option<f64>> =
@@ -252,7 +258,7 @@ pub(crate) fn max_throughput_bars_png(
         let (px, py) = chart.backend_coord(&(x, 0.0));
         root.draw(&Text::new(name.as_str(), (px, py + 10), below.clone())).map_err(&err)?;
     }
-    root.present().map_err(&err)
+    Ok(root.present().map_err(&err)?)
 }
 
 #[cfg(test)]
@@ -350,7 +356,7 @@ mod tests {
     #[test]
     fn rejects_non_png_path_and_unwritable_dir() {
         let err = throughput_latency_png(Path::new("/tmp/x.jpg"), "t", "x", &[]).unwrap_err();
-        assert!(err.contains(".png"), "{err}");
+        assert!(err.to_string().contains(".png"), "{err}");
         let missing = std::env::temp_dir().join(format!("cf-plot-missing-{}", std::process::id())).join("a.png");
         assert!(throughput_latency_png(&missing, "t", "x", &example_series()).is_err());
     }

@@ -8,49 +8,37 @@ use cornflakes_datapath::Datapath;
 use cornflakes_kv::{Limits, Store, System};
 use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
-use crate::loadgen::{self, LoadConfig, SweepArgs, Target};
-use crate::transport::Transport;
+use crate::loadgen;
+use crate::report::{self, SystemReport};
+use crate::sweep::{self, SweepConfig};
+use crate::transport::{Target, Transport};
+use crate::Error;
 
-/// Parses a system name for clap.
-pub(crate) fn parse_system(s: &str) -> Result<System, String> {
-    System::from_name(s).ok_or_else(|| {
-        let names: Vec<_> = System::ALL.iter().map(|s| s.name()).collect();
-        format!("unknown system {s:?}; one of: {}", names.join(", "))
-    })
-}
-
-/// Parses a workload description for clap.
-pub(crate) fn parse_workload(s: &str) -> Result<WorkloadSpec, String> {
-    s.parse::<WorkloadSpec>().map_err(|e| e.to_string())
-}
-
-/// Options of `cf kv-server`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct ServerArgs {
-    /// Serializer: cornflakes, cornflakes-only-sg, cornflakes-only-copy,
-    /// cornflakes-no-sas, protobuf, flatbuffers, capnp, raw (echo only).
-    #[arg(long, value_parser = parse_system, default_value = "cornflakes")]
-    pub(crate) system: System,
-    /// Workload whose keys are preloaded, e.g. `ycsb`, `google:max=8`,
-    /// `twitter:keys=1000000`, `cdn`, `echo` (see `cf compare --help`).
-    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
-    pub(crate) workload: WorkloadSpec,
-    /// Transport (`shm` or `udp`).
-    #[arg(long, value_enum, default_value = "shm")]
-    pub(crate) transport: Transport,
+/// What `cf kv-server` runs.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Serializer.
+    pub system: System,
+    /// Workload whose keys are preloaded.
+    pub workload: WorkloadSpec,
+    /// Datapath.
+    pub transport: Transport,
     /// Unix socket path (shm) or IP:port to bind (udp).
-    #[arg(long, default_value = "/tmp/cf-kv.sock")]
-    pub(crate) addr: String,
+    pub addr: String,
     /// Core to pin the server to.
-    #[arg(long)]
-    pub(crate) core: Option<usize>,
-    /// Exit when standard input closes (set by `cf compare`).
-    #[arg(long, hide = true)]
-    pub(crate) exit_with_parent: bool,
+    pub core: Option<usize>,
+    /// Take commands from standard input (see [`crate::child`]): a line asks
+    /// for the counters (one JSON line on standard output), end of input
+    /// stops the server, which then prints its final counters.
+    pub controlled_by_parent: bool,
 }
 
 /// Fills `store` with every key of `workload`, printing progress.
-pub(crate) fn preload(store: &mut Store, workload: &dyn Workload) -> Result<(), String> {
+///
+/// # Errors
+///
+/// When the store runs out of pool memory.
+pub fn preload(store: &mut Store, workload: &dyn Workload) -> Result<(), Error> {
     if !workload.preload() {
         return Ok(());
     }
@@ -115,14 +103,21 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// Raised when `cf compare` asks for the counters.
 static REPORT: AtomicBool = AtomicBool::new(false);
 
-pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
-    if args.exit_with_parent {
+/// Runs the key-value server until it is stopped (see
+/// [`ServerOptions::controlled_by_parent`]) or killed.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] for a bad address; [`Error::Failed`] when the
+/// datapath, the preload or the serving loop fails.
+pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
+    if args.controlled_by_parent {
         crate::child::control_from_parent(&STOP, &REPORT);
     }
     if let Some(core) = args.core {
         crate::pin::pin_to_core(core)?;
     }
-    let workload = args.workload.build().map_err(|e| e.to_string())?;
+    let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     match args.transport {
         Transport::Shm => {
             let _ = std::fs::remove_file(&args.addr);
@@ -135,18 +130,17 @@ pub(crate) fn run_server(args: &ServerArgs) -> Result<(), String> {
             serve(&mut dp, args, workload.as_ref(), &args.addr)
         }
         Transport::Udp => {
-            let addr = args.addr.parse().map_err(|e| format!("bad --addr {:?} for udp: {e}", args.addr))?;
+            let addr = crate::transport::parse_udp_addr(&args.addr)?;
             let mut dp =
                 cornflakes_datapath::udp::UdpDatapath::bind(addr, cornflakes_datapath::udp::UdpConfig::loopback())
                     .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
             let local = dp.local_addr().to_string();
             serve(&mut dp, args, workload.as_ref(), &local)
         }
-        Transport::Bare => Err("the key-value server runs over a datapath: --transport shm or udp".into()),
     }
 }
 
-fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, addr: &str) -> Result<(), String> {
+fn serve<D: Datapath>(dp: &mut D, args: &ServerOptions, workload: &dyn Workload, addr: &str) -> Result<(), Error> {
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
     eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
@@ -167,95 +161,53 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerArgs, workload: &dyn Workload, ad
         if REPORT.load(Ordering::Relaxed) && REPORT.swap(false, Ordering::Relaxed) {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{stats}").and_then(|()| out.flush());
+            let _ = writeln!(out, "{}", stats.to_json_line()).and_then(|()| out.flush());
         }
         !STOP.load(Ordering::Relaxed)
     })
     .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
     // For `cf compare`, which collects it into summary.json.
-    println!("{stats}");
+    println!("{}", stats.to_json_line());
     Ok(())
 }
 
-/// Options of `cf loadgen`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct LoadgenArgs {
+/// What `cf loadgen` runs.
+#[derive(Clone, Debug)]
+pub struct LoadgenOptions {
     /// Serializer the server runs (the client speaks the same).
-    #[arg(long, value_parser = parse_system, default_value = "cornflakes")]
-    pub(crate) system: System,
+    pub system: System,
     /// Workload, as given to the server.
-    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
-    pub(crate) workload: WorkloadSpec,
-    /// Transport (`shm` or `udp`).
-    #[arg(long, value_enum, default_value = "shm")]
-    pub(crate) transport: Transport,
-    /// Server's Unix socket path (shm) or IP:port (udp).
-    #[arg(long, default_value = "/tmp/cf-kv.sock")]
-    pub(crate) addr: String,
-    /// Offered load, transactions per second; without it, sweep.
-    #[arg(long)]
-    pub(crate) rate: Option<f64>,
-    /// Client threads (connections).
-    #[arg(long, default_value_t = 1)]
-    pub(crate) threads: usize,
-    /// Recorded seconds per load point.
-    #[arg(long, default_value_t = 2.0)]
-    pub(crate) seconds: f64,
-    /// Unrecorded seconds before each point.
-    #[arg(long, default_value_t = 0.5)]
-    pub(crate) warmup: f64,
-    /// Request timeout, milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub(crate) timeout_ms: u64,
+    pub workload: WorkloadSpec,
+    /// The server.
+    pub target: Target,
+    /// One point at `sweep.point.rate`, or (`None`) a sweep.
+    pub sweep: SweepConfig,
     /// Core to pin the client threads to.
-    #[arg(long)]
-    pub(crate) core: Option<usize>,
-    /// Seed of arrivals and key choices.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
-    #[command(flatten)]
-    pub(crate) sweep: SweepArgs,
+    pub core: Option<usize>,
 }
 
-impl LoadgenArgs {
-    pub(crate) fn load_config(&self) -> LoadConfig {
-        LoadConfig {
-            rate: self.rate,
-            threads: self.threads,
-            warmup: Duration::from_secs_f64(self.warmup),
-            duration: Duration::from_secs_f64(self.seconds),
-            timeout: Duration::from_millis(self.timeout_ms),
-            max_outstanding: 16384,
-            seed: self.seed,
-        }
-    }
-}
-
-pub(crate) fn target(transport: Transport, addr: &str) -> Result<Target, String> {
-    match transport {
-        Transport::Shm => Ok(Target::Shm(addr.to_owned())),
-        Transport::Udp => Ok(Target::Udp(addr.parse().map_err(|e| format!("bad server address {addr:?}: {e}"))?)),
-        Transport::Bare => Err("the load generator runs over a datapath: --transport shm or udp".into()),
-    }
-}
-
-pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
-    let workload = args.workload.build().map_err(|e| e.to_string())?;
-    let target = target(args.transport, &args.addr)?;
-    let cfg = args.load_config();
-    let (points, best) = match args.rate {
+/// Runs one load point (or a sweep) against a running server; prints one
+/// line per point on standard error and the [`SystemReport`] as the last
+/// line of standard output.
+///
+/// # Errors
+///
+/// When the server cannot be reached or the run fails.
+pub fn run_loadgen(args: &LoadgenOptions) -> Result<(), Error> {
+    let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    let target = &args.target;
+    let (points, best) = match args.sweep.point.rate {
         Some(_) => {
-            let p = loadgen::run_point(&target, args.system, workload.as_ref(), &cfg, args.core)?;
+            let p = loadgen::run_point(target, args.system, workload.as_ref(), &args.sweep.point, args.core)?;
             (vec![p.clone()], p)
         }
         None => {
-            let sweep_cfg = args.sweep.sweep_config(cfg);
-            let r = loadgen::sweep(
-                &target,
+            let r = sweep::sweep(
+                target,
                 args.system,
                 workload.as_ref(),
-                &sweep_cfg,
+                &args.sweep,
                 args.core,
                 |m| eprintln!("  {m}"),
                 || None,
@@ -265,8 +217,9 @@ pub(crate) fn run_loadgen(args: &LoadgenArgs) -> Result<(), String> {
         }
     };
     for p in &points {
-        eprintln!("{}", crate::compare::describe_point(p, workload.unit()));
+        eprintln!("{}", report::describe_point(p, workload.unit()));
     }
-    println!("{}", crate::compare::system_json(args.system.name(), &points, &best, None));
+    let report = SystemReport::new(args.system.name(), &points, &best, None);
+    println!("{}", serde_json::to_string(&report).expect("reports serialize"));
     Ok(())
 }

@@ -23,50 +23,55 @@ use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 
+use crate::transport::Target;
+use crate::Error;
+
 /// One load point's settings.
 #[derive(Clone, Debug)]
-pub(crate) struct LoadConfig {
+pub struct LoadConfig {
     /// Offered transactions per second, all threads together; `None` runs
     /// closed loop (as fast as `max_outstanding` allows), to probe capacity.
-    pub(crate) rate: Option<f64>,
+    pub rate: Option<f64>,
     /// Client threads (connections).
-    pub(crate) threads: usize,
+    pub threads: usize,
     /// Unrecorded time first.
-    pub(crate) warmup: Duration,
+    pub warmup: Duration,
     /// Recorded time.
-    pub(crate) duration: Duration,
+    pub duration: Duration,
     /// A request without a response after this long counts as timed out.
-    pub(crate) timeout: Duration,
+    pub timeout: Duration,
     /// Transactions in flight per thread at most; arrivals beyond it wait
     /// (and their wait counts in their latency).
-    pub(crate) max_outstanding: usize,
+    pub max_outstanding: usize,
     /// Seed of the arrival and key choices.
-    pub(crate) seed: u64,
+    pub seed: u64,
 }
 
 /// What one load point measured.
 #[derive(Clone, Debug)]
-pub(crate) struct PointResult {
+pub struct PointResult {
     /// Offered transactions per second (`None`: closed loop).
-    pub(crate) offered: Option<f64>,
+    pub offered: Option<f64>,
     /// Transactions completed correctly per second of recorded time.
-    pub(crate) achieved: f64,
+    pub achieved: f64,
     /// Latency quantiles of recorded transactions, microseconds.
-    pub(crate) p50_us: f64,
-    pub(crate) p99_us: f64,
-    pub(crate) p999_us: f64,
+    pub p50_us: f64,
+    /// See `p50_us`.
+    pub p99_us: f64,
+    /// See `p50_us`.
+    pub p999_us: f64,
     /// Recorded transactions that arrived in the window.
-    pub(crate) offered_count: u64,
+    pub offered_count: u64,
     /// Recorded transactions completed correctly.
-    pub(crate) completed: u64,
+    pub completed: u64,
     /// Requests without a response in time (or never sent by the end).
-    pub(crate) timeouts: u64,
+    pub timeouts: u64,
     /// Responses that were wrong: bad status, wrong length or fingerprint,
     /// undecodable.
-    pub(crate) errors: u64,
+    pub errors: u64,
     /// What the server counted during the point (warm-up and drain
     /// included), when the sweep could ask it.
-    pub(crate) server: Option<ServerStats>,
+    pub server: Option<ServerStats>,
 }
 
 impl PointResult {
@@ -76,13 +81,13 @@ impl PointResult {
     /// point, but drains before its end, leaves the throughput whole and
     /// shows in the median; a few milliseconds' stall of the machine (this
     /// 2-core VM has them at any load) shows in the p99 but not there.
-    pub(crate) fn kept_up(&self, p50_bound_us: f64) -> bool {
+    pub fn kept_up(&self, p50_bound_us: f64) -> bool {
         !self.fell_behind() && (self.offered.is_none() || self.p50_us <= p50_bound_us)
     }
 
     /// Whether the throughput fell behind the offered load: achieved below
     /// 95 % of it, or requests timed out.
-    pub(crate) fn fell_behind(&self) -> bool {
+    pub fn fell_behind(&self) -> bool {
         match self.offered {
             Some(rate) => self.achieved < 0.95 * rate || self.timeouts > 0,
             None => false,
@@ -90,25 +95,16 @@ impl PointResult {
     }
 }
 
-/// How a client thread reaches the server.
-#[derive(Clone, Debug)]
-pub(crate) enum Target {
-    /// The shared-memory datapath, via its Unix socket.
-    Shm(String),
-    /// The UDP datapath, at this address.
-    Udp(std::net::SocketAddr),
-}
-
 /// Runs one load point with `threads` client threads pinned to `core`.
-pub(crate) fn run_point(
+pub fn run_point(
     target: &Target,
     system: System,
     workload: &dyn Workload,
     cfg: &LoadConfig,
     core: Option<usize>,
-) -> Result<PointResult, String> {
+) -> Result<PointResult, Error> {
     let threads = cfg.threads.max(1);
-    let results: Vec<Result<ThreadResult, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<ThreadResult, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
@@ -149,14 +145,14 @@ fn thread_main(
     system: System,
     workload: &dyn Workload,
     cfg: &LoadConfig,
-) -> Result<ThreadResult, String> {
+) -> Result<ThreadResult, Error> {
     match target {
         Target::Shm(path) => {
             let (mut dp, conn) = crate::transport::shm_client(path)?;
             with_codec(&mut dp, conn, system, workload, cfg)
         }
         Target::Udp(addr) => {
-            let (mut dp, conn) = crate::transport::udp_client(&addr.to_string())?;
+            let (mut dp, conn) = crate::transport::udp_client(*addr)?;
             with_codec(&mut dp, conn, system, workload, cfg)
         }
     }
@@ -168,7 +164,7 @@ fn with_codec<D: Datapath>(
     system: System,
     workload: &dyn Workload,
     cfg: &LoadConfig,
-) -> Result<ThreadResult, String> {
+) -> Result<ThreadResult, Error> {
     let pool = dp.pool().clone();
     match system {
         System::Cornflakes | System::CornflakesOnlySg | System::CornflakesOnlyCopy | System::CornflakesNoSas => {
@@ -269,16 +265,14 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
 }
 
 impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
-    fn new(
-        dp: &'d mut D,
-        conn: ConnId,
-        codec: C,
-        workload: &'w dyn Workload,
-        cfg: &LoadConfig,
-    ) -> Result<Self, String> {
+    fn new(dp: &'d mut D, conn: ConnId, codec: C, workload: &'w dyn Workload, cfg: &LoadConfig) -> Result<Self, Error> {
         let gaps = match cfg.rate {
             Some(rate) if rate > 0.0 => Some(Exp::new(rate).map_err(|e| format!("bad rate {rate}: {e}"))?),
-            Some(rate) => return Err(format!("bad rate {rate}")),
+            Some(rate) => {
+                return Err(Error::Invalid(format!(
+                    "bad rate {rate}: give a positive number of transactions per second"
+                )))
+            }
             None => None,
         };
         let now = Instant::now();
@@ -309,7 +303,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         })
     }
 
-    fn run(mut self) -> Result<ThreadResult, String> {
+    fn run(mut self) -> Result<ThreadResult, Error> {
         let start = Instant::now();
         let mut next_arrival = start;
         let mut rx: Vec<Received> = Vec::with_capacity(64);
@@ -370,7 +364,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
 
     /// Sends backlogged transactions while the datapath and the in-flight
     /// limit allow; requests are flushed together.
-    fn send_backlog(&mut self) -> Result<(), String> {
+    fn send_backlog(&mut self) -> Result<(), Error> {
         let mut sent_any = false;
         while self.outstanding_txns < self.cfg.max_outstanding {
             let Some((arrival, t)) = self.backlog.front() else { break };
@@ -406,7 +400,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         Ok(())
     }
 
-    fn send_one(&mut self, txn: u32, req: &cornflakes_workloads::Request) -> Result<(), String> {
+    fn send_one(&mut self, txn: u32, req: &cornflakes_workloads::Request) -> Result<(), Error> {
         let msg_id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         let slot = msg_id as usize % SLOTS;
@@ -450,7 +444,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                         self.codec.end_batch();
                     }
                 }
-                Err(e) => return Err(format!("send failed: {e}")),
+                Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
             }
         }
         if req.keys.len() > 1 {
@@ -464,7 +458,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
 
     /// The value key `key` holds, as pool buffers: cached for echo keys,
     /// made fresh for puts.
-    fn values_of(&mut self, key: u32) -> Result<Values, String> {
+    fn values_of(&mut self, key: u32) -> Result<Values, Error> {
         if let Some(Some(v)) = self.value_cache.get(key as usize) {
             return Ok(v.clone());
         }
@@ -591,241 +585,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     }
 }
 
-/// How a sweep chooses its load points.
-#[derive(Clone, Debug)]
-pub(crate) struct SweepConfig {
-    /// Settings of each point (`rate` is set per point).
-    pub(crate) point: LoadConfig,
-    /// Offered loads as fractions of the probed capacity, in order.
-    pub(crate) fractions: Vec<f64>,
-    /// In-flight transactions per thread of the closed-loop probe.
-    pub(crate) probe_outstanding: usize,
-    /// The median-latency bound of a point that kept up.
-    pub(crate) bound: LatencyBound,
-    /// Points spent bisecting between the highest load kept up with and
-    /// the lowest one not kept up with.
-    pub(crate) refine: usize,
-}
-
-impl SweepConfig {
-    /// Load points from 5 % to 130 % of the probed capacity. The probe
-    /// runs closed loop with many requests in flight, so it batches better
-    /// than Poisson arrivals can: open-loop knees were seen at 30-60 % of
-    /// it, hence the dense low end.
-    pub(crate) const DEFAULT_FRACTIONS: [f64; 11] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.1, 1.3];
-
-    /// The default sweep around `point`.
-    pub(crate) fn new(point: LoadConfig) -> Self {
-        SweepConfig {
-            point,
-            fractions: Self::DEFAULT_FRACTIONS.to_vec(),
-            probe_outstanding: 32,
-            bound: LatencyBound::default(),
-            refine: 2,
-        }
-    }
-}
-
-/// The median latency a load point may have and still count as kept up.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum LatencyBound {
-    /// At most this many microseconds.
-    Fixed(f64),
-    /// At most `factor` times the median latency of the sweep's first
-    /// (lowest) load point, and never less than `floor_us`: "no queue has
-    /// built up yet", whatever the workload's unloaded latency is.
-    RelativeToLowLoad { factor: f64, floor_us: f64 },
-}
-
-impl Default for LatencyBound {
-    fn default() -> Self {
-        LatencyBound::RelativeToLowLoad { factor: 20.0, floor_us: 200.0 }
-    }
-}
-
-impl LatencyBound {
-    /// The bound in microseconds, given the median latency at the lowest
-    /// load.
-    pub(crate) fn bound_us(self, low_load_p50_us: f64) -> f64 {
-        match self {
-            LatencyBound::Fixed(us) => us,
-            LatencyBound::RelativeToLowLoad { factor, floor_us } => (factor * low_load_p50_us).max(floor_us),
-        }
-    }
-}
-
-/// Command-line settings of a sweep's stopping rule.
-#[derive(clap::Args, Clone, Debug)]
-pub(crate) struct SweepArgs {
-    /// Median-latency bound (µs) of a load point that counts as kept up.
-    /// Default: 20x the median latency of the sweep's lowest load point,
-    /// at least 200 µs (see --p50-factor, --p50-floor-us).
-    #[arg(long)]
-    pub(crate) p50_bound_us: Option<f64>,
-    /// Without --p50-bound-us: the bound as a multiple of the lowest load's
-    /// median latency ...
-    #[arg(long, default_value_t = 20.0)]
-    pub(crate) p50_factor: f64,
-    /// ... but never below this many µs.
-    #[arg(long, default_value_t = 200.0)]
-    pub(crate) p50_floor_us: f64,
-    /// Extra points that bisect the step where the system fell behind.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) refine: usize,
-}
-
-impl SweepArgs {
-    /// The sweep these settings describe, around `point`.
-    pub(crate) fn sweep_config(&self, point: LoadConfig) -> SweepConfig {
-        let bound = match self.p50_bound_us {
-            Some(us) => LatencyBound::Fixed(us),
-            None => LatencyBound::RelativeToLowLoad { factor: self.p50_factor, floor_us: self.p50_floor_us },
-        };
-        SweepConfig { bound, refine: self.refine, ..SweepConfig::new(point) }
-    }
-}
-
-/// Points past the listed fractions before a sweep gives up looking for
-/// the load the system cannot keep up with.
-const MAX_EXTRA_POINTS: usize = 6;
-
-/// A sweep's outcome.
-#[derive(Clone, Debug)]
-pub(crate) struct SweepResult {
-    /// The closed-loop probe.
-    pub(crate) probe: PointResult,
-    /// Open-loop points, in the order run.
-    pub(crate) points: Vec<PointResult>,
-    /// The median-latency bound (µs) the points were held to.
-    pub(crate) p50_bound_us: f64,
-}
-
-impl SweepResult {
-    /// The point with the highest achieved load among those the system
-    /// kept up with, or among all points if it kept up with none: its p99
-    /// is then the overloaded one.
-    pub(crate) fn best(&self) -> Option<&PointResult> {
-        let by_load = |a: &&PointResult, b: &&PointResult| a.achieved.total_cmp(&b.achieved);
-        self.points
-            .iter()
-            .filter(|p| p.kept_up(self.p50_bound_us))
-            .max_by(by_load)
-            .or_else(|| self.points.iter().max_by(by_load))
-    }
-
-    /// The server's highest busy capacity (requests per second of busy
-    /// time) over the points kept up with. Not the capacity at the best
-    /// point: near the load generator's own limit the server also spins on
-    /// back-pressure, which counts as busy.
-    pub(crate) fn server_busy_capacity(&self) -> Option<f64> {
-        self.points
-            .iter()
-            .filter(|p| p.kept_up(self.p50_bound_us))
-            .filter_map(|p| p.server.and_then(|s| s.busy_capacity_rps()))
-            .max_by(f64::total_cmp)
-    }
-
-    /// Errors over all points, the probe included.
-    pub(crate) fn errors(&self) -> u64 {
-        self.points.iter().chain([&self.probe]).map(|p| p.errors).sum()
-    }
-
-    /// Timeouts over all open-loop points.
-    pub(crate) fn timeouts(&self) -> u64 {
-        self.points.iter().map(|p| p.timeouts).sum()
-    }
-}
-
-/// Raises the offered load until the system no longer keeps up (achieved
-/// below 95 % of offered or timeouts; or median latency over the bound
-/// twice): first a closed-loop probe estimates the capacity, then open-loop
-/// points run at fractions of it, then a few points bisect between the last load kept up
-/// with and the first one not. `progress` hears about each point;
-/// `server_counters`, when it can ask the server, is called before and
-/// after each open-loop point.
-pub(crate) fn sweep(
-    target: &Target,
-    system: System,
-    workload: &dyn Workload,
-    cfg: &SweepConfig,
-    core: Option<usize>,
-    mut progress: impl FnMut(&str),
-    mut server_counters: impl FnMut() -> Option<ServerStats>,
-) -> Result<SweepResult, String> {
-    progress("probing capacity (closed loop)");
-    let probe_cfg = LoadConfig { rate: None, max_outstanding: cfg.probe_outstanding, ..cfg.point.clone() };
-    let probe = run_point(target, system, workload, &probe_cfg, core)?;
-    if probe.completed == 0 {
-        return Err(format!(
-            "{} answered no {} correctly in the probe ({} errors, {} timeouts)",
-            system.name(),
-            workload.unit(),
-            probe.errors,
-            probe.timeouts
-        ));
-    }
-    let mut points: Vec<PointResult> = Vec::new();
-    let mut bound_us = f64::INFINITY;
-    let mut run = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<(bool, bool), String> {
-        progress(&format!("point {}: offered {rate:.0}/s ({what})", points.len() + 1));
-        let before = server_counters();
-        let mut point =
-            run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
-        point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
-        if points.is_empty() {
-            bound_us = cfg.bound.bound_us(point.p50_us);
-        }
-        let kept = point.kept_up(bound_us);
-        if !kept {
-            progress(&format!(
-                "  not kept up: achieved {:.0}/s, p50 {:.1} µs (bound {bound_us:.1}), p99 {:.1} µs, {} timeouts",
-                point.achieved, point.p50_us, point.p99_us, point.timeouts
-            ));
-        }
-        let fell_behind = point.fell_behind();
-        points.push(point);
-        Ok((kept, fell_behind))
-    };
-    // The given fractions, then 20 % more each time, until the system falls
-    // behind in throughput or misses the latency bound twice in a row (an
-    // open loop can go past the closed-loop probe; one miss may be a stall
-    // of the machine).
-    let mut fraction = cfg.fractions.iter().copied();
-    let (mut last, mut kept_rate, mut failed_above, mut misses) = (0.0, None, None, 0);
-    for _ in 0..cfg.fractions.len() + MAX_EXTRA_POINTS {
-        let f = fraction.next().unwrap_or(last * 1.2);
-        last = f;
-        let rate = probe.achieved * f;
-        let (kept, fell_behind) = run(rate, format!("{:.0} % of the probe", f * 100.0), &mut progress)?;
-        if kept {
-            (kept_rate, failed_above, misses) = (Some(rate), None, 0);
-        } else {
-            failed_above = failed_above.or(Some(rate));
-            misses += 1;
-        }
-        if fell_behind || misses == 2 {
-            break;
-        }
-    }
-    // Bisect between the highest load kept up with and the next one tried
-    // (from zero if none was kept up with).
-    if let Some(mut hi) = failed_above {
-        let mut lo = kept_rate.unwrap_or(0.0);
-        for _ in 0..cfg.refine {
-            let mid = (lo + hi) / 2.0;
-            if run(mid, "refining".into(), &mut progress)?.0 {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-    }
-    Ok(SweepResult { probe, points, p50_bound_us: bound_us })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{LatencyBound, PointResult};
+    use super::PointResult;
 
     fn point(offered: f64, achieved: f64, p50_us: f64, timeouts: u64) -> PointResult {
         PointResult {
@@ -850,13 +612,5 @@ mod tests {
         assert!(!point(1000.0, 1000.0, 150.0, 0).kept_up(100.0), "median over the bound");
         assert!(!point(1000.0, 1000.0, 150.0, 0).fell_behind(), "slow responses alone are not falling behind");
         assert!(point(1000.0, 940.0, 50.0, 0).fell_behind() && point(1000.0, 1000.0, 50.0, 1).fell_behind());
-    }
-
-    #[test]
-    fn the_latency_bound_follows_the_low_load_median_above_a_floor() {
-        let bound = LatencyBound::RelativeToLowLoad { factor: 20.0, floor_us: 200.0 };
-        assert_eq!(bound.bound_us(5.0), 200.0);
-        assert_eq!(bound.bound_us(80.0), 1600.0);
-        assert_eq!(LatencyBound::Fixed(70.0).bound_us(40.0), 70.0);
     }
 }

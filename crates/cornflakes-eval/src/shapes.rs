@@ -6,28 +6,45 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use cornflakes_bench::{run_op, with_case, Case, Op, Shape, System, WithCase};
+use serde::{Deserialize, Serialize};
 
-/// Options of `cf shapes`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct Args {
+use crate::report::rounded;
+use crate::Error;
+
+/// What `cf shapes` runs.
+#[derive(Clone, Debug)]
+pub struct Config {
     /// Time per system, shape and operation.
-    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
-    time: Duration,
+    pub time: Duration,
     /// Repeated batches per measurement; the median is reported.
-    #[arg(long, default_value_t = 7)]
-    batches: usize,
+    pub batches: usize,
     /// Core to pin to (the last core by default).
-    #[arg(long)]
-    core: Option<usize>,
-    /// Only these shapes (repeatable).
-    #[arg(long, value_enum)]
-    shape: Vec<Shape>,
-    /// Print one JSON object per measurement instead of the table.
-    #[arg(long)]
-    json: bool,
+    pub core: Option<usize>,
+    /// Only these shapes (empty: all).
+    pub shapes: Vec<Shape>,
+    /// Print one JSON object ([`ShapeReport`]) per measurement instead of the table.
+    pub json: bool,
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+/// One measurement of `cf shapes --json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShapeReport {
+    /// The message shape.
+    pub shape: String,
+    /// The operation.
+    pub op: String,
+    /// The serializer.
+    pub system: String,
+    /// Median nanoseconds per operation (`null` if not finite).
+    pub ns_per_op: Option<f64>,
+}
+
+/// Parses a duration such as `300ms`, `2s` or `50us`.
+///
+/// # Errors
+///
+/// A message saying what is expected.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len()));
     let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: use e.g. 300ms or 2s"))?;
     match unit {
@@ -76,12 +93,17 @@ impl WithCase for Timer {
     }
 }
 
-pub(crate) fn run(args: &Args) -> Result<(), String> {
+/// Measures and prints the table (or JSON lines).
+///
+/// # Errors
+///
+/// None today; the signature leaves room.
+pub fn run(args: &Config) -> Result<(), Error> {
     let core = args.core.unwrap_or(crate::pin::available_cores().saturating_sub(1));
     if let Err(e) = crate::pin::pin_to_core(core) {
         eprintln!("warning: {e}; running unpinned");
     }
-    let shapes: Vec<Shape> = if args.shape.is_empty() { Shape::ALL.to_vec() } else { args.shape.clone() };
+    let shapes: Vec<Shape> = if args.shapes.is_empty() { Shape::ALL.to_vec() } else { args.shapes.clone() };
     let total = shapes.len() * Op::ALL.len() * System::ALL.len();
     let mut done = 0;
     let mut rows = Vec::new();
@@ -93,12 +115,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
                 eprint!("\r[{done:>2}/{total}] {:<10} {:<9} {:<12}", shape.name(), op.name(), system.name());
                 let t = with_case(system, shape, Timer { op, time: args.time, batches: args.batches.max(1) });
                 if args.json {
-                    println!(
-                        "{{\"shape\":\"{}\",\"op\":\"{}\",\"system\":\"{}\",\"ns_per_op\":{t:.1}}}",
-                        shape.name(),
-                        op.name(),
-                        system.name()
-                    );
+                    let report = ShapeReport {
+                        shape: shape.name().to_owned(),
+                        op: op.name().to_owned(),
+                        system: system.name().to_owned(),
+                        ns_per_op: rounded(t, 1),
+                    };
+                    println!("{}", serde_json::to_string(&report).expect("reports serialize"));
                 }
                 ns.push(t);
             }

@@ -20,16 +20,23 @@ use cornflakes::{Arena, Message, RcBuf};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 use hdrhistogram::Histogram;
 
-use crate::child::ServerChild;
+use cornflakes_kv::codec::cornflakes::send_segments;
+use cornflakes_kv::codec::retry_full;
+use serde::{Deserialize, Serialize};
+
+use crate::child::{Role, ServerChild};
+use crate::echo_proto::Echo;
+use crate::report::{finite, rounded};
 use crate::transport::{self, Transport, SERVER_WAIT};
-use crate::Echo;
+use crate::Error;
 
 /// A request without a response after this long is counted as lost.
 const LOST_AFTER: Duration = Duration::from_millis(200);
 
 /// How the server echoes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Mode {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Mode {
     /// Deserialize, rebuild, serialize-and-send.
     Hybrid,
     /// Deserialize, rebuild, write into a buffer, send a segment list.
@@ -39,7 +46,8 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    pub(crate) fn name(self) -> &'static str {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Hybrid => "hybrid",
             Mode::NoSas => "no-sas",
@@ -48,36 +56,57 @@ impl Mode {
     }
 }
 
-/// Options of `cf echo`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct Args {
-    /// Transport to run over (`shm` or `udp`).
-    #[arg(long, value_enum, default_value = "shm")]
-    transport: Transport,
+/// What `cf echo` runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Transport to run over.
+    pub transport: Transport,
     /// How the server echoes.
-    #[arg(long, value_enum, default_value = "hybrid")]
-    mode: Mode,
+    pub mode: Mode,
     /// Fields in the message.
-    #[arg(long, default_value_t = 2)]
-    fields: usize,
+    pub fields: usize,
     /// Bytes per field.
-    #[arg(long, default_value_t = 2048)]
-    size: usize,
+    pub size: usize,
     /// Requests kept outstanding.
-    #[arg(long, default_value_t = 16)]
-    window: usize,
+    pub window: usize,
     /// Measured seconds.
-    #[arg(long, default_value_t = 3.0)]
-    seconds: f64,
+    pub seconds: f64,
     /// Unmeasured seconds first.
-    #[arg(long, default_value_t = 1.0)]
-    warmup: f64,
+    pub warmup: f64,
     /// Core of the client (this process).
-    #[arg(long, default_value_t = 1)]
-    client_core: usize,
+    pub client_core: usize,
     /// Core of the server process.
-    #[arg(long, default_value_t = 0)]
-    server_core: usize,
+    pub server_core: usize,
+}
+
+/// The last line of `cf echo`. Figures that could not be measured (no
+/// response in the measured time) are `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EchoReport {
+    /// `shm` or `udp`.
+    pub transport: String,
+    /// `hybrid`, `no-sas` or `raw`.
+    pub mode: String,
+    /// Fields per message.
+    pub fields: usize,
+    /// Bytes per field.
+    pub size: usize,
+    /// Requests kept outstanding.
+    pub window: usize,
+    /// Echoes per second over the measured time.
+    pub echoes_per_s: Option<f64>,
+    /// Field data echoed, Gbit/s.
+    pub gbps: Option<f64>,
+    /// Round-trip latency quantiles, ns.
+    pub p50_ns: u64,
+    /// See `p50_ns`.
+    pub p99_ns: u64,
+    /// Responses in the measured time.
+    pub responses: u64,
+    /// Requests without a response after 200 ms (reissued).
+    pub lost: u64,
+    /// Wrong or unexpected responses.
+    pub errors: u64,
 }
 
 /// Field `i` of every request: distinct bytes per field.
@@ -85,15 +114,29 @@ fn field(i: usize, size: usize) -> Vec<u8> {
     (0..size).map(|j| (i * 67 + j * 13 + 5) as u8).collect()
 }
 
-pub(crate) fn run(args: &Args) -> Result<(), String> {
-    if args.transport == Transport::Bare {
-        return Err("echo runs over a datapath: use --transport shm or udp".into());
+/// Starts the echo server on `server_core`, runs the client here, prints
+/// progress on standard error and an [`EchoReport`] as the last line of
+/// standard output.
+///
+/// # Errors
+///
+/// When the server does not start, a response is wrong, or more than 1 %
+/// of the requests are lost.
+pub fn run(args: &Config) -> Result<(), Error> {
+    if args.fields == 0 || args.window == 0 {
+        return Err(Error::Invalid("--fields and --window must be at least 1".into()));
     }
     let serve_args = vec![
         "--core".to_owned(),
         args.server_core.to_string(),
         "--role".to_owned(),
-        format!("echo-{}", args.mode.name()),
+        match args.mode {
+            Mode::Hybrid => Role::EchoHybrid,
+            Mode::NoSas => Role::EchoNoSas,
+            Mode::Raw => Role::EchoRaw,
+        }
+        .name()
+        .to_owned(),
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];
@@ -119,16 +162,15 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Transport::Udp => {
             let server = ServerChild::spawn(&serve_args)?;
             crate::pin::pin_to_core(args.client_core)?;
-            let (mut dp, conn) = transport::udp_client(&server.addr)?;
+            let (mut dp, conn) = transport::udp_client(transport::parse_udp_addr(&server.addr)?)?;
             client(&mut dp, conn, args)?
         }
-        Transport::Bare => unreachable!("rejected above"),
     };
-    println!("{report}");
+    println!("{}", serde_json::to_string(&report).expect("reports serialize"));
     Ok(())
 }
 
-fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, String> {
+fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Config) -> Result<EchoReport, Error> {
     let values: Vec<RcBuf> = (0..args.fields)
         .map(|i| dp.pool().alloc_copy(&field(i, args.size)))
         .collect::<Result<_, _>>()
@@ -151,13 +193,12 @@ fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, 
         for v in &values {
             msg.append_vals(v);
         }
+        // The client waits for room as long as it takes: the server
+        // answering is what frees it.
         loop {
-            match dp.push_message(conn, id, &msg) {
-                Ok(()) => return Ok(()),
-                Err(SendError::Full) => {
-                    dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
-                }
-                Err(e) => return Err(format!("send failed: {e}")),
+            match retry_full(dp, |dp| dp.push_message(conn, id, &msg)) {
+                Err(SendError::Full) => continue,
+                other => return other.map_err(|e| format!("send failed: {e}")),
             }
         }
     };
@@ -225,7 +266,7 @@ fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, 
         }
     }
     if errors > 0 {
-        return Err(format!("{errors} responses were wrong or unexpected"));
+        return Err(Error::Failed(format!("{errors} responses were wrong or unexpected")));
     }
     let secs = measured_start.map(|s| s.elapsed().as_secs_f64()).unwrap_or(f64::NAN);
     let rps = measured as f64 / secs;
@@ -237,18 +278,25 @@ fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Args) -> Result<String, 
         q(0.99)
     );
     if lost * 100 > measured.max(1) {
-        return Err(format!("{lost} of {} requests were lost (more than 1 %)", measured + lost));
+        return Err(Error::Failed(format!(
+            "{lost} of {} requests were lost (more than 1 %); try a smaller --window",
+            measured + lost
+        )));
     }
-    Ok(format!(
-        "{{\"transport\":\"{}\",\"mode\":\"{}\",\"fields\":{},\"size\":{},\"window\":{},\"echoes_per_s\":{rps:.0},\"gbps\":{gbps:.3},\"p50_ns\":{},\"p99_ns\":{},\"responses\":{measured},\"lost\":{lost},\"errors\":{errors}}}",
-        args.transport.name(),
-        args.mode.name(),
-        args.fields,
-        args.size,
-        args.window,
-        q(0.5),
-        q(0.99)
-    ))
+    Ok(EchoReport {
+        transport: args.transport.name().to_owned(),
+        mode: args.mode.name().to_owned(),
+        fields: args.fields,
+        size: args.size,
+        window: args.window,
+        echoes_per_s: rounded(rps, 0),
+        gbps: finite(gbps).and_then(|g| rounded(g, 3)),
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+        responses: measured,
+        lost,
+        errors,
+    })
 }
 
 /// Whether a response carries exactly the request's fields.
@@ -263,12 +311,17 @@ fn response_ok(r: &Received, values: &[RcBuf], arena: &Arena) -> bool {
 }
 
 /// Server: echoes every message in `mode`, until the parent goes. Malformed
-/// requests are counted and dropped.
-pub(crate) fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), String> {
+/// requests are counted and dropped, and so are responses to a client that
+/// does not make room for them in time (it counts them as lost).
+///
+/// # Errors
+///
+/// When the datapath fails.
+pub fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), Error> {
     let pool = dp.pool().clone();
     let mut arena = Arena::new(&pool);
     let mut rx: Vec<Received> = Vec::with_capacity(32);
-    let mut malformed = 0u64;
+    let (mut malformed, mut dropped) = (0u64, 0u64);
     loop {
         if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
             dp.wait(SERVER_WAIT).map_err(|e| format!("wait failed: {e}"))?;
@@ -277,7 +330,7 @@ pub(crate) fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), String> {
         for r in rx.drain(..) {
             let result = match mode {
                 Mode::Raw => {
-                    retry(dp, |dp| dp.push_segments(r.conn, r.msg_id, &[Segment::ZeroCopy(r.payload.clone())]))
+                    retry_full(dp, |dp| dp.push_segments(r.conn, r.msg_id, &[Segment::ZeroCopy(r.payload.clone())]))
                 }
                 Mode::Hybrid | Mode::NoSas => {
                     let Ok(req) = Echo::deserialize(&r.payload, &arena) else {
@@ -290,44 +343,28 @@ pub(crate) fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), String> {
                         resp.append_vals(v.as_bytes());
                     }
                     if mode == Mode::Hybrid {
-                        retry(dp, |dp| dp.push_message(r.conn, r.msg_id, &resp))
+                        retry_full(dp, |dp| dp.push_message(r.conn, r.msg_id, &resp))
                     } else {
-                        send_without_sas(dp, r.conn, r.msg_id, &resp)
+                        send_segments(dp, r.conn, r.msg_id, &resp)
                     }
                 }
             };
-            result?;
+            match result {
+                Ok(()) => {}
+                Err(SendError::Full | SendError::Closed(_)) => {
+                    dropped += 1;
+                    if dropped.is_power_of_two() {
+                        eprintln!("echo server: {dropped} responses dropped (the client did not make room)");
+                    }
+                }
+                Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
+            }
         }
         dp.flush().map_err(|e| format!("flush failed: {e}"))?;
         dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
         arena.reset();
         if malformed > 0 && malformed.is_power_of_two() {
             eprintln!("echo server: {malformed} malformed requests dropped");
-        }
-    }
-}
-
-/// The ablation: serialize into a separate buffer, gather the zero-copy
-/// entries into a vector, hand the datapath a segment list.
-fn send_without_sas<'a, D: Datapath, M: Message<'a>>(dp: &mut D, conn: ConnId, id: u32, msg: &M) -> Result<(), String> {
-    let layout = msg.layout();
-    let mut first = dp.alloc(layout.first_segment_len()).map_err(|e| format!("no buffer: {e}"))?;
-    msg.write_header_and_copies(&layout, &mut first).map_err(|e| format!("serialize failed: {e}"))?;
-    let mut segments = Vec::with_capacity(1 + layout.zero_copy_entries);
-    segments.push(Segment::Copy(&first));
-    msg.for_each_zero_copy(|b| segments.push(Segment::ZeroCopy(b.clone())));
-    retry(dp, |dp| dp.push_segments(conn, id, &segments))
-}
-
-/// Retries a send while the datapath applies back-pressure.
-fn retry<D: Datapath>(dp: &mut D, mut f: impl FnMut(&mut D) -> Result<(), SendError>) -> Result<(), String> {
-    loop {
-        match f(dp) {
-            Ok(()) => return Ok(()),
-            Err(SendError::Full) => {
-                dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
-            }
-            Err(e) => return Err(format!("send failed: {e}")),
         }
     }
 }

@@ -11,30 +11,52 @@ use cornflakes_datapath::shm::{Ring, RingConsumer, RingProducer};
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
 use hdrhistogram::Histogram;
 
-use crate::child::ServerChild;
-use crate::transport::{self, Transport, SERVER_WAIT};
+use serde::{Deserialize, Serialize};
 
-/// Options of `cf pingpong`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct Args {
-    /// Transport to measure.
-    #[arg(long, value_enum)]
-    transport: Transport,
-    /// Message size in bytes.
-    #[arg(long, default_value_t = 8)]
-    size: usize,
+use crate::child::{Role, ServerChild};
+use crate::report::rounded;
+use crate::transport::{self, Link, SERVER_WAIT};
+use crate::Error;
+
+/// What `cf pingpong` runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// What to measure.
+    pub transport: Link,
+    /// Message size in bytes (at least 1).
+    pub size: usize,
     /// Measured round trips.
-    #[arg(long, default_value_t = 100_000)]
-    iters: u64,
+    pub iters: u64,
     /// Unrecorded round trips first.
-    #[arg(long, default_value_t = 10_000)]
-    warmup: u64,
+    pub warmup: u64,
     /// Core of the client (this process).
-    #[arg(long, default_value_t = 1)]
-    client_core: usize,
+    pub client_core: usize,
     /// Core of the server process.
-    #[arg(long, default_value_t = 0)]
-    server_core: usize,
+    pub server_core: usize,
+}
+
+/// The last line of `cf pingpong`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PingpongReport {
+    /// `shm`, `udp` or `bare`.
+    pub transport: String,
+    /// Message size, bytes.
+    pub size: usize,
+    /// Round-trip latency quantiles, ns.
+    pub p50_ns: u64,
+    /// See `p50_ns`.
+    pub p99_ns: u64,
+    /// See `p50_ns`.
+    pub p999_ns: u64,
+    /// Mean round trip, ns (`null` when none was measured).
+    pub mean_ns: Option<f64>,
+    /// Slowest round trip, ns.
+    pub max_ns: u64,
+    /// Measured round trips.
+    pub round_trips: u64,
+    /// Wall-clock seconds of the whole run (warm-up and set-up included):
+    /// the measured round trips fit in it.
+    pub seconds: Option<f64>,
 }
 
 /// A round trip that takes longer than this is reported as lost.
@@ -45,15 +67,21 @@ fn payload(size: usize) -> Vec<u8> {
     (0..size).map(|i| (i * 31 + 7) as u8).collect()
 }
 
-pub(crate) fn run(args: &Args) -> Result<(), String> {
+/// Starts the server on `server_core`, measures here, prints a summary
+/// and a [`PingpongReport`] as the last line of standard output.
+///
+/// # Errors
+///
+/// When the server does not start, or a response is wrong or missing.
+pub fn run(args: &Config) -> Result<(), Error> {
     if args.size == 0 {
-        return Err("--size must be at least 1".into());
+        return Err(Error::Invalid("--size must be at least 1".into()));
     }
     let mut serve_args = vec![
         "--core".to_owned(),
         args.server_core.to_string(),
         "--role".to_owned(),
-        "pingpong".to_owned(),
+        Role::Pingpong.name().to_owned(),
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];
@@ -70,7 +98,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     );
     let started = Instant::now();
     match args.transport {
-        Transport::Shm => {
+        Link::Shm => {
             let path = transport::shm_socket_path();
             serve_args.extend(["--addr".to_owned(), path.clone()]);
             let _server = ServerChild::spawn(&serve_args)?;
@@ -78,13 +106,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             let (mut dp, conn) = transport::shm_client(&path)?;
             client(&mut dp, conn, &payload, args, &mut hist)?;
         }
-        Transport::Udp => {
+        Link::Udp => {
             let server = ServerChild::spawn(&serve_args)?;
             crate::pin::pin_to_core(args.client_core)?;
-            let (mut dp, conn) = transport::udp_client(&server.addr)?;
+            let (mut dp, conn) = transport::udp_client(transport::parse_udp_addr(&server.addr)?)?;
             client(&mut dp, conn, &payload, args, &mut hist)?;
         }
-        Transport::Bare => {
+        Link::Bare => {
             let (mut req_tx, req_rx) = Ring::create(1 << 20).map_err(|e| e.to_string())?;
             let (resp_tx, mut resp_rx) = Ring::create(1 << 20).map_err(|e| e.to_string())?;
             let fds = format!("{}:{}:{}", std::process::id(), req_rx.memfd().as_raw_fd(), resp_tx.memfd().as_raw_fd());
@@ -106,30 +134,31 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         hist.max(),
         hist.len()
     );
-    println!(
-        "{{\"transport\":\"{}\",\"size\":{},\"p50_ns\":{},\"p99_ns\":{},\"p999_ns\":{},\"mean_ns\":{:.1},\"max_ns\":{},\"round_trips\":{}}}",
-        args.transport.name(),
-        args.size,
-        q(0.5),
-        q(0.99),
-        q(0.999),
-        hist.mean(),
-        hist.max(),
-        hist.len()
-    );
+    let report = PingpongReport {
+        transport: args.transport.name().to_owned(),
+        size: args.size,
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+        p999_ns: q(0.999),
+        mean_ns: rounded(hist.mean(), 1),
+        max_ns: hist.max(),
+        round_trips: hist.len(),
+        seconds: rounded(secs, 3),
+    };
+    println!("{}", serde_json::to_string(&report).expect("reports serialize"));
     Ok(())
 }
 
 /// Sends `data` as message `id`, retrying while the datapath applies
 /// back-pressure.
-fn send<D: Datapath>(dp: &mut D, conn: ConnId, id: u32, data: &[u8]) -> Result<(), String> {
+fn send<D: Datapath>(dp: &mut D, conn: ConnId, id: u32, data: &[u8]) -> Result<(), Error> {
     loop {
         match dp.push_buf(conn, id, data) {
-            Ok(()) => return dp.flush().map_err(|e| format!("flush failed: {e}")),
+            Ok(()) => return dp.flush().map_err(|e| Error::Failed(format!("flush failed: {e}"))),
             Err(SendError::Full) => {
                 dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
             }
-            Err(e) => return Err(format!("send failed: {e}")),
+            Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
         }
     }
 }
@@ -138,9 +167,9 @@ fn client<D: Datapath>(
     dp: &mut D,
     conn: ConnId,
     payload: &[u8],
-    args: &Args,
+    args: &Config,
     hist: &mut Histogram<u64>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let mut rx: Vec<Received> = Vec::with_capacity(8);
     for i in 0..args.warmup + args.iters {
         let id = i as u32;
@@ -153,17 +182,17 @@ fn client<D: Datapath>(
             }
             polls = polls.wrapping_add(1);
             if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
-                return Err(format!("no response to round trip {i} within {LOST_AFTER:?}"));
+                return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
             }
         };
         let rtt = start.elapsed();
         if response.msg_id != id || response.payload[..] != *payload {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "wrong response to round trip {i}: id {} ({} bytes), expected id {id} ({} bytes)",
                 response.msg_id,
                 response.payload.len(),
                 payload.len()
-            ));
+            )));
         }
         drop(response);
         dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
@@ -178,9 +207,9 @@ fn bare_client(
     tx: &mut RingProducer,
     rx: &mut RingConsumer,
     payload: &[u8],
-    args: &Args,
+    args: &Config,
     hist: &mut Histogram<u64>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     for i in 0..args.warmup + args.iters {
         let start = Instant::now();
         while tx.try_push(payload).is_err() {
@@ -193,12 +222,12 @@ fn bare_client(
             }
             polls = polls.wrapping_add(1);
             if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
-                return Err(format!("no response to round trip {i} within {LOST_AFTER:?}"));
+                return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
             }
         };
         let rtt = start.elapsed();
         if !ok {
-            return Err(format!("wrong response to round trip {i}"));
+            return Err(Error::Failed(format!("wrong response to round trip {i}")));
         }
         if i >= args.warmup {
             hist.record(rtt.as_nanos() as u64).expect("within histogram bounds");
@@ -208,7 +237,11 @@ fn bare_client(
 }
 
 /// Server: echoes every message back (copied), until the parent goes.
-pub(crate) fn serve<D: Datapath>(dp: &mut D) -> Result<(), String> {
+///
+/// # Errors
+///
+/// When the datapath fails.
+pub fn serve<D: Datapath>(dp: &mut D) -> Result<(), Error> {
     let mut rx: Vec<Received> = Vec::with_capacity(32);
     loop {
         if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
@@ -224,10 +257,14 @@ pub(crate) fn serve<D: Datapath>(dp: &mut D) -> Result<(), String> {
 
 /// Server of the bare ring: `addr` is `pid:request_fd:response_fd` of the
 /// parent's memfds.
-pub(crate) fn serve_bare(addr: &str) -> Result<(), String> {
+///
+/// # Errors
+///
+/// When the memfds cannot be opened or a ring is corrupt.
+pub fn serve_bare(addr: &str) -> Result<(), Error> {
     let parts: Vec<&str> = addr.split(':').collect();
     let [pid, req, resp] = parts[..] else {
-        return Err(format!("bad bare-ring address {addr:?}: expected pid:fd:fd"));
+        return Err(Error::Invalid(format!("bad bare-ring address {addr:?}: expected pid:fd:fd")));
     };
     let open = |fd: &str| -> Result<OwnedFd, String> {
         OpenOptions::new()

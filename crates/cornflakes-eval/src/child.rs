@@ -8,22 +8,50 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::Error;
+
+/// What a `cf serve` process does (its `--role`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Role {
+    /// Sends every message back, copied.
+    Pingpong,
+    /// `cf echo --mode hybrid`.
+    EchoHybrid,
+    /// `cf echo --mode no-sas`.
+    EchoNoSas,
+    /// `cf echo --mode raw`.
+    EchoRaw,
+}
+
+impl Role {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Pingpong => "pingpong",
+            Role::EchoHybrid => "echo-hybrid",
+            Role::EchoNoSas => "echo-no-sas",
+            Role::EchoRaw => "echo-raw",
+        }
+    }
+}
+
 /// A running server process.
-pub(crate) struct ServerChild {
+pub struct ServerChild {
     child: Child,
     stdout: BufReader<ChildStdout>,
     /// What the server printed after `READY `: its address.
-    pub(crate) addr: String,
+    pub addr: String,
 }
 
 impl ServerChild {
     /// Starts `cf serve <args>` and waits for it to be ready.
-    pub(crate) fn spawn(args: &[String]) -> Result<Self, String> {
+    pub fn spawn(args: &[String]) -> Result<Self, Error> {
         Self::spawn_subcommand("serve", args)
     }
 
     /// Starts `cf <subcommand> <args>` and waits for its `READY` line.
-    pub(crate) fn spawn_subcommand(subcommand: &str, args: &[String]) -> Result<Self, String> {
+    pub fn spawn_subcommand(subcommand: &str, args: &[String]) -> Result<Self, Error> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find the cf binary: {e}"))?;
         let mut child = Command::new(exe)
             .arg(subcommand)
@@ -37,33 +65,33 @@ impl ServerChild {
         let mut line = String::new();
         if let Err(e) = stdout.read_line(&mut line) {
             let _ = child.kill();
-            return Err(format!("server did not start: {e}"));
+            return Err(Error::Failed(format!("the server did not start: {e}")));
         }
         let Some(addr) = line.trim().strip_prefix("READY ") else {
             let _ = child.kill();
-            return Err(format!("server did not start (said {line:?})"));
+            return Err(Error::Failed(format!("the server did not start (said {line:?}; its error is above)")));
         };
         Ok(ServerChild { addr: addr.to_owned(), child, stdout })
     }
 
     /// Asks the server for a line of counters (a newline on its stdin; see
     /// [`control_from_parent`]) and returns its answer.
-    pub(crate) fn report(&mut self) -> Result<String, String> {
+    pub fn report(&mut self) -> Result<String, Error> {
         use std::io::Write;
         let stdin = self.child.stdin.as_mut().ok_or("the server was stopped")?;
         stdin.write_all(b"\n").and_then(|()| stdin.flush()).map_err(|e| format!("the server is gone: {e}"))?;
         let mut line = String::new();
         match self.stdout.read_line(&mut line) {
             Ok(n) if n > 0 => Ok(line.trim_end().to_owned()),
-            Ok(_) => Err("the server is gone".into()),
-            Err(e) => Err(format!("cannot read the server's counters: {e}")),
+            Ok(_) => Err(Error::Failed("the server is gone".into())),
+            Err(e) => Err(Error::Failed(format!("cannot read the server's counters: {e}"))),
         }
     }
 
     /// Asks the server to stop (closes its stdin), waits for it, and
     /// returns the lines it printed after `READY` (a server that counts
     /// what it did prints its counters there).
-    pub(crate) fn finish(&mut self) -> Vec<String> {
+    pub fn finish(&mut self) -> Vec<String> {
         drop(self.child.stdin.take());
         let lines = (&mut self.stdout).lines().map_while(Result::ok).collect();
         let _ = self.child.wait();
@@ -79,7 +107,7 @@ impl Drop for ServerChild {
 }
 
 /// In the server: exits the process when the parent closes our stdin.
-pub(crate) fn exit_with_parent() {
+pub fn exit_with_parent() {
     std::thread::spawn(|| {
         wait_for_stdin_eof();
         std::process::exit(0);
@@ -90,7 +118,7 @@ pub(crate) fn exit_with_parent() {
 /// stdin, and `stop` when it closes it, so the serving loop can answer or
 /// finish and report; exits anyway if it has not stopped within a few
 /// seconds.
-pub(crate) fn control_from_parent(stop: &'static AtomicBool, report: &'static AtomicBool) {
+pub fn control_from_parent(stop: &'static AtomicBool, report: &'static AtomicBool) {
     std::thread::spawn(move || {
         let mut line = String::new();
         while matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0) {

@@ -1,0 +1,465 @@
+//! The command line: clap definitions, and their conversion into the
+//! settings of `cornflakes_eval`. Closed sets (transports, systems, echo
+//! modes, server roles) are value enums, so clap refuses a value that does
+//! not apply before anything runs, and lists the ones that do.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::builder::PossibleValue;
+use clap::{Parser, Subcommand, ValueEnum};
+use cornflakes_eval::echo::Mode;
+use cornflakes_eval::loadgen::LoadConfig;
+use cornflakes_eval::serve::Role;
+use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
+use cornflakes_eval::transport::{Link, Target, Transport};
+use cornflakes_eval::{compare, echo, kv, pingpong, shapes};
+use cornflakes_kv::System;
+use cornflakes_workloads::WorkloadSpec;
+
+use crate::error::CliError;
+
+/// Cornflakes benchmarks and demos.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Serialization speed side by side with prost, FlatBuffers and Cap'n Proto.
+    ///
+    /// Cornflakes, prost, FlatBuffers and Cap'n Proto build-and-serialize
+    /// and decode-and-read the paper's
+    /// message shapes (1x64 B, 1x4096 B, 4x1024 B, 16x256 B, 8x32 B, nested).
+    /// Prints ns per operation and the ratio of the fastest baseline to
+    /// Cornflakes (above 1: Cornflakes is faster).
+    Shapes(ShapesArgs),
+    /// Round-trip latency between two processes over shm, udp or a bare ring.
+    ///
+    /// Round-trip latency between two processes on different cores, over
+    /// the shared-memory datapath, the UDP datapath (127.0.0.1) or a bare
+    /// shared-memory ring. The last line of output is a JSON object.
+    Pingpong(PingpongArgs),
+    /// The paper's echo experiment (Figure 2), in three server modes.
+    ///
+    /// The paper's echo experiment (Figure 2): a message of two 2048 B
+    /// fields echoed by a server that rebuilds it with serialize-and-send
+    /// (hybrid), without it (no-sas), or echoes raw bytes (raw). Prints
+    /// throughput and latency; the last line is a JSON object.
+    Echo(EchoArgs),
+    /// The paper's comparisons: every serializer on the key-value store.
+    ///
+    /// For each workload (echo, ycsb, google, twitter, cdn), starts the
+    /// key-value server with each system in turn on one core, sweeps the
+    /// offered load with the open-loop load generator on the other core
+    /// over the shared-memory datapath, prints the highest achieved load
+    /// and p99 of each system and the paper's ratios, and writes
+    /// OUT/summary.json and OUT/<workload>.png. With no arguments, runs a
+    /// short default of all five workloads.
+    Compare(CompareArgs),
+    /// The key-value server, for running by hand (see also `cf loadgen`).
+    ///
+    /// Preloads the workload's keys into pinned memory and serves get, put,
+    /// get-many, get-list, get-from-list, append and put-many (and echo)
+    /// requests in the chosen serializer until killed.
+    KvServer(ServerArgs),
+    /// The open-loop load generator, against a running `cf kv-server`.
+    ///
+    /// Poisson arrivals at --rate (or a sweep that raises the load until
+    /// the achieved load falls below 95 % of it), several client threads,
+    /// every response checked, HDR-histogram latencies. The last line is a
+    /// JSON object.
+    Loadgen(LoadgenArgs),
+    /// The server half of `pingpong` and `echo` (started by them).
+    #[command(hide = true)]
+    Serve(ServeArgs),
+}
+
+/// A key-value system on the command line: the names of
+/// [`System::name`], listed by `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SystemArg(pub(crate) System);
+
+const fn all_systems() -> [SystemArg; System::ALL.len()] {
+    let mut out = [SystemArg(System::Cornflakes); System::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = SystemArg(System::ALL[i]);
+        i += 1;
+    }
+    out
+}
+
+static SYSTEMS: [SystemArg; System::ALL.len()] = all_systems();
+
+impl ValueEnum for SystemArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &SYSTEMS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
+
+/// Parses a workload description for clap.
+fn parse_workload(s: &str) -> Result<WorkloadSpec, String> {
+    s.parse::<WorkloadSpec>().map_err(|e| e.to_string())
+}
+
+/// Parses a positive, finite number for clap.
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// Parses a non-negative, finite number for clap.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a number of at least 0")),
+    }
+}
+
+/// Options of `cf shapes`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ShapesArgs {
+    /// Time per system, shape and operation.
+    #[arg(long, default_value = "300ms", value_parser = shapes::parse_duration)]
+    time: Duration,
+    /// Repeated batches per measurement; the median is reported.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+    batches: u32,
+    /// Core to pin to (the last core by default).
+    #[arg(long)]
+    core: Option<usize>,
+    /// Only these shapes (repeatable).
+    #[arg(long, value_enum)]
+    shape: Vec<cornflakes_bench::Shape>,
+    /// Print one JSON object per measurement instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ShapesArgs {
+    pub(crate) fn config(&self) -> shapes::Config {
+        shapes::Config {
+            time: self.time,
+            batches: self.batches as usize,
+            core: self.core,
+            shapes: self.shape.clone(),
+            json: self.json,
+        }
+    }
+}
+
+/// Options of `cf pingpong`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PingpongArgs {
+    /// What to measure.
+    #[arg(long, value_enum)]
+    transport: Link,
+    /// Message size in bytes.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    size: u32,
+    /// Measured round trips.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Unrecorded round trips first.
+    #[arg(long, default_value_t = 10_000)]
+    warmup: u64,
+    /// Core of the client (this process).
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Core of the server process.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+}
+
+impl PingpongArgs {
+    pub(crate) fn config(&self) -> pingpong::Config {
+        pingpong::Config {
+            transport: self.transport,
+            size: self.size as usize,
+            iters: self.iters,
+            warmup: self.warmup,
+            client_core: self.client_core,
+            server_core: self.server_core,
+        }
+    }
+}
+
+/// Options of `cf echo`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct EchoArgs {
+    /// Datapath to run over.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// How the server echoes.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    mode: Mode,
+    /// Fields in the message.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    fields: u32,
+    /// Bytes per field.
+    #[arg(long, default_value_t = 2048)]
+    size: usize,
+    /// Requests kept outstanding.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    window: u32,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 3.0, value_parser = positive)]
+    seconds: f64,
+    /// Unmeasured seconds first.
+    #[arg(long, default_value_t = 1.0, value_parser = non_negative)]
+    warmup: f64,
+    /// Core of the client (this process).
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Core of the server process.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+}
+
+impl EchoArgs {
+    pub(crate) fn config(&self) -> echo::Config {
+        echo::Config {
+            transport: self.transport,
+            mode: self.mode,
+            fields: self.fields as usize,
+            size: self.size,
+            window: self.window as usize,
+            seconds: self.seconds,
+            warmup: self.warmup,
+            client_core: self.client_core,
+            server_core: self.server_core,
+        }
+    }
+}
+
+/// Command-line settings of a sweep's stopping rule.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct SweepArgs {
+    /// Median-latency bound (µs) of a load point that counts as kept up.
+    /// Default: 20x the median latency of the sweep's lowest load point,
+    /// at least 200 µs (see --p50-factor, --p50-floor-us).
+    #[arg(long, value_parser = positive)]
+    p50_bound_us: Option<f64>,
+    /// Without --p50-bound-us: the bound as a multiple of the lowest load's
+    /// median latency ...
+    #[arg(long, default_value_t = 20.0, value_parser = positive)]
+    p50_factor: f64,
+    /// ... but never below this many µs.
+    #[arg(long, default_value_t = 200.0, value_parser = non_negative)]
+    p50_floor_us: f64,
+    /// Extra points that bisect the step where the system fell behind.
+    #[arg(long, default_value_t = 2)]
+    refine: usize,
+}
+
+impl SweepArgs {
+    /// The sweep these settings describe, around `point`.
+    fn sweep_config(&self, point: LoadConfig) -> SweepConfig {
+        let bound = match self.p50_bound_us {
+            Some(us) => LatencyBound::Fixed(us),
+            None => LatencyBound::RelativeToLowLoad { factor: self.p50_factor, floor_us: self.p50_floor_us },
+        };
+        SweepConfig { bound, refine: self.refine, ..SweepConfig::new(point) }
+    }
+}
+
+/// Options of `cf compare`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct CompareArgs {
+    /// Workloads to run: echo, ycsb, google, twitter, cdn, or a full
+    /// description such as `ycsb:keys=1000000,fields=4,size=1024`. Repeat the
+    /// flag or separate with spaces. Default: all five, at their short
+    /// default sizes.
+    #[arg(long, num_args = 1.., value_delimiter = ' ', value_parser = parse_workload)]
+    workload: Vec<WorkloadSpec>,
+    /// Systems to compare (default: every system that applies to the
+    /// workload).
+    #[arg(long, value_enum, num_args = 1.., value_delimiter = ',')]
+    systems: Vec<SystemArg>,
+    /// Directory for summary.json and the plots.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 1.0, value_parser = positive)]
+    seconds: f64,
+    /// Unrecorded seconds before each point.
+    #[arg(long, default_value_t = 0.3, value_parser = non_negative)]
+    warmup: f64,
+    /// Client threads (connections), all on the client core.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Request timeout, milliseconds.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Datapath between the load generator and the server: `shm` (the
+    /// paper's targets are for it) or `udp` (io_uring on 127.0.0.1).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Sweeps per system; the table and ratios use the median maximum.
+    /// Repeats are interleaved across systems.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+impl CompareArgs {
+    pub(crate) fn config(&self) -> Result<compare::CompareConfig, CliError> {
+        let workloads = if self.workload.is_empty() {
+            WorkloadSpec::names()
+                .iter()
+                .map(|n| parse_workload(n))
+                .collect::<Result<_, _>>()
+                .map_err(CliError::Usage)?
+        } else {
+            self.workload.clone()
+        };
+        Ok(compare::CompareConfig {
+            workloads,
+            systems: self.systems.iter().map(|s| s.0).collect(),
+            out: self.out.clone(),
+            sweep: self.sweep.sweep_config(LoadConfig {
+                rate: None,
+                threads: self.threads as usize,
+                warmup: Duration::from_secs_f64(self.warmup),
+                duration: Duration::from_secs_f64(self.seconds),
+                timeout: Duration::from_millis(self.timeout_ms),
+                max_outstanding: 16384,
+                seed: 1,
+            }),
+            server_core: self.server_core,
+            client_core: self.client_core,
+            transport: self.transport,
+            repeats: self.repeats as usize,
+        })
+    }
+}
+
+/// Options of `cf kv-server`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServerArgs {
+    /// Serializer (raw: echo workload only).
+    #[arg(long, value_enum, default_value = "cornflakes")]
+    system: SystemArg,
+    /// Workload whose keys are preloaded, e.g. `ycsb`, `google:max=8`,
+    /// `twitter:keys=1000000`, `cdn`, `echo` (see `cf compare --help`).
+    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
+    workload: WorkloadSpec,
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Unix socket path (shm) or IP:port to bind (udp).
+    #[arg(long, default_value = "/tmp/cf-kv.sock")]
+    addr: String,
+    /// Core to pin the server to.
+    #[arg(long)]
+    core: Option<usize>,
+    /// Take commands on standard input (set by `cf compare`): a line asks
+    /// for the counters, end of input stops the server.
+    #[arg(long, hide = true)]
+    exit_with_parent: bool,
+}
+
+impl ServerArgs {
+    pub(crate) fn options(&self) -> kv::ServerOptions {
+        kv::ServerOptions {
+            system: self.system.0,
+            workload: self.workload.clone(),
+            transport: self.transport,
+            addr: self.addr.clone(),
+            core: self.core,
+            controlled_by_parent: self.exit_with_parent,
+        }
+    }
+}
+
+/// Options of `cf loadgen`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LoadgenArgs {
+    /// Serializer the server runs (the client speaks the same).
+    #[arg(long, value_enum, default_value = "cornflakes")]
+    system: SystemArg,
+    /// Workload, as given to the server.
+    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
+    workload: WorkloadSpec,
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Server's Unix socket path (shm) or IP:port (udp).
+    #[arg(long, default_value = "/tmp/cf-kv.sock")]
+    addr: String,
+    /// Offered load, transactions per second; without it, sweep.
+    #[arg(long, value_parser = positive)]
+    rate: Option<f64>,
+    /// Client threads (connections).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    seconds: f64,
+    /// Unrecorded seconds before each point.
+    #[arg(long, default_value_t = 0.5, value_parser = non_negative)]
+    warmup: f64,
+    /// Request timeout, milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Core to pin the client threads to.
+    #[arg(long)]
+    core: Option<usize>,
+    /// Seed of arrivals and key choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+impl LoadgenArgs {
+    pub(crate) fn options(&self) -> Result<kv::LoadgenOptions, CliError> {
+        let target = Target::new(self.transport, &self.addr)?;
+        Ok(kv::LoadgenOptions {
+            system: self.system.0,
+            workload: self.workload.clone(),
+            target,
+            sweep: self.sweep.sweep_config(LoadConfig {
+                rate: self.rate,
+                threads: self.threads as usize,
+                warmup: Duration::from_secs_f64(self.warmup),
+                duration: Duration::from_secs_f64(self.seconds),
+                timeout: Duration::from_millis(self.timeout_ms),
+                max_outstanding: 16384,
+                seed: self.seed,
+            }),
+            core: self.core,
+        })
+    }
+}
+
+/// Options of the hidden `cf serve`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    #[arg(long, value_enum)]
+    pub(crate) transport: Link,
+    #[arg(long, value_enum)]
+    pub(crate) role: Role,
+    /// Unix socket path (shm) or pid:fd:fd (bare); unused for udp.
+    #[arg(long, default_value = "")]
+    pub(crate) addr: String,
+    #[arg(long)]
+    pub(crate) core: Option<usize>,
+}

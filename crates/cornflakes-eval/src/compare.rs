@@ -1,0 +1,323 @@
+//! `cf compare`: the main job. For each workload it starts the key-value
+//! server with each system in turn (pinned to one core), sweeps the offered
+//! load with the load generator (pinned to the other core) over the
+//! shared-memory datapath (or UDP), prints a table like the paper's, and writes
+//! `summary.json` and throughput-latency plots.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cornflakes_kv::{ServerStats, System};
+use cornflakes_workloads::WorkloadSpec;
+
+use crate::child::ServerChild;
+use crate::loadgen::PointResult;
+use crate::plot;
+use crate::report::{self, Ratios, Summary, SystemReport, TableRow, WorkloadReport};
+use crate::sweep::{self, SweepConfig, SweepResult};
+use crate::transport::{Target, Transport};
+use crate::Error;
+
+/// What `cf compare` runs.
+#[derive(Clone, Debug)]
+pub struct CompareConfig {
+    /// Workloads, in order.
+    pub workloads: Vec<WorkloadSpec>,
+    /// Systems to compare; empty: every system that applies to the
+    /// workload ([`default_systems`]).
+    pub systems: Vec<System>,
+    /// Directory for summary.json and the plots.
+    pub out: PathBuf,
+    /// The sweep of each system (its `point.rate` is ignored).
+    pub sweep: SweepConfig,
+    /// Core of the server.
+    pub server_core: usize,
+    /// Core of the load generator.
+    pub client_core: usize,
+    /// Datapath between the load generator and the server.
+    pub transport: Transport,
+    /// Sweeps per system (at least 1); the table and ratios use the median
+    /// maximum. Repeats are interleaved across systems.
+    pub repeats: usize,
+}
+
+/// The systems compared on a workload by default.
+pub fn default_systems(workload: &str) -> Vec<System> {
+    if workload.starts_with("echo") {
+        vec![
+            System::Cornflakes,
+            System::CornflakesNoSas,
+            System::Protobuf,
+            System::Flatbuffers,
+            System::Capnp,
+            System::Raw,
+        ]
+    } else {
+        System::ALL.into_iter().filter(|s| *s != System::Raw).collect()
+    }
+}
+
+/// One system's sweeps on a workload, one per repeat.
+struct SystemRuns {
+    system: System,
+    sweeps: Vec<SweepResult>,
+    /// Repeats that failed, and why.
+    failures: Vec<String>,
+    /// The server's counters, summed over the repeats.
+    server: ServerStats,
+}
+
+impl SystemRuns {
+    /// The sweep whose highest achieved load is the median of the repeats
+    /// (the lower middle one for an even count), with that point.
+    fn median(&self) -> Option<(&SweepResult, &PointResult)> {
+        let mut runs: Vec<_> = self.sweeps.iter().filter_map(|s| s.best().map(|b| (s, b))).collect();
+        runs.sort_by(|a, b| a.1.achieved.total_cmp(&b.1.achieved));
+        runs.get(runs.len().saturating_sub(1) / 2).copied()
+    }
+
+    /// The median highest achieved load.
+    fn max(&self) -> Option<f64> {
+        self.median().map(|(_, b)| b.achieved)
+    }
+
+    /// The highest achieved load of each repeat, in the order run.
+    fn maxima(&self) -> Vec<f64> {
+        self.sweeps.iter().filter_map(|s| s.best().map(|b| b.achieved)).collect()
+    }
+
+    fn errors(&self) -> u64 {
+        self.sweeps.iter().map(SweepResult::errors).sum()
+    }
+
+    fn timeouts(&self) -> u64 {
+        self.sweeps.iter().map(SweepResult::timeouts).sum()
+    }
+}
+
+/// Runs every system on every workload, prints a table per workload and
+/// writes `summary.json` (a [`Summary`]) and the plots to `cfg.out`.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] for settings that cannot work; [`Error::Failed`] when
+/// the output cannot be written. A system that fails is reported in its
+/// table row and in `summary.json`, and the comparison goes on.
+pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
+    let args = cfg;
+    if args.repeats == 0 {
+        return Err(Error::Invalid("--repeats must be at least 1".into()));
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    if crate::pin::available_cores() <= args.server_core.max(args.client_core) {
+        eprintln!("warning: fewer cores than --server-core/--client-core; pinning will fail");
+    }
+    let started = Instant::now();
+    let mut summary = Summary::default();
+    for spec in &args.workloads {
+        let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+        let systems = if args.systems.is_empty() { default_systems(workload.name()) } else { args.systems.clone() };
+        eprintln!(
+            "\n== {} ({} systems x {} repeats; unit: {}) ==",
+            workload.name(),
+            systems.len(),
+            args.repeats,
+            workload.unit()
+        );
+        let mut results: Vec<SystemRuns> = systems
+            .iter()
+            .map(|&system| SystemRuns { system, sweeps: Vec::new(), failures: Vec::new(), server: Default::default() })
+            .collect();
+        // Repeats are interleaved, so a slow phase of the machine hits
+        // every system alike instead of one.
+        for repeat in 0..args.repeats {
+            for (i, runs) in results.iter_mut().enumerate() {
+                let label = format!(
+                    "[{}/{}{}] {} {}",
+                    i + 1,
+                    systems.len(),
+                    if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() },
+                    workload.name(),
+                    runs.system.name()
+                );
+                match run_system(args, spec, runs.system, &label) {
+                    Ok((sweep, server)) => {
+                        runs.sweeps.push(sweep);
+                        runs.server.add(&server);
+                    }
+                    Err(e) => {
+                        eprintln!("{label}: FAILED: {e}");
+                        runs.failures.push(e.to_string());
+                    }
+                }
+            }
+        }
+        let ratios = ratios(&results);
+        let rows: Vec<TableRow<'_>> = results
+            .iter()
+            .map(|r| TableRow {
+                system: r.system,
+                best: r.median().map(|(sweep, best)| (best, sweep.server_busy_capacity())),
+                maxima: r.maxima(),
+                errors: r.errors(),
+                timeouts: r.timeouts(),
+                dropped: r.server.malformed + r.server.dropped_full + r.server.send_failed,
+            })
+            .collect();
+        print!("{}", report::format_table(workload.name(), workload.unit(), &rows, &ratios));
+        let png = args.out.join(format!("{}.png", workload.name()));
+        let series: Vec<plot::Series> = results
+            .iter()
+            .filter_map(|r| {
+                r.median().map(|(sweep, _)| {
+                    // In load order: refining points run after higher ones.
+                    let mut points: Vec<(f64, f64)> = sweep.points.iter().map(|p| (p.achieved, p.p99_us)).collect();
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    plot::Series { name: r.system.name().to_owned(), points }
+                })
+            })
+            .collect();
+        let x_label = format!("achieved load (thousand {} / s)", workload.unit());
+        if let Err(e) =
+            plot::throughput_latency_png(&png, &format!("{}: p99 latency vs load", workload.name()), &x_label, &series)
+        {
+            eprintln!("warning: cannot draw {}: {e}", png.display());
+        }
+        let bars_png = args.out.join(format!("{}-max.png", workload.name()));
+        let bars: Vec<(String, f64)> =
+            results.iter().map(|r| (r.system.name().to_owned(), r.max().unwrap_or(f64::NAN))).collect();
+        let y_label = format!("highest achieved load (thousand {} / s)", workload.unit());
+        if let Err(e) = plot::max_throughput_bars_png(
+            &bars_png,
+            &format!("{}: highest achieved load", workload.name()),
+            &y_label,
+            &bars,
+        ) {
+            eprintln!("warning: cannot draw {}: {e}", bars_png.display());
+        }
+        summary.workloads.push(WorkloadReport {
+            workload: workload.name().to_owned(),
+            spec: spec.to_string(),
+            unit: workload.unit().to_owned(),
+            transport: args.transport.name().to_owned(),
+            repeats: args.repeats,
+            plot: png.file_name().map(|f| f.to_string_lossy().into_owned()),
+            systems: results.iter().map(runs_report).collect(),
+            ratios,
+        });
+        write_summary(&args.out, &summary)?;
+    }
+    eprintln!(
+        "\nwrote {} and plots in {:.0} s",
+        args.out.join("summary.json").display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The report of one system's repeats: the median repeat's figures and
+/// curve, every repeat's maximum, totals of errors and counters.
+fn runs_report(r: &SystemRuns) -> SystemReport {
+    let median = r.median();
+    let mut report = median
+        .and_then(|(sweep, _)| SystemReport::of_sweep(r.system.name(), sweep))
+        .unwrap_or_else(|| SystemReport::failed(r.system.name()));
+    report.repeats_max_rps = Some(r.maxima().iter().map(|x| x.round()).collect());
+    report.errors = r.errors();
+    report.timeouts = r.timeouts();
+    report.p50_bound_us = median.and_then(|(sweep, _)| report::rounded(sweep.p50_bound_us, 1));
+    report.server = Some(r.server);
+    report.failed = r.failures.clone();
+    report
+}
+
+fn write_summary(out: &Path, summary: &Summary) -> Result<(), Error> {
+    let path = out.join("summary.json");
+    let text = serde_json::to_string_pretty(summary).expect("reports serialize");
+    std::fs::write(&path, text).map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Starts the server with `system`, sweeps it, and stops it.
+fn run_system(
+    args: &CompareConfig,
+    spec: &WorkloadSpec,
+    system: System,
+    label: &str,
+) -> Result<(SweepResult, ServerStats), Error> {
+    let path = match args.transport {
+        Transport::Shm => crate::transport::shm_socket_path(),
+        Transport::Udp => "127.0.0.1:0".to_owned(),
+    };
+    eprintln!("{label}: starting server (preloading)");
+    let t0 = Instant::now();
+    let mut server = ServerChild::spawn_subcommand(
+        "kv-server",
+        &[
+            "--system".into(),
+            system.name().into(),
+            "--workload".into(),
+            spec.to_string(),
+            "--transport".into(),
+            args.transport.name().into(),
+            "--addr".into(),
+            path.clone(),
+            "--core".into(),
+            args.server_core.to_string(),
+            "--exit-with-parent".into(),
+        ],
+    )?;
+    eprintln!("{label}: server ready in {:.1} s", t0.elapsed().as_secs_f64());
+    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    let cfg = &args.sweep;
+    let target = Target::new(args.transport, &server.addr)?;
+    let result = sweep::sweep(
+        &target,
+        system,
+        workload.as_ref(),
+        cfg,
+        Some(args.client_core),
+        |m| eprintln!("{label}: {m}"),
+        || server.report().ok().and_then(|l| ServerStats::from_json_line(&l)),
+    );
+    let counters = server.finish().iter().find_map(|l| ServerStats::from_json_line(l));
+    drop(server);
+    if args.transport == Transport::Shm {
+        let _ = std::fs::remove_file(&path);
+    }
+    let result = result?;
+    let counters = counters.ok_or("the server did not report its counters when stopped")?;
+    if let Some(best) = result.best() {
+        eprintln!(
+            "{label}: max {:.0} {}/s (p99 {:.1} µs, p50 bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
+            best.achieved,
+            workload.unit(),
+            best.p99_us,
+            result.p50_bound_us,
+            result.server_busy_capacity().unwrap_or(f64::NAN),
+            result.errors(),
+            result.timeouts(),
+            counters.malformed,
+            counters.dropped_full + counters.send_failed,
+        );
+    }
+    Ok((result, counters))
+}
+
+fn max_of(results: &[SystemRuns], system: System) -> Option<f64> {
+    results.iter().find(|r| r.system == system)?.max()
+}
+
+/// The server's busy capacity in the median repeat.
+fn capacity_of(results: &[SystemRuns], system: System) -> Option<f64> {
+    results.iter().find(|r| r.system == system)?.median()?.0.server_busy_capacity()
+}
+
+/// The paper's comparisons that apply to this workload, as ratios of
+/// median maxima, and the same ratios of the servers' busy capacities
+/// (which still compare the servers when the load generator saturates
+/// first).
+fn ratios(results: &[SystemRuns]) -> Ratios {
+    let mut out = Ratios::of(|s| max_of(results, s));
+    out.server_busy_capacity = Some(Box::new(Ratios::of(|s| capacity_of(results, s))));
+    out
+}

@@ -1,0 +1,46 @@
+//! The Cornflakes evaluation: what `cf` runs, as a library so that other
+//! front ends (a Redis server, a socket layer) and tests can reuse it.
+//!
+//! Layers, from the bottom:
+//!
+//! - [`transport`], [`pin`], [`child`]: opening the datapaths by name,
+//!   pinning threads to cores, and the server process a benchmark starts
+//!   (`cf serve` / `cf kv-server`) with its control line protocol.
+//! - [`loadgen`]: one open-loop load point against the key-value server
+//!   (Poisson arrivals, every response checked, HDR latencies);
+//!   [`sweep`]: the capacity probe and the load points around it, with the
+//!   rules that decide which points were kept up with.
+//! - [`kv`]: `cf kv-server` and `cf loadgen`, the two halves by hand;
+//!   [`compare`]: the paper's comparisons (every system on every workload);
+//!   [`report`]: what they print and write (the JSON objects, built with
+//!   serde; the tables); [`plot`]: the PNG charts.
+//! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
+//!   [`serve`]: the server half of `pingpong` and `echo`.
+//!
+//! Every function that can fail returns [`Error`]: [`Error::Invalid`] for
+//! settings that cannot work (a command line maps it to a usage error),
+//! [`Error::Failed`] for everything else.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod child;
+pub mod compare;
+pub mod echo;
+mod error;
+pub mod kv;
+pub mod loadgen;
+pub mod pin;
+pub mod pingpong;
+pub mod plot;
+pub mod report;
+pub mod serve;
+pub mod shapes;
+pub mod sweep;
+pub mod transport;
+
+pub use error::Error;
+
+#[allow(missing_docs, dead_code, clippy::all)]
+mod echo_proto {
+    include!(concat!(env!("OUT_DIR"), "/echo.rs"));
+}

@@ -1,0 +1,353 @@
+//! What the load generator and the comparison print and write: the JSON
+//! objects (built with serde, one struct per object) and the text lines and
+//! tables.
+//!
+//! Numbers that are not finite (a rate over no time, a capacity that was
+//! never measured) are written as `null`, never as `NaN` or `inf`, which
+//! are not JSON: fields that can lack a value are `Option`s, and
+//! [`finite`] turns a computed `f64` into one.
+
+use cornflakes_kv::{ServerStats, System};
+use serde::{Deserialize, Serialize};
+
+use crate::loadgen::PointResult;
+use crate::sweep::SweepResult;
+
+/// `Some(x)` when `x` is a finite number: what a JSON number can hold.
+pub fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// `x` rounded to `decimals` places, `None` when it is not finite.
+pub fn rounded(x: f64, decimals: i32) -> Option<f64> {
+    let scale = 10f64.powi(decimals);
+    finite((x * scale).round() / scale)
+}
+
+/// One line about a load point.
+pub fn describe_point(p: &PointResult, unit: &str) -> String {
+    let offered = p.offered.map_or("closed loop".to_owned(), |o| format!("{o:>9.0}/s"));
+    format!(
+        "offered {offered}  achieved {:>9.0} {unit}/s  p50 {:>8.1} µs  p99 {:>8.1} µs  p99.9 {:>8.1} µs  errors {}  timeouts {}",
+        p.achieved, p.p50_us, p.p99_us, p.p999_us, p.errors, p.timeouts
+    )
+}
+
+/// The JSON object of one load point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointReport {
+    /// Offered transactions per second (`null`: closed loop).
+    pub offered_rps: Option<f64>,
+    /// Transactions completed correctly per second of recorded time.
+    pub achieved_rps: Option<f64>,
+    /// Latency quantiles, microseconds.
+    pub p50_us: Option<f64>,
+    /// See `p50_us`.
+    pub p99_us: Option<f64>,
+    /// See `p50_us`.
+    pub p999_us: Option<f64>,
+    /// Recorded transactions that arrived in the window.
+    pub offered: u64,
+    /// Recorded transactions completed correctly.
+    pub completed: u64,
+    /// Wrong responses.
+    pub errors: u64,
+    /// Requests without a response in time.
+    pub timeouts: u64,
+    /// The server's requests per second of busy time over the point, when
+    /// it could be asked.
+    pub server_busy_capacity_rps: Option<f64>,
+}
+
+impl From<&PointResult> for PointReport {
+    fn from(p: &PointResult) -> Self {
+        PointReport {
+            offered_rps: p.offered.and_then(|o| rounded(o, 0)),
+            achieved_rps: rounded(p.achieved, 0),
+            p50_us: finite(p.p50_us),
+            p99_us: finite(p.p99_us),
+            p999_us: finite(p.p999_us),
+            offered: p.offered_count,
+            completed: p.completed,
+            errors: p.errors,
+            timeouts: p.timeouts,
+            server_busy_capacity_rps: p.server.and_then(|s| s.busy_capacity_rps()).and_then(|c| rounded(c, 0)),
+        }
+    }
+}
+
+/// The JSON object of one system: the last line of `cf loadgen`, and an
+/// element of `systems` in `summary.json` (which adds the fields after
+/// `points`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SystemReport {
+    /// The system's name (`cornflakes`, `protobuf`, ...).
+    pub name: String,
+    /// Highest achieved load kept up with (see [`SweepResult::best`]);
+    /// absent when no sweep finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_achieved_rps: Option<f64>,
+    /// p99 latency (µs) at that load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    /// See [`SweepResult::server_busy_capacity`]; `null` when unknown.
+    #[serde(default)]
+    pub server_busy_capacity_rps: Option<f64>,
+    /// Wrong responses.
+    pub errors: u64,
+    /// Requests without a response in time.
+    pub timeouts: u64,
+    /// The open-loop points, in the order run.
+    #[serde(default)]
+    pub points: Vec<PointReport>,
+    /// `cf compare`: each repeat's highest achieved load, in the order run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats_max_rps: Option<Vec<f64>>,
+    /// `cf compare`: the median-latency bound the points were held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_bound_us: Option<f64>,
+    /// `cf compare`: the server's counters, summed over the repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerStats>,
+    /// `cf compare`: repeats that failed, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+impl SystemReport {
+    /// The report of one run's `points`, whose best is `best`.
+    pub fn new(name: &str, points: &[PointResult], best: &PointResult, busy_capacity: Option<f64>) -> Self {
+        SystemReport {
+            name: name.to_owned(),
+            max_achieved_rps: rounded(best.achieved, 0),
+            p99_us: finite(best.p99_us),
+            server_busy_capacity_rps: busy_capacity.and_then(|c| rounded(c, 0)),
+            errors: points.iter().map(|p| p.errors).sum(),
+            timeouts: points.iter().map(|p| p.timeouts).sum(),
+            points: points.iter().map(PointReport::from).collect(),
+            repeats_max_rps: None,
+            p50_bound_us: None,
+            server: None,
+            failed: Vec::new(),
+        }
+    }
+
+    /// The report of a sweep: its points and best point.
+    pub fn of_sweep(name: &str, sweep: &SweepResult) -> Option<Self> {
+        let best = sweep.best()?;
+        Some(Self::new(name, &sweep.points, best, sweep.server_busy_capacity()))
+    }
+
+    /// A system with no finished sweep.
+    pub fn failed(name: &str) -> Self {
+        SystemReport {
+            name: name.to_owned(),
+            max_achieved_rps: None,
+            p99_us: None,
+            server_busy_capacity_rps: None,
+            errors: 0,
+            timeouts: 0,
+            points: Vec::new(),
+            repeats_max_rps: None,
+            p50_bound_us: None,
+            server: None,
+            failed: Vec::new(),
+        }
+    }
+}
+
+/// The paper's comparisons that apply to a workload, as ratios (three
+/// decimals) of one metric; absent where a system did not run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ratios {
+    /// Cornflakes over the best of protobuf, FlatBuffers and Cap'n Proto.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_best_library: Option<f64>,
+    /// Cornflakes over echo without serialization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_raw: Option<f64>,
+    /// Hybrid over only scatter-gather.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_only_sg: Option<f64>,
+    /// Hybrid over only copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_only_copy: Option<f64>,
+    /// With serialize-and-send over without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sas_over_no_sas: Option<f64>,
+    /// Which library `cornflakes_over_best_library` compares with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_library: Option<String>,
+    /// The same ratios of the servers' busy capacities (which still
+    /// compare the servers when the load generator saturates first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_busy_capacity: Option<Box<Ratios>>,
+}
+
+impl Ratios {
+    /// The ratios of `metric`, a system's figure (`None`: not run).
+    pub fn of(metric: impl Fn(System) -> Option<f64>) -> Ratios {
+        let cf = metric(System::Cornflakes);
+        let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp]
+            .into_iter()
+            .filter_map(|s| metric(s).map(|m| (s, m)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let ratio = |b: Option<f64>| cf.zip(b).and_then(|(a, b)| rounded(a / b, 3));
+        Ratios {
+            cornflakes_over_best_library: ratio(best_lib.map(|b| b.1)),
+            cornflakes_over_raw: ratio(metric(System::Raw)),
+            cornflakes_over_only_sg: ratio(metric(System::CornflakesOnlySg)),
+            cornflakes_over_only_copy: ratio(metric(System::CornflakesOnlyCopy)),
+            sas_over_no_sas: ratio(metric(System::CornflakesNoSas)),
+            best_library: best_lib.map(|(s, _)| s.name().to_owned()),
+            server_busy_capacity: None,
+        }
+    }
+}
+
+/// One workload's entry in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    /// The workload's name.
+    pub workload: String,
+    /// Its full description, as `--workload` takes it.
+    pub spec: String,
+    /// What a transaction is (`requests`, `echoes`, ...).
+    pub unit: String,
+    /// `shm` or `udp`.
+    pub transport: String,
+    /// Sweeps per system.
+    pub repeats: usize,
+    /// File name of the throughput-latency plot.
+    pub plot: Option<String>,
+    /// One entry per system, in the order run.
+    pub systems: Vec<SystemReport>,
+    /// Ratios of the median maxima.
+    pub ratios: Ratios,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// One entry per workload, in the order run.
+    pub workloads: Vec<WorkloadReport>,
+}
+
+/// One system's line in the table of a workload.
+pub struct TableRow<'a> {
+    /// The system.
+    pub system: System,
+    /// Its median repeat's best point and server busy capacity; `None`
+    /// when every repeat failed.
+    pub best: Option<(&'a PointResult, Option<f64>)>,
+    /// Each repeat's highest achieved load.
+    pub maxima: Vec<f64>,
+    /// Wrong responses over the repeats.
+    pub errors: u64,
+    /// Timeouts over the repeats.
+    pub timeouts: u64,
+    /// Requests and responses the server dropped.
+    pub dropped: u64,
+}
+
+/// The table of one workload, like the paper's, with its ratios.
+pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &Ratios) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let cf = rows.iter().find(|r| r.system == System::Cornflakes).and_then(|r| r.best).map(|(b, _)| b.achieved);
+    let _ = writeln!(
+        out,
+        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, median latency within the bound); \
+         median of repeats, p99 at that load; server busy capacity: requests per second of the server's busy \
+         time, the highest over the loads kept up with"
+    );
+    let _ = writeln!(
+        out,
+        "{:<22} {:>12} {:>21} {:>10} {:>10} {:>14} {:>8} {:>9} {:>8}",
+        "system",
+        format!("{unit}/s"),
+        "repeats min-max",
+        "p99 µs",
+        "vs cf",
+        "srv busy cap.",
+        "errors",
+        "timeouts",
+        "dropped"
+    );
+    for r in rows {
+        match r.best {
+            Some((best, capacity)) => {
+                let lo = r.maxima.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = r.maxima.iter().copied().fold(0.0, f64::max);
+                let _ = writeln!(
+                    out,
+                    "{:<22} {:>12.0} {:>21} {:>10.1} {:>10} {:>14.0} {:>8} {:>9} {:>8}",
+                    r.system.name(),
+                    best.achieved,
+                    format!("{lo:.0}-{hi:.0}"),
+                    best.p99_us,
+                    cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
+                    capacity.unwrap_or(f64::NAN),
+                    r.errors,
+                    r.timeouts,
+                    r.dropped,
+                );
+            }
+            None => {
+                let _ = writeln!(out, "{:<22} {:>12}", r.system.name(), "failed");
+            }
+        }
+    }
+    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(ratios) {
+        for (k, v) in m {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_numbers_are_null() {
+        let p = PointResult {
+            offered: Some(f64::INFINITY),
+            achieved: f64::NAN,
+            p50_us: 1.5,
+            p99_us: f64::NAN,
+            p999_us: 3.0,
+            offered_count: 0,
+            completed: 0,
+            timeouts: 0,
+            errors: 0,
+            server: None,
+        };
+        let report = SystemReport::new("cornflakes", std::slice::from_ref(&p), &p, Some(f64::NAN));
+        let line = serde_json::to_string(&report).unwrap();
+        assert!(!line.contains("NaN") && !line.contains("inf"), "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("valid JSON");
+        assert_eq!(v["points"][0]["achieved_rps"], serde_json::Value::Null);
+        assert_eq!(v["points"][0]["offered_rps"], serde_json::Value::Null);
+        assert_eq!(v["points"][0]["p50_us"], 1.5);
+        assert_eq!(v["server_busy_capacity_rps"], serde_json::Value::Null);
+        assert!(v.get("max_achieved_rps").is_none(), "{v}");
+        assert_eq!(serde_json::from_str::<SystemReport>(&line).unwrap(), report);
+    }
+
+    #[test]
+    fn ratios_compare_with_the_best_library_and_skip_missing_systems() {
+        let r = Ratios::of(|s| match s {
+            System::Cornflakes => Some(300.0),
+            System::Protobuf => Some(100.0),
+            System::Capnp => Some(200.0),
+            _ => None,
+        });
+        assert_eq!(r.cornflakes_over_best_library, Some(1.5));
+        assert_eq!(r.best_library.as_deref(), Some("capnp"));
+        assert_eq!(r.cornflakes_over_raw, None);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v, serde_json::json!({ "cornflakes_over_best_library": 1.5, "best_library": "capnp" }));
+    }
+}

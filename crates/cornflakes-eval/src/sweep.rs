@@ -1,0 +1,231 @@
+//! A sweep: the closed-loop capacity probe, then open-loop load points at
+//! fractions of it until the system no longer keeps up, then a few points
+//! that bisect the step where it fell behind. The rules that decide whether
+//! a point was kept up with are [`PointResult::kept_up`] and
+//! [`LatencyBound`].
+
+use cornflakes_kv::{ServerStats, System};
+use cornflakes_workloads::Workload;
+
+use crate::loadgen::{run_point, LoadConfig, PointResult};
+use crate::transport::Target;
+use crate::Error;
+
+/// How a sweep chooses its load points.
+#[derive(Clone, Debug)]
+pub struct SweepConfig {
+    /// Settings of each point (`rate` is set per point).
+    pub point: LoadConfig,
+    /// Offered loads as fractions of the probed capacity, in order.
+    pub fractions: Vec<f64>,
+    /// In-flight transactions per thread of the closed-loop probe.
+    pub probe_outstanding: usize,
+    /// The median-latency bound of a point that kept up.
+    pub bound: LatencyBound,
+    /// Points spent bisecting between the highest load kept up with and
+    /// the lowest one not kept up with.
+    pub refine: usize,
+}
+
+impl SweepConfig {
+    /// Load points from 5 % to 130 % of the probed capacity. The probe
+    /// runs closed loop with many requests in flight, so it batches better
+    /// than Poisson arrivals can: open-loop knees were seen at 30-60 % of
+    /// it, hence the dense low end.
+    pub const DEFAULT_FRACTIONS: [f64; 11] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.1, 1.3];
+
+    /// The default sweep around `point`.
+    pub fn new(point: LoadConfig) -> Self {
+        SweepConfig {
+            point,
+            fractions: Self::DEFAULT_FRACTIONS.to_vec(),
+            probe_outstanding: 32,
+            bound: LatencyBound::default(),
+            refine: 2,
+        }
+    }
+}
+
+/// The median latency a load point may have and still count as kept up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LatencyBound {
+    /// At most this many microseconds.
+    Fixed(f64),
+    /// At most `factor` times the median latency of the sweep's first
+    /// (lowest) load point, and never less than `floor_us`: "no queue has
+    /// built up yet", whatever the workload's unloaded latency is.
+    RelativeToLowLoad {
+        /// Multiple of the low-load median.
+        factor: f64,
+        /// The bound's minimum, µs.
+        floor_us: f64,
+    },
+}
+
+impl Default for LatencyBound {
+    fn default() -> Self {
+        LatencyBound::RelativeToLowLoad { factor: 20.0, floor_us: 200.0 }
+    }
+}
+
+impl LatencyBound {
+    /// The bound in microseconds, given the median latency at the lowest
+    /// load.
+    pub fn bound_us(self, low_load_p50_us: f64) -> f64 {
+        match self {
+            LatencyBound::Fixed(us) => us,
+            LatencyBound::RelativeToLowLoad { factor, floor_us } => (factor * low_load_p50_us).max(floor_us),
+        }
+    }
+}
+
+/// Points past the listed fractions before a sweep gives up looking for
+/// the load the system cannot keep up with.
+const MAX_EXTRA_POINTS: usize = 6;
+
+/// A sweep's outcome.
+#[derive(Clone, Debug)]
+pub struct SweepResult {
+    /// The closed-loop probe.
+    pub probe: PointResult,
+    /// Open-loop points, in the order run.
+    pub points: Vec<PointResult>,
+    /// The median-latency bound (µs) the points were held to.
+    pub p50_bound_us: f64,
+}
+
+impl SweepResult {
+    /// The point with the highest achieved load among those the system
+    /// kept up with, or among all points if it kept up with none: its p99
+    /// is then the overloaded one.
+    pub fn best(&self) -> Option<&PointResult> {
+        let by_load = |a: &&PointResult, b: &&PointResult| a.achieved.total_cmp(&b.achieved);
+        self.points
+            .iter()
+            .filter(|p| p.kept_up(self.p50_bound_us))
+            .max_by(by_load)
+            .or_else(|| self.points.iter().max_by(by_load))
+    }
+
+    /// The server's highest busy capacity (requests per second of busy
+    /// time) over the points kept up with. Not the capacity at the best
+    /// point: near the load generator's own limit the server also spins on
+    /// back-pressure, which counts as busy.
+    pub fn server_busy_capacity(&self) -> Option<f64> {
+        self.points
+            .iter()
+            .filter(|p| p.kept_up(self.p50_bound_us))
+            .filter_map(|p| p.server.and_then(|s| s.busy_capacity_rps()))
+            .max_by(f64::total_cmp)
+    }
+
+    /// Errors over all points, the probe included.
+    pub fn errors(&self) -> u64 {
+        self.points.iter().chain([&self.probe]).map(|p| p.errors).sum()
+    }
+
+    /// Timeouts over all open-loop points.
+    pub fn timeouts(&self) -> u64 {
+        self.points.iter().map(|p| p.timeouts).sum()
+    }
+}
+
+/// Raises the offered load until the system no longer keeps up (achieved
+/// below 95 % of offered or timeouts; or median latency over the bound
+/// twice): first a closed-loop probe estimates the capacity, then open-loop
+/// points run at fractions of it, then a few points bisect between the last load kept up
+/// with and the first one not. `progress` hears about each point;
+/// `server_counters`, when it can ask the server, is called before and
+/// after each open-loop point.
+pub fn sweep(
+    target: &Target,
+    system: System,
+    workload: &dyn Workload,
+    cfg: &SweepConfig,
+    core: Option<usize>,
+    mut progress: impl FnMut(&str),
+    mut server_counters: impl FnMut() -> Option<ServerStats>,
+) -> Result<SweepResult, Error> {
+    progress("probing capacity (closed loop)");
+    let probe_cfg = LoadConfig { rate: None, max_outstanding: cfg.probe_outstanding, ..cfg.point.clone() };
+    let probe = run_point(target, system, workload, &probe_cfg, core)?;
+    if probe.completed == 0 {
+        return Err(Error::Failed(format!(
+            "{} answered no {} correctly in the probe ({} errors, {} timeouts)",
+            system.name(),
+            workload.unit(),
+            probe.errors,
+            probe.timeouts
+        )));
+    }
+    let mut points: Vec<PointResult> = Vec::new();
+    let mut bound_us = f64::INFINITY;
+    let mut run = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<(bool, bool), Error> {
+        progress(&format!("point {}: offered {rate:.0}/s ({what})", points.len() + 1));
+        let before = server_counters();
+        let mut point =
+            run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
+        point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
+        if points.is_empty() {
+            bound_us = cfg.bound.bound_us(point.p50_us);
+        }
+        let kept = point.kept_up(bound_us);
+        if !kept {
+            progress(&format!(
+                "  not kept up: achieved {:.0}/s, p50 {:.1} µs (bound {bound_us:.1}), p99 {:.1} µs, {} timeouts",
+                point.achieved, point.p50_us, point.p99_us, point.timeouts
+            ));
+        }
+        let fell_behind = point.fell_behind();
+        points.push(point);
+        Ok((kept, fell_behind))
+    };
+    // The given fractions, then 20 % more each time, until the system falls
+    // behind in throughput or misses the latency bound twice in a row (an
+    // open loop can go past the closed-loop probe; one miss may be a stall
+    // of the machine).
+    let mut fraction = cfg.fractions.iter().copied();
+    let (mut last, mut kept_rate, mut failed_above, mut misses) = (0.0, None, None, 0);
+    for _ in 0..cfg.fractions.len() + MAX_EXTRA_POINTS {
+        let f = fraction.next().unwrap_or(last * 1.2);
+        last = f;
+        let rate = probe.achieved * f;
+        let (kept, fell_behind) = run(rate, format!("{:.0} % of the probe", f * 100.0), &mut progress)?;
+        if kept {
+            (kept_rate, failed_above, misses) = (Some(rate), None, 0);
+        } else {
+            failed_above = failed_above.or(Some(rate));
+            misses += 1;
+        }
+        if fell_behind || misses == 2 {
+            break;
+        }
+    }
+    // Bisect between the highest load kept up with and the next one tried
+    // (from zero if none was kept up with).
+    if let Some(mut hi) = failed_above {
+        let mut lo = kept_rate.unwrap_or(0.0);
+        for _ in 0..cfg.refine {
+            let mid = (lo + hi) / 2.0;
+            if run(mid, "refining".into(), &mut progress)?.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    Ok(SweepResult { probe, points, p50_bound_us: bound_us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LatencyBound;
+
+    #[test]
+    fn the_latency_bound_follows_the_low_load_median_above_a_floor() {
+        let bound = LatencyBound::RelativeToLowLoad { factor: 20.0, floor_us: 200.0 };
+        assert_eq!(bound.bound_us(5.0), 200.0);
+        assert_eq!(bound.bound_us(80.0), 1600.0);
+        assert_eq!(LatencyBound::Fixed(70.0).bound_us(40.0), 70.0);
+    }
+}

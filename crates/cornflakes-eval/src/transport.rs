@@ -1,0 +1,179 @@
+//! Opening the datapaths the benchmarks run over, by name.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cornflakes_datapath::shm::{ShmConfig, ShmDatapath};
+use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
+use cornflakes_datapath::ConnId;
+
+use crate::Error;
+
+/// A datapath between a client and a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Transport {
+    /// The shared-memory datapath (processes on one host).
+    Shm,
+    /// The UDP datapath over io_uring, on 127.0.0.1.
+    Udp,
+}
+
+impl Transport {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Shm => "shm",
+            Transport::Udp => "udp",
+        }
+    }
+}
+
+/// What `pingpong` can measure: a datapath, or the bare shared-memory ring
+/// the `shm` datapath is built on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Link {
+    /// The shared-memory datapath (processes on one host).
+    Shm,
+    /// The UDP datapath over io_uring, on 127.0.0.1.
+    Udp,
+    /// A bare shared-memory ring of the same design, without the datapath
+    /// layers (the lower bound for `shm`).
+    Bare,
+}
+
+impl Link {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::Shm => "shm",
+            Link::Udp => "udp",
+            Link::Bare => "bare",
+        }
+    }
+}
+
+impl From<Transport> for Link {
+    fn from(t: Transport) -> Link {
+        match t {
+            Transport::Shm => Link::Shm,
+            Transport::Udp => Link::Udp,
+        }
+    }
+}
+
+/// How a client reaches a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The shared-memory datapath, via its Unix socket.
+    Shm(String),
+    /// The UDP datapath, at this address.
+    Udp(SocketAddr),
+}
+
+impl Target {
+    /// The server at `addr` over `transport`: a Unix socket path for shm,
+    /// IP:port for udp.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] when `addr` is not IP:port for udp.
+    pub fn new(transport: Transport, addr: &str) -> Result<Target, Error> {
+        match transport {
+            Transport::Shm => Ok(Target::Shm(addr.to_owned())),
+            Transport::Udp => parse_udp_addr(addr).map(Target::Udp),
+        }
+    }
+}
+
+/// Parses an IP:port for the UDP datapath.
+///
+/// # Errors
+///
+/// [`Error::Invalid`], saying what is expected.
+pub fn parse_udp_addr(addr: &str) -> Result<SocketAddr, Error> {
+    addr.parse()
+        .map_err(|e| Error::Invalid(format!("bad UDP address {addr:?}: {e}; give IP:port, e.g. 127.0.0.1:7000")))
+}
+
+/// A Unix socket path no other call, in this process or another, returns:
+/// process id, a per-process counter and the wall-clock time.
+pub fn shm_socket_path() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("/tmp/cf-{}-{n}-{nanos}.sock", std::process::id())
+}
+
+/// Listens for shm clients at `path`.
+///
+/// # Errors
+///
+/// When the socket cannot be created.
+pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
+    ShmDatapath::listen(path, ShmConfig::default())
+        .map_err(|e| Error::Failed(format!("cannot listen on {path}: {e} (is the directory writable?)")))
+}
+
+/// Connects to the shm server at `path`.
+///
+/// # Errors
+///
+/// When nothing listens there or the handshake fails.
+pub fn shm_client(path: &str) -> Result<(ShmDatapath, ConnId), Error> {
+    let dp = ShmDatapath::connect(path, ShmConfig::default())
+        .map_err(|e| format!("cannot connect to {path}: {e} (is the server running with --addr {path}?)"))?;
+    let conn = dp.connections().next().ok_or("connected datapath has no connection")?;
+    Ok((dp, conn))
+}
+
+fn loopback_any() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+/// A UDP server on 127.0.0.1, on a port the kernel picks.
+///
+/// # Errors
+///
+/// When the socket or the io_uring cannot be set up.
+pub fn udp_server() -> Result<UdpDatapath, Error> {
+    UdpDatapath::bind(loopback_any(), UdpConfig::loopback())
+        .map_err(|e| Error::Failed(format!("cannot bind a UDP datapath on 127.0.0.1: {e}")))
+}
+
+/// A UDP client of `server`.
+///
+/// # Errors
+///
+/// When the socket or the io_uring cannot be set up.
+pub fn udp_client(server: SocketAddr) -> Result<(UdpDatapath, ConnId), Error> {
+    let mut dp = UdpDatapath::bind(loopback_any(), UdpConfig::loopback())
+        .map_err(|e| format!("cannot bind a UDP datapath on 127.0.0.1: {e}"))?;
+    let conn = dp.connect(server);
+    Ok((dp, conn))
+}
+
+/// How long a server waits in one `wait` call before checking again.
+pub const SERVER_WAIT: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_paths_are_unique_within_a_process() {
+        let a = shm_socket_path();
+        let b = shm_socket_path();
+        assert_ne!(a, b);
+        assert!(a.contains(&format!("cf-{}-", std::process::id())), "{a}");
+    }
+
+    #[test]
+    fn udp_targets_need_an_ip_and_port() {
+        assert!(Target::new(Transport::Udp, "/tmp/x.sock").unwrap_err().is_invalid());
+        assert_eq!(Target::new(Transport::Udp, "127.0.0.1:9").unwrap(), Target::Udp(([127, 0, 0, 1], 9).into()));
+        assert_eq!(Target::new(Transport::Shm, "/tmp/x.sock").unwrap(), Target::Shm("/tmp/x.sock".into()));
+    }
+}
