@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the runtime's tests under Miri: pools (heap-backed under cfg(miri)),
-# RcBuf/RcBufMut, the arena, the wire format and the generated code.
-# The datapath and key-value crates need real mmap/memfd/io_uring and are
-# covered by the sanitizer runs recorded in their READMEs instead.
+# RcBuf/RcBufMut, the arena, the wire format and the generated code; and the
+# unit tests of the fenced unsafe modules of the baselines (pinned
+# FlatBuffers allocator, Cap'n Proto segment allocator) and of the
+# key-value store (prost views, store). The datapaths need real
+# mmap/memfd/io_uring and are covered by scripts/sanitizers.sh instead.
 # Takes about 5-8 minutes on the project's 2-core VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,3 +13,4 @@ cd "$(dirname "$0")/.."
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 cargo +nightly miri test -p cornflakes --lib --tests
 cargo +nightly miri test -p cornflakes-tests --tests
+cargo +nightly miri test -p cornflakes-baselines --lib -p cornflakes-kv --lib
