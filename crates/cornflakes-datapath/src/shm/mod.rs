@@ -544,11 +544,12 @@ pub mod __fuzz {
     use super::receive::{fuzzing, receive_record, Discard, PeerPool, RawRecord, RecordLimits};
     use super::ShmStats;
 
-    /// [`receive_record`] over records held in ordinary memory, with a fake
+    /// `receive_record` over records held in ordinary memory, with a fake
     /// peer pool memfd of [`PEER_POOL_FILE`] bytes of which
     /// [`PEER_POOL_MAPPED`] are mapped at first.
     pub struct RecordParser {
         peer: PeerPool,
+        peer_fd: std::os::fd::OwnedFd,
         pool: Pool,
         descs: Vec<Desc>,
         stats: ShmStats,
@@ -577,8 +578,10 @@ pub mod __fuzz {
         /// When the memfd or the pool cannot be created.
         pub fn new(max_message: usize) -> Self {
             let config = PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Never, lock: false };
+            let peer = fuzzing::fake_peer_pool(PEER_POOL_FILE, PEER_POOL_MAPPED).expect("fake peer pool");
             Self {
-                peer: fuzzing::fake_peer_pool(PEER_POOL_FILE, PEER_POOL_MAPPED).expect("fake peer pool"),
+                peer_fd: peer.dup_fd().expect("dup"),
+                peer,
                 pool: Pool::with_config(config).expect("pool"),
                 descs: Vec::new(),
                 stats: ShmStats::default(),
@@ -610,6 +613,18 @@ pub mod __fuzz {
         /// Re-maps of the peer pool so far.
         pub fn remaps(&self) -> u64 {
             self.stats.peer_pool_remaps
+        }
+
+        /// Maps only the first [`PEER_POOL_MAPPED`] bytes of the peer pool
+        /// again, so that the re-map path is reachable once more.
+        ///
+        /// # Panics
+        ///
+        /// When the mapping fails.
+        pub fn unmap_peer_tail(&mut self) {
+            let fd = self.peer_fd.try_clone().expect("dup");
+            self.peer = PeerPool::map(fd, PEER_POOL_MAPPED).expect("map");
+            self.stats.peer_pool_remaps = 0;
         }
     }
 

@@ -35,6 +35,11 @@ impl PeerPool {
         Ok(Self { fd, map, len })
     }
 
+    /// A second descriptor of the peer's memfd (for the fuzz harness).
+    pub(super) fn dup_fd(&self) -> std::io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
     /// Makes sure `end` bytes are mapped, re-mapping after `fstat` if the
     /// peer's pool grew. False when the file is not that long (or too long).
     #[cold]

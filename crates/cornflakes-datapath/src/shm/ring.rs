@@ -270,6 +270,22 @@ impl Ring {
     /// Creates a ring with a data area of `size` bytes (a power of two) and
     /// returns both endpoints; send [`RingProducer::memfd`] or
     /// [`RingConsumer::memfd`] to another process to use them apart.
+    ///
+    /// # Errors
+    ///
+    /// [`RingError::BadSize`] when `size` is not a power of two between
+    /// [`MIN_RING_SIZE`] and [`MAX_RING_SIZE`]; [`RingError::Io`] when the
+    /// memfd cannot be created or mapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, RingError, MIN_RING_SIZE};
+    ///
+    /// let (tx, rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// assert_eq!((tx.size(), rx.size()), (MIN_RING_SIZE, MIN_RING_SIZE));
+    /// assert!(matches!(Ring::create(5000), Err(RingError::BadSize(5000))));
+    /// ```
     pub fn create(size: usize) -> Result<(RingProducer, RingConsumer), RingError> {
         let consumer = RingConsumer::create(size)?;
         let producer = RingProducer::attach(consumer.memfd().try_clone_to_owned()?)?;
@@ -301,6 +317,23 @@ impl std::fmt::Debug for RingProducer {
 impl RingProducer {
     /// Maps a ring created by a consumer (possibly in another process),
     /// after checking its seals and header.
+    ///
+    /// # Errors
+    ///
+    /// [`RingError::NotSealed`] when the memfd can shrink,
+    /// [`RingError::BadHeader`] when its size or header is not a ring's,
+    /// [`RingError::Io`] when it cannot be mapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{RingConsumer, RingProducer, MIN_RING_SIZE};
+    ///
+    /// let rx = RingConsumer::create(MIN_RING_SIZE).unwrap();
+    /// // In another process this descriptor arrives over a Unix socket.
+    /// let tx = RingProducer::attach(rx.memfd().try_clone_to_owned().unwrap()).unwrap();
+    /// assert_eq!(tx.max_len(), MIN_RING_SIZE / 2 - 16);
+    /// ```
     pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
         let ring = Mapped::attach(fd)?;
         Ok(Self {
@@ -509,12 +542,43 @@ impl RingConsumer {
     /// Creates a ring with a data area of `size` bytes (a power of two
     /// between [`MIN_RING_SIZE`] and [`MAX_RING_SIZE`]) in a new sealed
     /// memfd.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ring::create`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{RingConsumer, DEFAULT_RING_SIZE};
+    ///
+    /// let rx = RingConsumer::create(DEFAULT_RING_SIZE).unwrap();
+    /// assert!(!rx.has_data());
+    /// ```
     pub fn create(size: usize) -> Result<Self, RingError> {
         Ok(Self::from_mapped(Mapped::create(size)?))
     }
 
     /// Maps an existing ring to consume from it (the creator must not
     /// consume too: one consumer per ring).
+    ///
+    /// # Errors
+    ///
+    /// As [`RingProducer::attach`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, RingConsumer, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, creator) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// let fd = creator.memfd().try_clone_to_owned().unwrap();
+    /// drop(creator); // the creator hands consuming over
+    /// let mut rx = RingConsumer::attach(fd).unwrap();
+    /// tx.try_push(b"hi").unwrap();
+    /// let mut got = Vec::new();
+    /// assert!(rx.try_pop(&mut got).unwrap().is_some());
+    /// ```
     pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
         Ok(Self::from_mapped(Mapped::attach(fd)?))
     }
@@ -669,6 +733,16 @@ impl RingConsumer {
 
     /// Publishes a value in the acknowledgement word the producer reads
     /// with [`RingProducer::acked`] (the datapath counts completed sends).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (tx, rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// rx.set_acked(3);
+    /// assert_eq!(tx.acked(), 3);
+    /// ```
     #[inline(always)]
     pub fn set_acked(&self, value: u64) {
         self.ring.control().consumer.acked.store(value, Ordering::Release);

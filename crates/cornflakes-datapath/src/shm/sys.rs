@@ -151,6 +151,25 @@ pub(crate) fn is_shrink_sealed(fd: BorrowedFd<'_>) -> bool {
 /// Sends `bytes` with the descriptors `fds` attached (`SCM_RIGHTS`), in one
 /// `sendmsg`. Used at connection set-up; public so that tools (the bare-ring
 /// benchmark, hostile-peer tests) can hand memfds to another process.
+///
+/// # Errors
+///
+/// `InvalidInput` for more than `MAX_PASSED_FDS` (8) descriptors, `WriteZero`
+/// for a short send, and whatever `sendmsg` reports.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_datapath::shm::{recv_fds, send_fds};
+/// use std::os::fd::AsFd;
+/// use std::os::unix::net::UnixStream;
+///
+/// let (a, b) = UnixStream::pair().unwrap();
+/// send_fds(&a, b"fd", &[a.as_fd()]).unwrap();
+/// let mut buf = [0u8; 2];
+/// let (n, fds) = recv_fds(&b, &mut buf).unwrap();
+/// assert_eq!((n, &buf, fds.len()), (2, b"fd", 1));
+/// ```
 pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -165,8 +184,17 @@ pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Re
 }
 
 /// Receives up to `buf.len()` bytes and any descriptors sent with them
-/// (at most [`MAX_PASSED_FDS`]; the kernel closes the rest). Returns the
+/// (at most `MAX_PASSED_FDS` (8); the kernel closes the rest). Returns the
 /// byte count (0 at end of stream) and the descriptors, owned.
+///
+/// # Errors
+///
+/// Whatever `recvmsg` reports (`WouldBlock` on a non-blocking socket or
+/// after a read timeout).
+///
+/// # Examples
+///
+/// See [`send_fds`].
 pub fn recv_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
