@@ -77,11 +77,12 @@
 //!   [`ShmDatapath::connect`] / [`ShmDatapath::connect_to`] dial one, and
 //!   [`ShmDatapath::pair`] links two datapaths in one process. Each side
 //!   creates, seals and sends the memfd of the ring it *consumes*, plus its
-//!   **shared** pool's memfd (`SCM_RIGHTS`); see [`proto`]. The socket stays open for
-//!   the life of the connection: it carries wake-up bytes and tells of the
-//!   peer's death.
+//!   **shared** pool's memfd (`SCM_RIGHTS`); see [`proto`]. The socket
+//!   stays open for the life of the connection: it carries wake-up bytes
+//!   and tells of the peer's death.
 //! - **Sending** ([`Datapath::push_message`], [`Datapath::push_segments`])
-//!   writes straight into the peer's ring and **publishes immediately**;
+//!   copies straight into the peer's ring (the first segment through a
+//!   private staging buffer) and **publishes immediately**;
 //!   [`Datapath::flush`] has nothing to do. A full ring is
 //!   [`SendError::Full`] (receive, poll completions, retry); a body that
 //!   can never fit (half the ring) or a message over the peer's limit is
@@ -95,7 +96,7 @@
 //! ```text
 //!  sender process                                   receiver process
 //!  ┌──────────────┐  ring record (in receiver's    ┌──────────────────────┐
-//!  │ shared pool  │  inbox memfd, mapped by both)  │ pool buffer (RcBuf)  │
+//!  │ shared pool  │  inbox memfd, mapped by both)  │ private pool (RcBuf) │
 //!  │  ┌────────┐  │  ┌─────┬─────┬─────┬────────┐ │ ┌──────┬────────────┐ │
 //!  │  │ value  │◄─┼──┤desc │desc │pkt  │ first  │ │ │first │ value …    │ │
 //!  │  └────────┘  │  │     │     │hdr  │segment │─┼►│seg.  │ (gathered) │ │
@@ -105,14 +106,15 @@
 //!
 //! A zero-copy segment in the sender's *shared* pool is not copied by the
 //! sender: the record carries a descriptor (offset in the sender's shared
-//! pool memfd, length), the sender keeps
-//! a clone of the [`RcBuf`] in an in-flight table, and the receiver, which
-//! has the sender's pool memfd mapped read-only (re-mapped after an `fstat`
-//! when a descriptor points past the mapping because the sender's pool
-//! grew), copies the segment into one of its own pool buffers right after
-//! the first segment, as a NIC's DMA engine would. A zero-copy segment
-//! anywhere else (the private pool, the heap) is copied into the record. [`Received::payload`] is
-//! thus one contiguous buffer of the whole message.
+//! pool memfd, length), the sender keeps a clone of the [`RcBuf`] in an
+//! in-flight table, and the receiver, which has the sender's shared pool
+//! memfd mapped read-only (re-mapped after an `fstat` when a descriptor
+//! points past the mapping because the sender's pool grew), copies the
+//! segment into one of its own *private* pool buffers right after the first
+//! segment, as a NIC's DMA engine would. A zero-copy segment anywhere else
+//! (the sender's private pool, a received payload, the heap) is copied into
+//! the record. [`Received::payload`] is thus one contiguous buffer of the
+//! whole message.
 //!
 //! We gather rather than hand out views of the peer's memory in place
 //! because a view in place would (1) keep the sender's buffer busy for as
@@ -164,7 +166,9 @@
 //!
 //! # Hostile peers
 //!
-//! Everything read from shared memory is copied out once, then checked:
+//! Everything read from shared memory is copied out once (raw copies and
+//! atomics only: no reference to peer-writable memory is ever formed, see
+//! `sys.rs`), then checked:
 //! record headers against the ring (an impossible one means the ring is
 //! corrupt: the connection is closed), descriptors against the descriptor
 //! count and record length, pool offsets and lengths against the mapping of
