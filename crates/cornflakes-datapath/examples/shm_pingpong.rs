@@ -1,15 +1,17 @@
 //! Ping-pong round trips between two processes pinned to cores 0 and 1,
 //! for 8 B and 2048 B messages; prints the median and p99 in ns:
 //!
-//! - `bare ring`: `shm::ring` alone; the echo copies ring to ring, the
-//!   pinger only looks at the reply's length.
-//! - `bare ring + copy out`: the same, but both sides copy each message
-//!   they pop into a private buffer, as any receiver that keeps the bytes
-//!   (and the datapath) must.
+//! - `bare ring`: `shm::ring` alone; `try_pop` copies each message out of
+//!   the ring into a reused buffer (ring memory is never a Rust reference)
+//!   and the echo pushes it back from there.
+//! - `bare ring + copy out`: the same, plus one more copy of each popped
+//!   message into an application buffer.
 //! - `datapath`: `ShmDatapath` with `push_buf` (copies) and `recv_batch`
 //!   (packet header, pool buffer per message, wake-up flag checks).
-//! - `datapath (zero-copy)`: both sides send a pool buffer as a zero-copy
-//!   segment (descriptor in the ring, gathered by the receiver).
+//! - `datapath (zero-copy)`: both sides send a shared-pool buffer as a
+//!   zero-copy segment (descriptor in the ring, gathered by the receiver);
+//!   the echo answers with a value of the request's length kept in its
+//!   shared pool (a received payload is private and would be copied).
 //!
 //! `ONLY=ring|ringcopy|dp|dpzc` runs one variant (for profiling).
 //!
@@ -121,23 +123,19 @@ fn bench_ring(path: &PathBuf, rounds: usize, warmup: usize, copy_out: bool) -> V
     let mut out = Vec::new();
     for size in SIZES {
         let msg = vec![0xABu8; size];
+        let mut popped = Vec::with_capacity(4096);
         let mut buf = vec![0u8; 4096];
         let mut ns = Vec::with_capacity(rounds);
         for i in 0..warmup + rounds {
             let t0 = Instant::now();
             while tx.try_push(&msg).is_err() {}
             let n = loop {
-                let popped = rx
-                    .try_pop(|b| {
-                        if copy_out {
-                            buf[..b.len()].copy_from_slice(b);
-                            std::hint::black_box(&mut buf);
-                        }
-                        b.len()
-                    })
-                    .unwrap();
-                if let Some(n) = popped {
-                    break n;
+                if rx.try_pop(&mut popped).unwrap().is_some() {
+                    if copy_out {
+                        buf[..popped.len()].copy_from_slice(&popped);
+                        std::hint::black_box(&mut buf);
+                    }
+                    break popped.len();
                 }
                 std::hint::spin_loop();
             };
@@ -160,26 +158,21 @@ fn child_ring(path: &Path, copy_out: bool) {
     send_fds(&sock, b"r", &[rx.memfd().as_fd()]).unwrap();
     let (_, mut fds) = recv_fds(&sock, &mut [0u8; 1]).unwrap();
     let mut tx = RingProducer::attach(fds.pop().unwrap()).unwrap();
+    let mut popped = Vec::with_capacity(4096);
     let mut buf = vec![0u8; 4096];
     loop {
-        let quit = rx
-            .try_pop(|b| {
-                if b.len() == 1 {
-                    return true;
-                }
-                if copy_out {
-                    buf[..b.len()].copy_from_slice(b);
-                    while tx.try_push(&buf[..b.len()]).is_err() {}
-                } else {
-                    while tx.try_push(b).is_err() {}
-                }
-                false
-            })
-            .unwrap();
-        match quit {
-            Some(true) => return,
-            Some(false) => {}
-            None => std::hint::spin_loop(),
+        if rx.try_pop(&mut popped).unwrap().is_none() {
+            std::hint::spin_loop();
+            continue;
+        }
+        if popped.len() == 1 {
+            return;
+        }
+        if copy_out {
+            buf[..popped.len()].copy_from_slice(&popped);
+            while tx.try_push(&buf[..popped.len()]).is_err() {}
+        } else {
+            while tx.try_push(&popped).is_err() {}
         }
     }
 }
@@ -192,7 +185,8 @@ fn bench_dp(path: &Path, rounds: usize, warmup: usize, zero_copy: bool) -> Vec<(
     let mut out = Vec::new();
     let mut got = Vec::with_capacity(8);
     for size in SIZES {
-        let mut msg = dp.alloc(size).unwrap();
+        // A value in the shared pool: sent by descriptor.
+        let mut msg = dp.pool().alloc(size).unwrap();
         msg.fill(0xAB);
         let msg = msg.freeze();
         let mut ns = Vec::with_capacity(rounds);
@@ -235,6 +229,10 @@ fn quit(dp: &mut ShmDatapath, conn: ConnId) {
 fn child_dp(path: &Path, zero_copy: bool) {
     let mut dp = ShmDatapath::connect(path, ShmConfig::default()).unwrap();
     let mut got = Vec::with_capacity(8);
+    // Received payloads are in the private pool, which the peer does not
+    // map: sent back zero-copy they would be copied. The zero-copy echo
+    // answers with a value of the same length held in the shared pool.
+    let mut values: std::collections::HashMap<usize, cornflakes::RcBuf> = Default::default();
     loop {
         if dp.recv_batch(&mut got, 8).unwrap() == 0 {
             std::hint::spin_loop();
@@ -245,7 +243,9 @@ fn child_dp(path: &Path, zero_copy: bool) {
                 return;
             }
             if zero_copy && r.payload.len() >= 512 {
-                dp.push_segments(r.conn, r.msg_id, &[Segment::ZeroCopy(r.payload)]).unwrap();
+                let len = r.payload.len();
+                let value = values.entry(len).or_insert_with(|| dp.pool().alloc_copy(&r.payload).unwrap()).clone();
+                dp.push_segments(r.conn, r.msg_id, &[Segment::ZeroCopy(value)]).unwrap();
             } else {
                 dp.push_buf(r.conn, r.msg_id, &r.payload).unwrap();
             }

@@ -38,7 +38,8 @@ pub struct Received {
     pub conn: ConnId,
     /// The sender's message id, for matching requests and responses.
     pub msg_id: u32,
-    /// The message bytes (packet header stripped), in this datapath's pool.
+    /// The message bytes (packet header stripped), in this datapath's
+    /// memory ([`Datapath::scratch_pool`] on `shm`).
     pub payload: RcBuf,
 }
 
@@ -122,8 +123,12 @@ pub struct DatapathStats {
 /// The one trait every backend implements (compare smoltcp's `phy::Device`
 /// and Demikernel's layer-1 trait).
 pub trait Datapath {
-    /// The pinned pool that sends and receives use; allocate application
-    /// values here so they can be sent zero-copy.
+    /// The pinned pool whose buffers the application sends zero-copy on
+    /// purpose (values it keeps, such as a store's).
+    ///
+    /// On [`shm`] every peer maps this pool and can read **all** of it:
+    /// allocate here only what any peer may read. Build per-message data
+    /// with [`alloc`](Self::alloc) instead.
     ///
     /// # Examples
     ///
@@ -138,7 +143,17 @@ pub trait Datapath {
     /// ```
     fn pool(&self) -> &Pool;
 
-    /// Allocates a pinned, writable buffer; freeze it to send it.
+    /// The pinned pool for buffers of one message: first segments,
+    /// responses built per request, scratch, and (on [`shm`]) receive
+    /// buffers. Never readable by a peer; on [`shm`] a zero-copy segment
+    /// from here is copied into the message. Defaults to
+    /// [`pool`](Self::pool) for backends without peer-readable memory.
+    fn scratch_pool(&self) -> &Pool {
+        self.pool()
+    }
+
+    /// Allocates a pinned, writable buffer from
+    /// [`scratch_pool`](Self::scratch_pool); freeze it to send it.
     ///
     /// # Errors
     ///
@@ -158,7 +173,7 @@ pub trait Datapath {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
-        self.pool().alloc(len)
+        self.scratch_pool().alloc(len)
     }
 
     /// The reference-counted buffer containing `data`, if it is in this

@@ -136,7 +136,8 @@ fn dropped_value_stays_intact_until_completion() {
     let (mut a, mut b) = ShmDatapath::pair(small_config()).unwrap();
     let ca = first_conn(&a);
     let live_before = a.pool().stats().live_slots;
-    let mut value = a.alloc(4096).unwrap();
+    // A value sent zero-copy on purpose lives in the shared pool.
+    let mut value = a.pool().alloc(4096).unwrap();
     value.fill(0xAB);
     a.push_segments(ca, 1, &[Segment::Copy(b"k"), Segment::ZeroCopy(value.freeze())]).unwrap();
     // The application's handle is gone (moved into the segment and dropped
@@ -146,7 +147,7 @@ fn dropped_value_stays_intact_until_completion() {
     // scribbling on them must not reach the in-flight value.
     let scribble: Vec<_> = (0..64)
         .map(|_| {
-            let mut s = a.alloc(4096).unwrap();
+            let mut s = a.pool().alloc(4096).unwrap();
             s.fill(0x11);
             s
         })

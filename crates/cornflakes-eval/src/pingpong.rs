@@ -210,6 +210,7 @@ fn bare_client(
     args: &Config,
     hist: &mut Histogram<u64>,
 ) -> Result<(), Error> {
+    let mut reply = Vec::with_capacity(payload.len());
     for i in 0..args.warmup + args.iters {
         let start = Instant::now();
         while tx.try_push(payload).is_err() {
@@ -217,8 +218,8 @@ fn bare_client(
         }
         let mut polls = 0u32;
         let ok = loop {
-            if let Some(ok) = rx.try_pop(|b| b == payload).map_err(|_| "response ring corrupt".to_owned())? {
-                break ok;
+            if rx.try_pop(&mut reply).map_err(|_| "response ring corrupt".to_owned())?.is_some() {
+                break reply == payload;
             }
             polls = polls.wrapping_add(1);
             if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
@@ -277,15 +278,14 @@ pub fn serve_bare(addr: &str) -> Result<(), Error> {
     let mut rx = RingConsumer::attach(open(req)?).map_err(|e| e.to_string())?;
     let mut tx = RingProducer::attach(open(resp)?).map_err(|e| e.to_string())?;
     println!("READY {addr}");
+    // Rings copy out and in (ring memory is never a Rust reference).
+    let mut request = Vec::new();
     loop {
-        let popped = rx
-            .try_pop(|bytes| {
-                while tx.try_push(bytes).is_err() {
-                    std::hint::spin_loop();
-                }
-            })
-            .map_err(|_| "request ring corrupt".to_owned())?;
-        if popped.is_none() {
+        if rx.try_pop(&mut request).map_err(|_| "request ring corrupt".to_owned())?.is_some() {
+            while tx.try_push(&request).is_err() {
+                std::hint::spin_loop();
+            }
+        } else {
             std::hint::spin_loop();
         }
     }

@@ -142,7 +142,11 @@ pub fn serve<D: Datapath>(
     system: System,
     mut keep_going: impl FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
+    // Cornflakes' arena recovers the store's values (in `pool`, sent
+    // zero-copy on purpose); the baselines build whole responses per
+    // request, which go in the scratch pool (on shm never mapped by a peer).
     let pool = dp.pool().clone();
+    let scratch = dp.scratch_pool().clone();
     match system {
         System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, true), &mut keep_going),
         System::CornflakesOnlySg => run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going),
@@ -151,11 +155,11 @@ pub fn serve<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
-        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&pool), &mut keep_going),
+        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
         System::Flatbuffers => {
-            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&pool), &mut keep_going)
+            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)
         }
-        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&pool), &mut keep_going),
+        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going),
     }
 }
 

@@ -79,6 +79,15 @@ pub struct Hello {
 
 impl Hello {
     /// The wire bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::proto::{Hello, HELLO_LEN};
+    ///
+    /// let bytes = Hello { ring_size: 1 << 20, max_message: 4096, pid: 1 }.encode();
+    /// assert_eq!((bytes.len(), &bytes[..8]), (HELLO_LEN, &b"CFKSHELO"[..]));
+    /// ```
     pub fn encode(&self) -> [u8; HELLO_LEN] {
         let mut b = [0u8; HELLO_LEN];
         b[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
@@ -89,11 +98,31 @@ impl Hello {
         b
     }
 
-    /// Parses a hello; `None` for a wrong magic, version or flags.
+    /// Parses a hello (untrusted bytes from the peer).
+    ///
+    /// Returns `None` for a wrong magic or version, non-zero flags, or any
+    /// non-zero reserved byte (36 to 63): every accepted hello is exactly
+    /// the [`encode`](Self::encode)ing of its fields, so the reserved bytes
+    /// stay free for a later version to use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::proto::Hello;
+    ///
+    /// let h = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7 };
+    /// assert_eq!(Hello::decode(&h.encode()), Some(h));
+    /// let mut reserved = h.encode();
+    /// reserved[59] = 10;
+    /// assert_eq!(Hello::decode(&reserved), None);
+    /// ```
     pub fn decode(b: &[u8; HELLO_LEN]) -> Option<Self> {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         if u64_at(0) != HELLO_MAGIC || u32_at(8) != VERSION || u32_at(12) != 0 {
+            return None;
+        }
+        if b[36..].iter().any(|&x| x != 0) {
             return None;
         }
         Some(Self { ring_size: u64_at(16), max_message: u64_at(24), pid: u32_at(32) })
@@ -113,6 +142,21 @@ pub struct Desc {
 
 impl Desc {
     /// Writes the descriptor into the first [`DESC_LEN`] bytes of `buf`.
+    ///
+    /// # Panics
+    ///
+    /// When `buf` is shorter than [`DESC_LEN`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::proto::{Desc, DESC_LEN, DESC_POOL};
+    ///
+    /// let d = Desc { offset: 4096, len: 100, kind: DESC_POOL };
+    /// let mut raw = [0u8; DESC_LEN];
+    /// d.encode(&mut raw);
+    /// assert_eq!(Desc::decode(&raw), d);
+    /// ```
     #[inline(always)]
     pub fn encode(&self, buf: &mut [u8]) {
         buf[0..8].copy_from_slice(&self.offset.to_le_bytes());
@@ -120,7 +164,12 @@ impl Desc {
         buf[12..16].copy_from_slice(&self.kind.to_le_bytes());
     }
 
-    /// Reads a descriptor from the first [`DESC_LEN`] bytes of `buf`.
+    /// Reads a descriptor (any bytes are a descriptor; the receiver checks
+    /// its kind, offset and length).
+    ///
+    /// # Examples
+    ///
+    /// See [`encode`](Self::encode).
     #[inline(always)]
     pub fn decode(buf: &[u8; DESC_LEN]) -> Self {
         Self {
@@ -134,6 +183,35 @@ impl Desc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `shm_hello` fuzz target (minimized): a hello whose
+    /// reserved byte 59 is 10 was accepted, and so was not the encoding of
+    /// its fields. Reserved bytes must be zero.
+    const RESERVED_BYTE_SET: [u8; HELLO_LEN] = {
+        let mut b = [0u8; HELLO_LEN];
+        let magic = *b"CFKSHELO";
+        let mut i = 0;
+        while i < 8 {
+            b[i] = magic[i];
+            i += 1;
+        }
+        b[8] = 1; // version
+        b[59] = 10;
+        b
+    };
+
+    #[test]
+    fn hello_with_a_reserved_byte_set_is_refused() {
+        assert_eq!(Hello::decode(&RESERVED_BYTE_SET), None);
+        let mut clean = RESERVED_BYTE_SET;
+        clean[59] = 0;
+        assert_eq!(Hello::decode(&clean), Some(Hello { ring_size: 0, max_message: 0, pid: 0 }));
+        for i in 36..HELLO_LEN {
+            let mut b = clean;
+            b[i] = 1;
+            assert_eq!(Hello::decode(&b), None, "reserved byte {i}");
+        }
+    }
 
     #[test]
     fn hello_and_desc_round_trip() {

@@ -18,6 +18,10 @@
 //!   ([`RingCorrupt`] when one is impossible), the producer checks the credit
 //!   word ([`PushError::Corrupt`]). Neither panics or reads outside the
 //!   mapping on bad input.
+//! - **Neither side ever gets a Rust reference to ring memory**: the other
+//!   process can write it at any time. [`RingProducer::try_push`] copies in
+//!   and [`RingConsumer::try_pop`] copies out, with the raw-copy primitives
+//!   of `shm::sys`; record headers and control words are atomics.
 //! - [`RingProducer::try_push`] never blocks: [`PushError::Full`] is
 //!   back-pressure. A record body is at most [`RingProducer::max_len`]
 //!   bytes (half the ring, so that a drained ring always has room for it).
@@ -266,6 +270,22 @@ impl Ring {
     /// Creates a ring with a data area of `size` bytes (a power of two) and
     /// returns both endpoints; send [`RingProducer::memfd`] or
     /// [`RingConsumer::memfd`] to another process to use them apart.
+    ///
+    /// # Errors
+    ///
+    /// [`RingError::BadSize`] when `size` is not a power of two between
+    /// [`MIN_RING_SIZE`] and [`MAX_RING_SIZE`]; [`RingError::Io`] when the
+    /// memfd cannot be created or mapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, RingError, MIN_RING_SIZE};
+    ///
+    /// let (tx, rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// assert_eq!((tx.size(), rx.size()), (MIN_RING_SIZE, MIN_RING_SIZE));
+    /// assert!(matches!(Ring::create(5000), Err(RingError::BadSize(5000))));
+    /// ```
     pub fn create(size: usize) -> Result<(RingProducer, RingConsumer), RingError> {
         let consumer = RingConsumer::create(size)?;
         let producer = RingProducer::attach(consumer.memfd().try_clone_to_owned()?)?;
@@ -297,6 +317,23 @@ impl std::fmt::Debug for RingProducer {
 impl RingProducer {
     /// Maps a ring created by a consumer (possibly in another process),
     /// after checking its seals and header.
+    ///
+    /// # Errors
+    ///
+    /// [`RingError::NotSealed`] when the memfd can shrink,
+    /// [`RingError::BadHeader`] when its size or header is not a ring's,
+    /// [`RingError::Io`] when it cannot be mapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{RingConsumer, RingProducer, MIN_RING_SIZE};
+    ///
+    /// let rx = RingConsumer::create(MIN_RING_SIZE).unwrap();
+    /// // In another process this descriptor arrives over a Unix socket.
+    /// let tx = RingProducer::attach(rx.memfd().try_clone_to_owned().unwrap()).unwrap();
+    /// assert_eq!(tx.max_len(), MIN_RING_SIZE / 2 - 16);
+    /// ```
     pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
         let ring = Mapped::attach(fd)?;
         Ok(Self {
@@ -328,40 +365,66 @@ impl RingProducer {
         self.max_len
     }
 
-    /// Copies `bytes` into the ring as one record.
+    /// Copies `bytes` into the ring as one record and publishes it
+    /// (`Release`).
+    ///
+    /// The ring's memory is shared with the consumer's process, so it is
+    /// only ever written by a raw copy (see the promise in `shm::sys`); no
+    /// `&mut [u8]` over it is handed out.
+    ///
+    /// # Errors
+    ///
+    /// [`PushError::Full`] when the consumer has not returned enough
+    /// credits yet (retry later), [`PushError::TooLarge`] when `bytes` is
+    /// longer than [`max_len`](Self::max_len), [`PushError::Corrupt`] when
+    /// the consumer wrote an impossible credit value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// tx.try_push(b"ping").unwrap();
+    /// let mut got = Vec::new();
+    /// assert_eq!(rx.try_pop(&mut got).unwrap(), Some(0));
+    /// assert_eq!(got, b"ping");
+    /// ```
     #[inline]
     pub fn try_push(&mut self, bytes: &[u8]) -> Result<(), PushError> {
-        self.try_push_with(bytes.len(), |buf| buf.copy_from_slice(bytes))
+        self.try_push_info(bytes, 0)
     }
 
-    /// Reserves a record of `len` bytes, lets `fill` write it in place, and
-    /// publishes it (`Release`).
-    #[inline]
-    pub fn try_push_with<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> Result<R, PushError> {
-        self.try_push_with_info(len, 0, fill)
-    }
-
-    /// Like [`try_push_with`](Self::try_push_with), with an `info` word
-    /// (at most [`MAX_INFO`]) in the record header for the consumer.
+    /// Like [`try_push`](Self::try_push), with an `info` word (at most
+    /// [`MAX_INFO`]) in the record header for the consumer.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_push`](Self::try_push).
     ///
     /// # Panics
     ///
     /// When `info > MAX_INFO`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// tx.try_push_info(b"x", 42).unwrap();
+    /// let mut got = Vec::new();
+    /// assert_eq!(rx.try_pop(&mut got).unwrap(), Some(42));
+    /// ```
     #[inline]
-    pub fn try_push_with_info<R>(
-        &mut self,
-        len: usize,
-        info: u32,
-        fill: impl FnOnce(&mut [u8]) -> R,
-    ) -> Result<R, PushError> {
+    pub fn try_push_info(&mut self, bytes: &[u8], info: u32) -> Result<(), PushError> {
         assert!(info <= MAX_INFO, "record info {info:#x} uses the wrap bit");
-        let body = self.reserve(len)?;
-        // SAFETY: `reserve` returned `len` writable bytes of the data area
-        // that the consumer will not read before `commit` publishes them
-        // (an honest consumer; a hostile one can only garble its own view).
-        let out = fill(unsafe { std::slice::from_raw_parts_mut(body.as_ptr(), len) });
-        self.commit(len, info, Ordering::Release);
-        Ok(out)
+        let body = self.reserve(bytes.len())?;
+        // SAFETY: `reserve` returned `bytes.len()` writable bytes of the data
+        // area, which cannot overlap `bytes` (our own memory).
+        unsafe { sys::copy_to_shared(bytes, body.as_ptr()) };
+        self.commit(bytes.len(), info, Ordering::Release);
+        Ok(())
     }
 
     /// Reserves room for a body of `len` bytes and returns where to write
@@ -479,12 +542,43 @@ impl RingConsumer {
     /// Creates a ring with a data area of `size` bytes (a power of two
     /// between [`MIN_RING_SIZE`] and [`MAX_RING_SIZE`]) in a new sealed
     /// memfd.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ring::create`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{RingConsumer, DEFAULT_RING_SIZE};
+    ///
+    /// let rx = RingConsumer::create(DEFAULT_RING_SIZE).unwrap();
+    /// assert!(!rx.has_data());
+    /// ```
     pub fn create(size: usize) -> Result<Self, RingError> {
         Ok(Self::from_mapped(Mapped::create(size)?))
     }
 
     /// Maps an existing ring to consume from it (the creator must not
     /// consume too: one consumer per ring).
+    ///
+    /// # Errors
+    ///
+    /// As [`RingProducer::attach`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, RingConsumer, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, creator) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// let fd = creator.memfd().try_clone_to_owned().unwrap();
+    /// drop(creator); // the creator hands consuming over
+    /// let mut rx = RingConsumer::attach(fd).unwrap();
+    /// tx.try_push(b"hi").unwrap();
+    /// let mut got = Vec::new();
+    /// assert!(rx.try_pop(&mut got).unwrap().is_some());
+    /// ```
     pub fn attach(fd: OwnedFd) -> Result<Self, RingError> {
         Ok(Self::from_mapped(Mapped::attach(fd)?))
     }
@@ -513,27 +607,49 @@ impl RingConsumer {
         self.size
     }
 
-    /// Pops one record and passes its body to `read`. `Ok(None)` when the
-    /// ring is empty.
+    /// Pops one record, copying its body into `out` (whose previous
+    /// contents are replaced); returns the record's info word, or `None`
+    /// when the ring is empty.
     ///
-    /// The slice views shared memory: an honest producer does not touch it
-    /// until the record is consumed, but a hostile one could. With an
-    /// untrusted peer, copy what you need once and validate the copy (as
-    /// [`ShmDatapath`](super::ShmDatapath) does).
+    /// The body is copied out of shared memory once, with a raw copy: the
+    /// producer's process could write it at any time, so no `&[u8]` over it
+    /// is ever handed out (see the promise in `shm::sys`). Validate the
+    /// copy as untrusted input.
+    ///
+    /// # Errors
+    ///
+    /// [`RingCorrupt`] when the record header at the head is impossible
+    /// (the ring cannot be trusted any more: drop it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// let mut got = Vec::new();
+    /// assert_eq!(rx.try_pop(&mut got).unwrap(), None);
+    /// tx.try_push(b"abc").unwrap();
+    /// assert!(rx.try_pop(&mut got).unwrap().is_some());
+    /// assert_eq!(got, b"abc");
+    /// ```
     #[inline]
-    pub fn try_pop<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, RingCorrupt> {
-        self.try_pop_with_info(|_, bytes| read(bytes))
-    }
-
-    /// Like [`try_pop`](Self::try_pop), also passing the record's info word.
-    #[inline]
-    pub fn try_pop_with_info<R>(&mut self, read: impl FnOnce(u32, &[u8]) -> R) -> Result<Option<R>, RingCorrupt> {
+    pub fn try_pop(&mut self, out: &mut Vec<u8>) -> Result<Option<u32>, RingCorrupt> {
         let Some(rec) = self.peek()? else { return Ok(None) };
-        // SAFETY: `peek` checked that body..body+len lies in the data area;
-        // the producer does not reuse it before we return credits (below).
-        let out = read(rec.info, unsafe { std::slice::from_raw_parts(rec.body.as_ptr(), rec.len) });
+        // Zeroes only when `out` grows: a reused vector costs one copy.
+        if out.len() < rec.len {
+            out.resize(rec.len, 0);
+        } else {
+            out.truncate(rec.len);
+        }
+        // SAFETY: `peek` checked that body..body+len lies in the data area
+        // (peer-writable: copied raw, once); `out` is our own memory with
+        // `len` bytes; the producer does not reuse the record before we
+        // return credits.
+        unsafe { sys::copy_from_shared(rec.body.as_ptr(), out, rec.len) };
+        let info = rec.info;
         self.consume(rec);
-        Ok(Some(out))
+        Ok(Some(info))
     }
 
     /// Whether a record (or a wrap marker) is published at the head.
@@ -617,6 +733,16 @@ impl RingConsumer {
 
     /// Publishes a value in the acknowledgement word the producer reads
     /// with [`RingProducer::acked`] (the datapath counts completed sends).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (tx, rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// rx.set_acked(3);
+    /// assert_eq!(tx.acked(), 3);
+    /// ```
     #[inline(always)]
     pub fn set_acked(&self, value: u64) {
         self.ring.control().consumer.acked.store(value, Ordering::Release);
@@ -651,14 +777,16 @@ mod tests {
                     n += 1;
                 }
                 Err(PushError::Full) => {
-                    while let Some(got) = c.try_pop(|b| b.to_vec()).unwrap() {
+                    let mut got = Vec::new();
+                    while c.try_pop(&mut got).unwrap().is_some() {
                         assert_eq!(got, expect.pop_front().unwrap());
                     }
                 }
                 Err(e) => panic!("{e}"),
             }
         }
-        while let Some(got) = c.try_pop(|b| b.to_vec()).unwrap() {
+        let mut got = Vec::new();
+        while c.try_pop(&mut got).unwrap().is_some() {
             assert_eq!(got, expect.pop_front().unwrap());
         }
         assert!(expect.is_empty());
@@ -672,12 +800,16 @@ mod tests {
         p.try_push(&[1; 2032]).unwrap();
         p.try_push(&[2; 2032]).unwrap();
         assert_eq!(p.try_push(&[3; 1]), Err(PushError::Full));
-        assert_eq!(c.try_pop(|b| b[0]).unwrap(), Some(1));
+        let mut got = Vec::new();
+        assert_eq!(c.try_pop(&mut got).unwrap(), Some(0));
+        assert_eq!(got[0], 1);
         // Half the ring consumed: credits returned.
         p.try_push(&[4; 1000]).unwrap();
-        assert_eq!(c.try_pop(|b| b[0]).unwrap(), Some(2));
-        assert_eq!(c.try_pop(|b| b.len()).unwrap(), Some(1000));
-        assert_eq!(c.try_pop(|b| b.len()).unwrap(), None);
+        assert_eq!(c.try_pop(&mut got).unwrap(), Some(0));
+        assert_eq!(got[0], 2);
+        assert_eq!(c.try_pop(&mut got).unwrap(), Some(0));
+        assert_eq!(got.len(), 1000);
+        assert_eq!(c.try_pop(&mut got).unwrap(), None);
     }
 
     #[test]

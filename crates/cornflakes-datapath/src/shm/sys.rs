@@ -3,7 +3,28 @@
 //!
 //! Each function wraps one or two rustix calls; the unsafe ones say what the
 //! caller must uphold. Nothing here runs on the fast path except through
-//! [`Mapping::ptr`].
+//! [`Mapping::ptr`] and the two copy primitives.
+//!
+//! # The promise about peer-writable memory
+//!
+//! A [`Mapping`] of a memfd another process also maps (a ring, a peer's
+//! pool) may change under us at any instant. **No Rust reference (`&[u8]`,
+//! `&mut [u8]`, `&T` of a non-atomic type) to such memory is ever formed by
+//! this crate**, neither handed out nor used internally. The shared-memory
+//! datapath and its rings touch it only through:
+//!
+//! - [`copy_from_shared`]: a raw copy out into our own memory, which is then
+//!   checked (every read of a record, descriptor, packet or peer-pool
+//!   segment);
+//! - [`copy_to_shared`]: a raw copy in from our own memory (every write of a
+//!   record body; a message's first segment is serialized into a private
+//!   staging buffer first, because the serializer writes through a slice);
+//! - atomics (`AtomicU32`/`AtomicU64` through a pointer, or `&Control`,
+//!   a struct of atomics only), for record headers and control words.
+//!
+//! The public ring API keeps the same promise: it copies in
+//! ([`RingProducer::try_push`](super::ring::RingProducer::try_push)) and out
+//! ([`RingConsumer::try_pop`](super::ring::RingConsumer::try_pop)).
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -72,6 +93,40 @@ impl std::fmt::Debug for Mapping {
     }
 }
 
+/// Copies `len` bytes out of peer-writable memory into `dst`.
+///
+/// The bytes may be changing while they are copied (a hostile peer): the
+/// copy is then some mix of old and new values, which the caller checks as
+/// untrusted input. No reference to the source is formed.
+///
+/// # Safety
+///
+/// `src..src + len` must lie inside a live [`Mapping`] (or other memory
+/// valid for reads for the duration of the call) that does not overlap
+/// `dst`, and `dst.len() >= len`.
+#[inline(always)]
+pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize) {
+    debug_assert!(dst.len() >= len);
+    // SAFETY: the caller guarantees that the source range is readable and
+    // that it does not overlap `dst` (ours: a pool buffer or a local), which
+    // has room for `len` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
+}
+
+/// Copies `src` into peer-writable memory at `dst`. No reference to the
+/// destination is formed.
+///
+/// # Safety
+///
+/// `dst..dst + src.len()` must lie inside a live writable [`Mapping`] (a
+/// ring slot reserved by this process) that does not overlap `src`.
+#[inline(always)]
+pub(crate) unsafe fn copy_to_shared(src: &[u8], dst: *mut u8) {
+    // SAFETY: the caller guarantees the destination range is writable and
+    // disjoint from `src` (our own memory).
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+}
+
 /// Creates a memfd of `len` bytes and seals it against shrinking and
 /// growing, so that a peer that maps it can trust its size forever.
 pub(crate) fn create_sealed_memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
@@ -96,6 +151,25 @@ pub(crate) fn is_shrink_sealed(fd: BorrowedFd<'_>) -> bool {
 /// Sends `bytes` with the descriptors `fds` attached (`SCM_RIGHTS`), in one
 /// `sendmsg`. Used at connection set-up; public so that tools (the bare-ring
 /// benchmark, hostile-peer tests) can hand memfds to another process.
+///
+/// # Errors
+///
+/// `InvalidInput` for more than `MAX_PASSED_FDS` (8) descriptors, `WriteZero`
+/// for a short send, and whatever `sendmsg` reports.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_datapath::shm::{recv_fds, send_fds};
+/// use std::os::fd::AsFd;
+/// use std::os::unix::net::UnixStream;
+///
+/// let (a, b) = UnixStream::pair().unwrap();
+/// send_fds(&a, b"fd", &[a.as_fd()]).unwrap();
+/// let mut buf = [0u8; 2];
+/// let (n, fds) = recv_fds(&b, &mut buf).unwrap();
+/// assert_eq!((n, &buf, fds.len()), (2, b"fd", 1));
+/// ```
 pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -110,8 +184,17 @@ pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Re
 }
 
 /// Receives up to `buf.len()` bytes and any descriptors sent with them
-/// (at most [`MAX_PASSED_FDS`]; the kernel closes the rest). Returns the
+/// (at most `MAX_PASSED_FDS` (8); the kernel closes the rest). Returns the
 /// byte count (0 at end of stream) and the descriptors, owned.
+///
+/// # Errors
+///
+/// Whatever `recvmsg` reports (`WouldBlock` on a non-blocking socket or
+/// after a read timeout).
+///
+/// # Examples
+///
+/// See [`send_fds`].
 pub fn recv_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);

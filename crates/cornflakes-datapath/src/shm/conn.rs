@@ -1,0 +1,64 @@
+//! The connection table: one [`Conn`] per peer (a ring each way, the
+//! set-up socket, the mapping of the peer's shared pool, the sends in
+//! flight), kept in generation-numbered slots so that a stale [`ConnId`]
+//! of a reclaimed connection never reaches its successor.
+
+use std::collections::VecDeque;
+use std::os::unix::net::UnixStream;
+
+use cornflakes::RcBuf;
+
+use super::proto::Desc;
+use super::receive::PeerPool;
+use super::ring::{RingConsumer, RingProducer};
+use crate::ConnId;
+
+/// One connection: a ring each way, the socket, the peer's shared pool.
+pub(super) struct Conn {
+    pub(super) tx: RingProducer,
+    pub(super) rx: RingConsumer,
+    /// Sends holding pool descriptors, oldest first: (send number, buffer).
+    pub(super) inflight: VecDeque<(u64, RcBuf)>,
+    /// Pool-descriptor sends so far (numbered from 1).
+    pub(super) zc_sent: u64,
+    /// Highest send number the peer acknowledged.
+    pub(super) zc_acked: u64,
+    /// Records needing acknowledgement consumed from `rx`.
+    pub(super) zc_received: u64,
+    /// Last value published in `rx`'s acknowledgement word.
+    pub(super) zc_reported: u64,
+    /// Scratch for the descriptors of the record being received.
+    pub(super) descs: Vec<Desc>,
+    pub(super) peer_max_message: usize,
+    pub(super) full_streak: u32,
+    /// The peer is gone: drain `rx`, then reclaim.
+    pub(super) dead: bool,
+    /// `rx` is corrupt: reclaim without draining.
+    pub(super) corrupt: bool,
+    pub(super) peer: PeerPool,
+    pub(super) sock: UnixStream,
+}
+
+/// A slot of the connection table.
+pub(super) struct Slot {
+    pub(super) generation: u16,
+    pub(super) conn: Option<Conn>,
+}
+
+/// The id of the connection in slot `index` at `generation`.
+#[inline(always)]
+pub(super) fn conn_id(index: usize, generation: u16) -> ConnId {
+    ConnId(((generation as u32) << 16) | index as u32)
+}
+
+/// The slot index an id names (its generation is checked by the caller).
+#[inline(always)]
+pub(super) fn slot_of(id: ConnId) -> usize {
+    (id.0 & 0xFFFF) as usize
+}
+
+/// The generation an id names.
+#[inline(always)]
+pub(super) fn generation_of(id: ConnId) -> u16 {
+    (id.0 >> 16) as u16
+}

@@ -1,0 +1,197 @@
+//! Sleeping, waking and peer death: everything the Unix socket of a
+//! connection is used for after set-up. Owns the sleep/wake handshake with
+//! the rings' sleep flags, the periodic and on-demand socket checks, and
+//! reclaiming a connection whose peer died (rings and peer pool unmapped,
+//! in-flight buffers released, reported once as [`RecvError::Closed`]).
+//! See *Credits, sleeping and waking* and *Peer death* in the
+//! [module docs](super).
+
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::net::{RecvFlags, SendFlags};
+
+use super::conn::{conn_id, Conn};
+use super::{ShmDatapath, ShmStats};
+use crate::RecvError;
+
+impl ShmDatapath {
+    /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
+    /// sleep, look once more, and sleep in `poll` on the sockets.
+    pub(super) fn wait_for_records(&mut self, timeout: Duration) -> Result<bool, RecvError> {
+        if self.ready() {
+            return Ok(true);
+        }
+        let start = Instant::now();
+        let spin = self.config.spin.min(timeout);
+        let mut i = 0u32;
+        loop {
+            if self.ready() {
+                return Ok(true);
+            }
+            i = i.wrapping_add(1);
+            if i % 64 == 0 && start.elapsed() >= spin {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            // Announce sleep, then look once more (SeqCst on both sides).
+            self.set_sleeping(true);
+            let ready = !self.closed.is_empty()
+                || self.slots.iter().flat_map(|s| &s.conn).any(|c| c.dead || c.rx.has_data_seqcst());
+            if ready {
+                self.set_sleeping(false);
+                return Ok(true);
+            }
+            if left.is_zero() {
+                self.set_sleeping(false);
+                // Callers that only ever wait with a short timeout still get
+                // the periodic socket check (peer death, new connections).
+                self.idle_polls += 1;
+                if self.idle_polls >= self.config.idle_polls_per_check / 64 {
+                    self.idle_polls = 0;
+                    self.idle_check()?;
+                }
+                return Ok(self.ready());
+            }
+            self.shm.sleeps += 1;
+            let happened = self.poll_sockets(left);
+            self.set_sleeping(false);
+            if happened? || self.ready() {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Drops a connection: unmaps its rings and the peer's pool, releases
+    /// in-flight buffers, closes the socket. With `report`, it is counted
+    /// and returned once by `recv_batch` as [`RecvError::Closed`].
+    pub(super) fn reclaim(&mut self, index: usize, report: bool) {
+        let slot = &mut self.slots[index];
+        let Some(conn) = slot.conn.take() else { return };
+        let id = conn_id(index, slot.generation);
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free_slots.push(index as u16);
+        self.inflight_sends -= conn.inflight.len();
+        drop(conn);
+        if report {
+            self.shm.peers_closed += 1;
+            self.closed.push_back(id);
+        }
+    }
+
+    /// Whether a receive may succeed now: a record at some ring head, a
+    /// dead connection to report.
+    #[inline]
+    pub(super) fn ready(&self) -> bool {
+        !self.closed.is_empty() || self.slots.iter().flat_map(|s| &s.conn).any(|c| c.dead || c.rx.has_data())
+    }
+
+    fn set_sleeping(&self, sleeping: bool) {
+        for c in self.slots.iter().flat_map(|s| &s.conn) {
+            c.rx.set_sleeping(sleeping);
+        }
+    }
+
+    /// Polls the listener and every live socket for up to `timeout`:
+    /// drains wake-up bytes, marks dead peers, accepts connections.
+    /// Returns whether a connection died or was accepted (a wake-up byte
+    /// alone is not news: the caller looks at the rings).
+    fn poll_sockets(&mut self, timeout: Duration) -> Result<bool, RecvError> {
+        let mut fds = Vec::with_capacity(self.slots.len() + 1);
+        let mut owners = Vec::with_capacity(self.slots.len());
+        let listening = self.listener.is_some();
+        if let Some((l, _)) = &self.listener {
+            fds.push(PollFd::new(l, PollFlags::IN));
+        }
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(c) = s.conn.as_ref().filter(|c| !c.dead) {
+                fds.push(PollFd::new(&c.sock, PollFlags::IN));
+                owners.push(i);
+            }
+        }
+        let ts = timespec(timeout);
+        match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(RecvError::Io(e.into())),
+        }
+        let revents: Vec<PollFlags> = fds.iter().map(|f| f.revents()).collect();
+        drop(fds);
+        let mut happened = false;
+        let conn_events = if listening { &revents[1..] } else { &revents[..] };
+        for (&i, &ev) in owners.iter().zip(conn_events) {
+            if ev.is_empty() {
+                continue;
+            }
+            let c = self.slots[i].conn.as_mut().expect("polled connection exists");
+            if !drain_socket(&c.sock) || ev.intersects(PollFlags::ERR | PollFlags::NVAL) {
+                c.dead = true;
+                happened = true;
+            }
+        }
+        if listening && !revents[0].is_empty() {
+            happened |= self.accept_pending();
+        }
+        Ok(happened)
+    }
+
+    /// Cheap periodic check when idle: one non-blocking `poll`.
+    #[cold]
+    pub(super) fn idle_check(&mut self) -> Result<(), RecvError> {
+        self.shm.liveness_checks += 1;
+        self.poll_sockets(Duration::ZERO).map(|_| ())
+    }
+}
+
+/// After a publish: wakes the peer if it said it sleeps.
+#[inline(always)]
+pub(super) fn after_publish(c: &mut Conn, shm: &mut ShmStats) {
+    if c.tx.take_peer_sleeping() {
+        wake(c, shm);
+    }
+}
+
+#[cold]
+fn wake(c: &mut Conn, shm: &mut ShmStats) {
+    match rustix::net::send(&c.sock, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL) {
+        Ok(_) => shm.wakeups_sent += 1,
+        // The socket is full of unread wake-up bytes: the peer will wake.
+        Err(rustix::io::Errno::AGAIN) => {}
+        Err(_) => c.dead = true,
+    }
+}
+
+/// Reads and discards pending bytes (wake-ups); false at end of stream or
+/// on an error other than "nothing more".
+fn drain_socket(sock: &UnixStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match rustix::net::recv(sock, &mut buf, RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return false,
+            Ok(_) => continue,
+            Err(rustix::io::Errno::AGAIN) => return true,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Non-blocking check that the peer has not closed its end.
+pub(super) fn socket_alive(sock: &UnixStream) -> bool {
+    let mut fds = [PollFd::new(sock, PollFlags::IN)];
+    match poll(&mut fds, Some(&timespec(Duration::ZERO))) {
+        Ok(0) => true,
+        Ok(_) => {
+            let ev = fds[0].revents();
+            drain_socket(sock) && !ev.intersects(PollFlags::ERR | PollFlags::NVAL)
+        }
+        Err(_) => true,
+    }
+}
+
+pub(super) fn timespec(d: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
+}

@@ -1,0 +1,378 @@
+//! Sending: the one record builder and the two send paths on top of it,
+//! plus completions. Owns the rule that decides how a segment travels:
+//!
+//! - a non-empty buffer of our **shared** pool becomes a [`DESC_POOL`]
+//!   descriptor (the peer gathers it from its read-only mapping; we hold a
+//!   clone until the peer acknowledges the record);
+//! - anything else (our private pool, the heap, a received payload) is
+//!   copied into the record's inline area ([`DESC_INLINE`]).
+//!
+//! So a descriptor can only ever name memory the peer already maps: memory
+//! outside the shared pool is never exposed by a send, it is copied.
+//!
+//! Ring memory is peer-writable: the builder writes it only with
+//! [`sys::copy_to_shared`]. A message's first segment is serialized into a
+//! private staging buffer first (the serializer writes through a slice),
+//! then copied into the ring: one copy of the first segment per
+//! `push_message`, which is what keeping `&mut [u8]` off shared memory
+//! costs.
+
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+use cornflakes::{Message, Pool, RcBuf};
+
+use super::conn::{generation_of, slot_of, Conn, Slot};
+use super::liveness::{after_publish, socket_alive};
+use super::proto::{Desc, DESC_INLINE, DESC_LEN, DESC_POOL, INFO_NEEDS_ACK, MAX_SEGMENTS};
+use super::ring::PushError;
+use super::{sys, ShmDatapath, ShmStats};
+use crate::{write_packet_header, ConnId, Segment, SendError, PACKET_HEADER_LEN};
+
+/// Whether `b` travels as a pool descriptor: only non-empty buffers of the
+/// shared pool (the one peers map) do. The single place this is decided.
+#[inline(always)]
+fn travels_by_descriptor(shared: &Pool, b: &[u8]) -> bool {
+    !b.is_empty() && shared.contains(b)
+}
+
+/// The sizes of a record, computed before reserving it.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecordPlan {
+    /// Descriptors (segments after the first).
+    descs: usize,
+    /// Bytes of the first segment (after the packet header).
+    first: usize,
+    /// Bytes copied into the inline area.
+    inline: usize,
+}
+
+impl RecordPlan {
+    /// Accounts for one segment after the first.
+    #[inline(always)]
+    fn segment(&mut self, shared: &Pool, b: &[u8]) {
+        self.descs += 1;
+        if !travels_by_descriptor(shared, b) {
+            self.inline += b.len();
+        }
+    }
+
+    fn body_len(&self) -> usize {
+        self.descs * DESC_LEN + PACKET_HEADER_LEN + self.first + self.inline
+    }
+}
+
+/// One record being written into a connection's outbound ring, in the
+/// layout of [`proto`](super::proto): descriptors, packet header, first
+/// segment, inline segments. Created by [`RecordBuilder::start`] (the last
+/// step that can fail), filled in order, published by
+/// [`finish`](RecordBuilder::finish). Every write is bounds-checked against
+/// the plan (a mismatch is a bug and panics rather than write past the
+/// reservation).
+struct RecordBuilder<'a> {
+    c: &'a mut Conn,
+    shared: &'a Pool,
+    plan: RecordPlan,
+    body: NonNull<u8>,
+    /// Descriptors written.
+    next_desc: usize,
+    /// Where the next first-segment bytes go (offset in the body).
+    first_at: usize,
+    /// Where the next inline bytes go (offset in the body).
+    inline_at: usize,
+    /// Send number of this record if it holds pool descriptors.
+    seq: u64,
+    /// Pool descriptors written.
+    zero_copy: u64,
+    /// Zero-copy buffers that had to be copied inline.
+    copied: u64,
+}
+
+impl<'a> RecordBuilder<'a> {
+    /// Reserves the record and writes its packet header.
+    #[inline(always)]
+    fn start(
+        c: &'a mut Conn,
+        id: ConnId,
+        shared: &'a Pool,
+        plan: RecordPlan,
+        msg_id: u32,
+        shm: &mut ShmStats,
+    ) -> Result<Self, SendError> {
+        let body = reserve(c, id, plan.body_len(), shm)?;
+        let seq = c.zc_sent + 1;
+        let header_at = plan.descs * DESC_LEN;
+        let mut b = Self {
+            c,
+            shared,
+            plan,
+            body,
+            next_desc: 0,
+            first_at: header_at,
+            inline_at: 0,
+            seq,
+            zero_copy: 0,
+            copied: 0,
+        };
+        let mut hdr = [0u8; PACKET_HEADER_LEN];
+        write_packet_header(&mut hdr, msg_id);
+        b.write(header_at, &hdr);
+        b.first_at = header_at + PACKET_HEADER_LEN;
+        b.inline_at = b.first_at + plan.first;
+        Ok(b)
+    }
+
+    /// Copies `bytes` to body offset `at`.
+    #[inline(always)]
+    fn write(&mut self, at: usize, bytes: &[u8]) {
+        assert!(at + bytes.len() <= self.plan.body_len(), "record write past its reservation");
+        // SAFETY: `reserve` returned body_len writable ring bytes (checked
+        // just above), which the peer reads only after `commit`; `bytes` is
+        // our own memory, so the ranges are disjoint.
+        unsafe { sys::copy_to_shared(bytes, self.body.as_ptr().add(at)) };
+    }
+
+    /// Appends bytes to the first segment.
+    #[inline(always)]
+    fn first_segment(&mut self, bytes: &[u8]) {
+        let end = self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first;
+        assert!(self.first_at + bytes.len() <= end, "first segment longer than planned");
+        self.write(self.first_at, bytes);
+        self.first_at += bytes.len();
+    }
+
+    #[inline(always)]
+    fn descriptor(&mut self, d: Desc) {
+        assert!(self.next_desc < self.plan.descs, "more segments than planned");
+        let mut raw = [0u8; DESC_LEN];
+        d.encode(&mut raw);
+        self.write(self.next_desc * DESC_LEN, &raw);
+        self.next_desc += 1;
+    }
+
+    /// Appends a segment copied into the inline area.
+    #[inline(always)]
+    fn inline(&mut self, bytes: &[u8]) {
+        self.descriptor(Desc { offset: 0, len: bytes.len() as u32, kind: DESC_INLINE });
+        self.write(self.inline_at, bytes);
+        self.inline_at += bytes.len();
+    }
+
+    /// Appends a buffer meant to go zero-copy: a pool descriptor when it is
+    /// in the shared pool (held until acknowledged), copied inline
+    /// otherwise.
+    #[inline(always)]
+    fn zero_copy(&mut self, b: &RcBuf) {
+        if travels_by_descriptor(self.shared, b) {
+            let offset = (b.as_ptr() as usize - self.shared.base() as usize) as u64;
+            self.descriptor(Desc { offset, len: b.len() as u32, kind: DESC_POOL });
+            self.c.inflight.push_back((self.seq, b.clone()));
+            self.zero_copy += 1;
+        } else {
+            self.inline(b);
+            self.copied += 1;
+        }
+    }
+
+    /// Publishes the record (`SeqCst`, then wakes a sleeping peer).
+    /// Returns (pool descriptors, zero-copy buffers copied).
+    #[inline(always)]
+    fn finish(self, shm: &mut ShmStats) -> (u64, u64) {
+        assert_eq!(self.next_desc, self.plan.descs, "fewer segments than planned");
+        assert_eq!(self.inline_at, self.plan.body_len(), "inline bytes differ from the plan");
+        debug_assert_eq!(self.first_at, self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first);
+        let mut info = self.plan.descs as u32;
+        if self.zero_copy > 0 {
+            info |= INFO_NEEDS_ACK;
+            self.c.zc_sent = self.seq;
+        }
+        self.c.tx.commit(self.plan.body_len(), info, Ordering::SeqCst);
+        after_publish(self.c, shm);
+        (self.zero_copy, self.copied)
+    }
+}
+
+/// Reserves `len` body bytes in `c`'s outbound ring.
+#[inline(always)]
+fn reserve(c: &mut Conn, id: ConnId, len: usize, shm: &mut ShmStats) -> Result<NonNull<u8>, SendError> {
+    match c.tx.reserve(len) {
+        Ok(p) => {
+            c.full_streak = 0;
+            Ok(p)
+        }
+        Err(e) => reserve_failed(c, id, e, shm),
+    }
+}
+
+#[cold]
+fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) -> Result<NonNull<u8>, SendError> {
+    match e {
+        PushError::Full => {
+            // A full ring may mean a dead peer: look at the socket on the
+            // first failure and every 64th after.
+            if c.full_streak % 64 == 0 {
+                shm.liveness_checks += 1;
+                if !socket_alive(&c.sock) {
+                    c.dead = true;
+                }
+            }
+            c.full_streak = c.full_streak.wrapping_add(1);
+            if c.dead {
+                Err(SendError::Closed(id))
+            } else {
+                Err(SendError::Full)
+            }
+        }
+        PushError::TooLarge { len, max } => Err(SendError::TooLarge { len, max }),
+        PushError::Corrupt => {
+            c.dead = true;
+            Err(SendError::Closed(id))
+        }
+    }
+}
+
+/// The live connection `id`, for sending.
+#[inline(always)]
+fn send_conn(slots: &mut [Slot], id: ConnId) -> Result<&mut Conn, SendError> {
+    let slot = slots.get_mut(slot_of(id)).ok_or(SendError::Closed(id))?;
+    if slot.generation != generation_of(id) {
+        return Err(SendError::Closed(id));
+    }
+    match slot.conn.as_mut() {
+        Some(c) if !c.dead => Ok(c),
+        _ => Err(SendError::Closed(id)),
+    }
+}
+
+impl ShmDatapath {
+    /// [`Datapath::push_message`](crate::Datapath::push_message).
+    pub(super) fn send_message<'a, M: Message<'a>>(
+        &mut self,
+        conn: ConnId,
+        msg_id: u32,
+        msg: &M,
+    ) -> Result<(), SendError> {
+        let layout = msg.layout();
+        let n = layout.zero_copy_entries;
+        let shared = &self.shared;
+        let c = send_conn(&mut self.slots, conn)?;
+        let total = layout.total_len();
+        if total > c.peer_max_message {
+            return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
+        }
+        if n > MAX_SEGMENTS {
+            return Err(SendError::TooManySegments { count: n + 1, max: MAX_SEGMENTS + 1 });
+        }
+        let mut plan = RecordPlan { first: layout.first_segment_len(), ..RecordPlan::default() };
+        if n > 0 {
+            msg.for_each_zero_copy(|b| {
+                if plan.descs < n {
+                    plan.segment(shared, b);
+                }
+            });
+        }
+        // Serialize into private memory (grown, never shrunk or re-zeroed:
+        // the serializer writes every byte of the first segment).
+        if self.staging.len() < plan.first {
+            self.staging.resize(plan.first, 0);
+        }
+        let staged = &mut self.staging[..plan.first];
+        msg.write_header_and_copies(&layout, staged)?;
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &mut self.shm)?;
+        record.first_segment(staged);
+        if n > 0 {
+            let mut visited = 0;
+            msg.for_each_zero_copy(|b| {
+                if visited < n {
+                    record.zero_copy(b);
+                    visited += 1;
+                }
+            });
+        }
+        let (zc, copied) = record.finish(&mut self.shm);
+        self.inflight_sends += zc as usize;
+        self.stats.zero_copy_segments += zc;
+        self.stats.zero_copy_copied += copied;
+        self.stats.sent += 1;
+        Ok(())
+    }
+
+    /// [`Datapath::push_segments`](crate::Datapath::push_segments): the
+    /// leading run of `Copy` segments is the first segment; every later
+    /// segment gets a descriptor.
+    pub(super) fn send_segments(
+        &mut self,
+        conn: ConnId,
+        msg_id: u32,
+        segments: &[Segment<'_>],
+    ) -> Result<(), SendError> {
+        let shared = &self.shared;
+        let c = send_conn(&mut self.slots, conn)?;
+        let lead = segments.iter().position(|s| matches!(s, Segment::ZeroCopy(_))).unwrap_or(segments.len());
+        if segments.len() - lead > MAX_SEGMENTS {
+            return Err(SendError::TooManySegments { count: segments.len(), max: MAX_SEGMENTS + 1 });
+        }
+        let mut plan = RecordPlan::default();
+        let mut total = 0usize;
+        for (k, s) in segments.iter().enumerate() {
+            let b: &[u8] = match s {
+                Segment::Copy(b) => b,
+                Segment::ZeroCopy(b) => b,
+            };
+            total += b.len();
+            if k < lead {
+                plan.first += b.len();
+            } else if matches!(s, Segment::ZeroCopy(_)) {
+                plan.segment(shared, b);
+            } else {
+                plan.descs += 1;
+                plan.inline += b.len();
+            }
+        }
+        if total > c.peer_max_message {
+            return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
+        }
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &mut self.shm)?;
+        for (k, s) in segments.iter().enumerate() {
+            match s {
+                Segment::Copy(b) if k < lead => record.first_segment(b),
+                Segment::Copy(b) => record.inline(b),
+                Segment::ZeroCopy(b) => record.zero_copy(b),
+            }
+        }
+        let (zc, copied) = record.finish(&mut self.shm);
+        self.inflight_sends += zc as usize;
+        self.stats.zero_copy_segments += zc;
+        self.stats.zero_copy_copied += copied;
+        self.stats.sent += 1;
+        Ok(())
+    }
+
+    /// [`Datapath::poll_completions`](crate::Datapath::poll_completions):
+    /// reads each connection's acknowledgement word and releases the
+    /// buffers of every send up to it.
+    pub(super) fn complete_sends(&mut self) -> usize {
+        if self.inflight_sends == 0 {
+            return 0;
+        }
+        let mut done = 0usize;
+        for c in self.slots.iter_mut().flat_map(|s| &mut s.conn) {
+            if c.inflight.is_empty() {
+                continue;
+            }
+            let acked = c.tx.acked();
+            // A peer can only acknowledge what was sent, never go back.
+            if acked <= c.zc_acked || acked > c.zc_sent {
+                continue;
+            }
+            done += (acked - c.zc_acked) as usize;
+            c.zc_acked = acked;
+            while c.inflight.front().is_some_and(|(seq, _)| *seq <= acked) {
+                c.inflight.pop_front();
+                self.inflight_sends -= 1;
+            }
+        }
+        self.stats.completions += done as u64;
+        done
+    }
+}
