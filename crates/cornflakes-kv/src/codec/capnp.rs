@@ -32,8 +32,11 @@
 //!
 //! - message of at least [`ZERO_COPY_MIN`] bytes: the segment is a fresh,
 //!   zeroed pinned pool buffer (Cap'n Proto requires zeroed segments),
-//!   posted as [`Segment::ZeroCopy`] (no copy by the sender); the builder
-//!   gives it back when dropped, and the in-flight send keeps it alive;
+//!   posted as [`Segment::ZeroCopy`] (no copy by the sender on a datapath
+//!   whose peers can read it, as a NIC's DMA or UDP's `SEND_ZC`; the shm
+//!   datapath copies it into the record, since per-request memory lives in
+//!   its private pool); the builder gives it back when dropped, and the
+//!   in-flight send keeps it alive;
 //! - shorter: the segment is a heap scratch buffer reused across messages
 //!   (re-zeroed as far as it was used when the builder gives it back, like
 //!   capnp's own `ScratchSpaceHeapAllocator`), posted as

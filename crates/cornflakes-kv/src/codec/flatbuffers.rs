@@ -26,7 +26,9 @@
 //! - at least `ZERO_COPY_MIN` bytes: a `FlatBufferBuilder` over a pinned
 //!   allocator ([`PinnedAlloc`], in `cornflakes-baselines`) whose buffer, zeroed and of the bounded
 //!   size, is a fresh pool buffer, so the finished bytes are already in the
-//!   pool and go out as one [`Segment::ZeroCopy`] (no copy by the sender).
+//!   pool and go out as one [`Segment::ZeroCopy`] (no copy by the sender,
+//!   except on shm, which copies per-request buffers of its private pool
+//!   into the record: see the trust model in `cornflakes_datapath::shm`).
 //!   The buffer cannot be reused for the next message while the send holds
 //!   it, so this builder is made per message (`new_in`, then `collapse_in`
 //!   to take the buffer back); its bookkeeping vectors are allocated
