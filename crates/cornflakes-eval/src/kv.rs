@@ -123,7 +123,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let _ = std::fs::remove_file(&args.addr);
             let config = cornflakes_datapath::shm::ShmConfig {
                 pool: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
-                ..Default::default()
+                ..crate::transport::shm_config()
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
                 .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;

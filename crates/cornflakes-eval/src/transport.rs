@@ -113,7 +113,7 @@ pub fn shm_socket_path() -> String {
 ///
 /// When the socket cannot be created.
 pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
-    ShmDatapath::listen(path, ShmConfig::default())
+    ShmDatapath::listen(path, shm_config())
         .map_err(|e| Error::Failed(format!("cannot listen on {path}: {e} (is the directory writable?)")))
 }
 
@@ -123,10 +123,20 @@ pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
 ///
 /// When nothing listens there or the handshake fails.
 pub fn shm_client(path: &str) -> Result<(ShmDatapath, ConnId), Error> {
-    let dp = ShmDatapath::connect(path, ShmConfig::default())
+    let dp = ShmDatapath::connect(path, shm_config())
         .map_err(|e| format!("cannot connect to {path}: {e} (is the server running with --addr {path}?)"))?;
     let conn = dp.connections().next().ok_or("connected datapath has no connection")?;
     Ok((dp, conn))
+}
+
+/// The shm configuration of the evaluation's clients and servers: the
+/// default, with 2 MiB inbound rings. A message body copied whole into a
+/// ring (a request with its put values, a baseline's response, which is
+/// built in private memory and so copied, not sent by descriptor) can then
+/// carry the largest workload value (512 KiB) and its framing; the default
+/// 1 MiB ring takes bodies up to 512 KiB only.
+pub fn shm_config() -> ShmConfig {
+    ShmConfig { ring_size: 2 << 20, ..ShmConfig::default() }
 }
 
 fn loopback_any() -> SocketAddr {
