@@ -13,4 +13,4 @@ cd "$(dirname "$0")/.."
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 cargo +nightly miri test -p cornflakes --lib --tests
 cargo +nightly miri test -p cornflakes-tests --tests
-cargo +nightly miri test -p cornflakes-baselines --lib -p cornflakes-kv --lib
+cargo +nightly miri test -p cornflakes-baselines -p cornflakes-kv --lib

@@ -165,7 +165,10 @@ fn with_codec<D: Datapath>(
     workload: &dyn Workload,
     cfg: &LoadConfig,
 ) -> Result<ThreadResult, Error> {
-    let pool = dp.pool().clone();
+    // Requests are built per message: in the scratch pool (private on
+    // shm, copied into the ring), like any per-message buffer; see the
+    // pool table in crates/cornflakes-datapath/README.md.
+    let pool = dp.scratch_pool().clone();
     match system {
         System::Cornflakes | System::CornflakesOnlySg | System::CornflakesOnlyCopy | System::CornflakesNoSas => {
             Client::new(dp, conn, CornflakesClient::new(&pool), workload, cfg)?.run()
