@@ -78,6 +78,12 @@ pub enum SendError {
     /// No buffer for the first segment.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// This connection's peer is not reading: its queue of messages waiting
+    /// for room is at its bound. Retrying soon will not help; drop the
+    /// message (and count it) or close the connection. Other connections
+    /// are not affected.
+    #[error("connection {0:?} is backlogged: its peer is not reading")]
+    Backlogged(ConnId),
     /// The connection is unknown or its peer has gone.
     #[error("connection {0:?} is closed")]
     Closed(ConnId),

@@ -197,7 +197,9 @@ fn client<D: Datapath>(dp: &mut D, conn: ConnId, args: &Config) -> Result<EchoRe
         // answering is what frees it.
         loop {
             match retry_full(dp, |dp| dp.push_message(conn, id, &msg)) {
-                Err(SendError::Full) => continue,
+                Err(SendError::Full | SendError::Backlogged(_)) => {
+                    let _ = dp.flush();
+                }
                 other => return other.map_err(|e| format!("send failed: {e}")),
             }
         }
@@ -351,7 +353,7 @@ pub fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), Error> {
             };
             match result {
                 Ok(()) => {}
-                Err(SendError::Full | SendError::Closed(_)) => {
+                Err(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_)) => {
                     dropped += 1;
                     if dropped.is_power_of_two() {
                         eprintln!("echo server: {dropped} responses dropped (the client did not make room)");

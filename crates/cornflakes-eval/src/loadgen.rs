@@ -434,7 +434,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         loop {
             match self.codec.send_request(self.dp, self.conn, msg_id, &view) {
                 Ok(()) => break,
-                Err(SendError::Full) => {
+                Err(SendError::Full | SendError::Backlogged(_)) => {
                     // Make room: flush, take completions and responses.
                     self.dp.flush().map_err(|e| format!("flush failed: {e}"))?;
                     let _ = self.dp.poll_completions();

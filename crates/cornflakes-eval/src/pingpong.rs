@@ -155,7 +155,8 @@ fn send<D: Datapath>(dp: &mut D, conn: ConnId, id: u32, data: &[u8]) -> Result<(
     loop {
         match dp.push_buf(conn, id, data) {
             Ok(()) => return dp.flush().map_err(|e| Error::Failed(format!("flush failed: {e}"))),
-            Err(SendError::Full) => {
+            Err(SendError::Full | SendError::Backlogged(_)) => {
+                dp.flush().map_err(|e| format!("flush failed: {e}"))?;
                 dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
             }
             Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),

@@ -77,8 +77,8 @@ pub struct ServerStats {
     pub handled: u64,
     /// Requests dropped because they could not be decoded.
     pub malformed: u64,
-    /// Responses dropped because the client did not make room in time or
-    /// had gone.
+    /// Responses dropped because the client did not make room in time (its
+    /// connection backlogged: it is not reading) or had gone.
     pub dropped_full: u64,
     /// Responses that could not be sent for another reason (no buffer).
     pub send_failed: u64,
@@ -187,7 +187,9 @@ fn run<D: Datapath, C: ServerCodec>(
             match codec.handle(dp, store, &r) {
                 Ok(()) => stats.handled += 1,
                 Err(HandleError::Malformed) => stats.malformed += 1,
-                Err(HandleError::Send(SendError::Full | SendError::Closed(_))) => stats.dropped_full += 1,
+                Err(HandleError::Send(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_))) => {
+                    stats.dropped_full += 1
+                }
                 Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
                 Err(HandleError::Send(_)) => stats.send_failed += 1,
             }

@@ -37,6 +37,40 @@ pub(super) struct Conn {
     pub(super) corrupt: bool,
     pub(super) peer: PeerPool,
     pub(super) sock: UnixStream,
+    /// Records built while `tx` was full, oldest first: published before
+    /// anything newer, by the next send, flush or completion poll.
+    pub(super) parked: VecDeque<ParkedRecord>,
+    /// Body bytes in `parked`.
+    pub(super) parked_bytes: usize,
+}
+
+/// A record that did not fit in the ring when it was sent: its body as it
+/// will be published, and its header's info word. Any pool buffers it names
+/// are already in [`Conn::inflight`] under its send number.
+pub(super) struct ParkedRecord {
+    pub(super) body: Vec<u8>,
+    pub(super) info: u32,
+}
+
+impl Conn {
+    /// Releases the buffers of every pool-descriptor send the peer has
+    /// acknowledged; returns how many sends completed.
+    pub(super) fn release_acked(&mut self) -> usize {
+        if self.inflight.is_empty() {
+            return 0;
+        }
+        let acked = self.tx.acked();
+        // A peer can only acknowledge what was sent, never go back.
+        if acked <= self.zc_acked || acked > self.zc_sent {
+            return 0;
+        }
+        let done = (acked - self.zc_acked) as usize;
+        self.zc_acked = acked;
+        while self.inflight.front().is_some_and(|(seq, _)| *seq <= acked) {
+            self.inflight.pop_front();
+        }
+        done
+    }
 }
 
 /// A slot of the connection table.

@@ -66,20 +66,83 @@ impl ShmDatapath {
         }
     }
 
-    /// Drops a connection: unmaps its rings and the peer's pool, releases
-    /// in-flight buffers, closes the socket. With `report`, it is counted
-    /// and returned once by `recv_batch` as [`RecvError::Closed`].
+    /// Takes a connection out of the table. With `report` (the peer went
+    /// away), it is dropped (rings and the peer's pool unmapped, in-flight
+    /// buffers released: nobody reads them any more, socket closed), counted,
+    /// and returned once by `recv_batch` as [`RecvError::Closed`]. Without
+    /// (we close it), the peer is told (our socket's write side is shut
+    /// down: it drains what was published, then closes its end), and if it
+    /// may still read zero-copy buffers of ours the connection moves to the
+    /// closing list until it acknowledges them or goes away.
     pub(super) fn reclaim(&mut self, index: usize, report: bool) {
         let slot = &mut self.slots[index];
-        let Some(conn) = slot.conn.take() else { return };
+        let Some(mut conn) = slot.conn.take() else { return };
         let id = conn_id(index, slot.generation);
         slot.generation = slot.generation.wrapping_add(1);
         self.free_slots.push(index as u16);
         self.inflight_sends -= conn.inflight.len();
-        drop(conn);
+        if !conn.parked.is_empty() {
+            self.parked_conns -= 1;
+            self.shm.parked_lost += conn.parked.len() as u64;
+            conn.parked.clear();
+        }
         if report {
+            drop(conn);
             self.shm.peers_closed += 1;
             self.closed.push_back(id);
+        } else {
+            let _ = conn.sock.shutdown(std::net::Shutdown::Write);
+            conn.release_acked();
+            if !conn.inflight.is_empty() && !conn.dead {
+                self.closing.push(conn);
+            }
+        }
+    }
+
+    /// Releases what closing connections' peers acknowledged; forgets the
+    /// connections that are done or whose peer went away (looked at every
+    /// 64th call: one system call each).
+    pub(super) fn reap_closing(&mut self) {
+        self.closing_polls = self.closing_polls.wrapping_add(1);
+        let look = self.closing_polls % 64 == 0;
+        let mut k = 0;
+        while k < self.closing.len() {
+            let c = &mut self.closing[k];
+            c.release_acked();
+            if c.inflight.is_empty() || (look && !socket_alive(&c.sock)) {
+                self.closing.swap_remove(k);
+                self.shm.closes_drained += 1;
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// On drop: closes every connection, waits up to
+    /// [`ShmConfig::close_linger`](super::ShmConfig::close_linger) for peers
+    /// to acknowledge or go away, and leaks (never frees) the buffers still
+    /// held after that, so that no peer ever reads a reused buffer.
+    pub(super) fn linger(&mut self) {
+        self.accepting.clear();
+        for i in 0..self.slots.len() {
+            self.reclaim(i, false);
+        }
+        let deadline = Instant::now() + self.config.close_linger;
+        while !self.closing.is_empty() {
+            // Every pass looks at the sockets.
+            self.closing_polls = 63;
+            self.reap_closing();
+            if self.closing.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        for c in self.closing.drain(..) {
+            let Conn { inflight, .. } = c;
+            for (_, buf) in inflight {
+                self.shm.leaked_on_drop += 1;
+                std::mem::forget(buf);
+            }
         }
     }
 
@@ -101,11 +164,15 @@ impl ShmDatapath {
     /// Returns whether a connection died or was accepted (a wake-up byte
     /// alone is not news: the caller looks at the rings).
     fn poll_sockets(&mut self, timeout: Duration) -> Result<bool, RecvError> {
-        let mut fds = Vec::with_capacity(self.slots.len() + 1);
+        let mut fds = Vec::with_capacity(self.slots.len() + self.accepting.len() + 1);
         let mut owners = Vec::with_capacity(self.slots.len());
         let listening = self.listener.is_some();
         if let Some((l, _)) = &self.listener {
             fds.push(PollFd::new(l, PollFlags::IN));
+        }
+        let accepting = self.accepting.len();
+        for a in &self.accepting {
+            fds.push(PollFd::new(a.sock(), PollFlags::IN));
         }
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(c) = s.conn.as_ref().filter(|c| !c.dead) {
@@ -121,7 +188,9 @@ impl ShmDatapath {
         let revents: Vec<PollFlags> = fds.iter().map(|f| f.revents()).collect();
         drop(fds);
         let mut happened = false;
-        let conn_events = if listening { &revents[1..] } else { &revents[..] };
+        let first = usize::from(listening);
+        let hellos_arrived = revents[first..first + accepting].iter().any(|e| !e.is_empty());
+        let conn_events = &revents[first + accepting..];
         for (&i, &ev) in owners.iter().zip(conn_events) {
             if ev.is_empty() {
                 continue;
@@ -134,6 +203,9 @@ impl ShmDatapath {
         }
         if listening && !revents[0].is_empty() {
             happened |= self.accept_pending();
+        } else if hellos_arrived || !self.accepting.is_empty() {
+            // Hellos that arrived, and deadlines of those that did not.
+            happened |= self.progress_accepts();
         }
         Ok(happened)
     }

@@ -201,7 +201,7 @@ use cornflakes::mem::MAX_ALLOC;
 use cornflakes::{Message, Pool, PoolConfig, RcBuf};
 
 use crate::{ConnId, Datapath, DatapathStats, Received, RecvError, Segment, SendError};
-use conn::{conn_id, generation_of, slot_of, Slot};
+use conn::{conn_id, generation_of, slot_of, Conn, Slot};
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
 pub use sys::{recv_fds, send_fds};
@@ -228,6 +228,18 @@ pub struct ShmConfig {
     /// Refuse peers whose pool memfd is not sealed against shrinking.
     /// Default true (`cornflakes::Pool` seals its memfd).
     pub require_sealed_peer_pool: bool,
+    /// Messages parked per connection while its outbound ring is full
+    /// (a peer that reads slowly or not at all); beyond this or
+    /// [`max_parked_bytes`](Self::max_parked_bytes), sends to it fail at
+    /// once with [`SendError::Backlogged`]. Default 1024.
+    pub max_parked_messages: usize,
+    /// Body bytes parked per connection at most. Default 4 MiB.
+    pub max_parked_bytes: usize,
+    /// How long dropping the datapath waits for peers to acknowledge the
+    /// zero-copy buffers they may still read; what is left unacknowledged
+    /// then is leaked (never freed, so never reused under a reader), not
+    /// released. Default 100 ms.
+    pub close_linger: Duration,
     /// The pools to create: the shared pool (except with
     /// [`ShmDatapath::with_pool`]) and the private pool each get this
     /// configuration.
@@ -244,6 +256,9 @@ impl Default for ShmConfig {
             idle_polls_per_check: 16384,
             max_peer_pool_bytes: 1 << 40,
             require_sealed_peer_pool: true,
+            max_parked_messages: 1024,
+            max_parked_bytes: 4 << 20,
+            close_linger: Duration::from_millis(100),
             pool: PoolConfig::default(),
         }
     }
@@ -288,6 +303,19 @@ pub struct ShmStats {
     pub handshake_failures: u64,
     /// Connections whose peer went away.
     pub peers_closed: u64,
+    /// Messages parked because the peer's ring was full (published later).
+    pub parked: u64,
+    /// Sends refused with [`SendError::Backlogged`].
+    pub backlogged: u64,
+    /// Parked messages lost because their connection closed first.
+    pub parked_lost: u64,
+    /// Closed connections whose zero-copy buffers were released once the
+    /// peer acknowledged them or went away.
+    pub closes_drained: u64,
+    /// Zero-copy buffers leaked (never freed) because a peer neither
+    /// acknowledged them nor went away within [`ShmConfig::close_linger`]
+    /// of the datapath being dropped.
+    pub leaked_on_drop: u64,
 }
 
 /// The shared-memory datapath. See the [module docs](self).
@@ -323,6 +351,19 @@ pub struct ShmDatapath {
     idle_polls: u32,
     rr: usize,
     inflight_sends: usize,
+    /// Connections with parked records.
+    parked_conns: usize,
+    /// Connections closed by us whose zero-copy buffers the peer may still
+    /// read: kept (rings, socket, in-flight clones) until it acknowledges
+    /// them or goes away.
+    closing: Vec<Conn>,
+    /// Completion polls since the closing connections' sockets were last
+    /// looked at.
+    closing_polls: u32,
+    /// Non-empty receive batches since the sockets were last looked at.
+    busy_batches: u32,
+    /// Accepted connections waiting for the peer's hello.
+    accepting: Vec<setup::Accepting>,
     listener: Option<(UnixListener, PathBuf)>,
     config: ShmConfig,
 }
@@ -402,6 +443,11 @@ impl ShmDatapath {
             idle_polls: 0,
             rr: 0,
             inflight_sends: 0,
+            parked_conns: 0,
+            closing: Vec::new(),
+            closing_polls: 0,
+            busy_batches: 0,
+            accepting: Vec::new(),
             listener: None,
             config,
         })
@@ -421,9 +467,14 @@ impl ShmDatapath {
         self.slots.iter().enumerate().filter(|(_, s)| s.conn.is_some()).map(|(i, s)| conn_id(i, s.generation))
     }
 
-    /// Closes a connection: the peer sees it closed; its in-flight buffers
-    /// are released. No `Closed` event is reported for it here. Unknown or
-    /// already closed ids are ignored.
+    /// Closes a connection: sends to it fail with [`SendError::Closed`] at
+    /// once, nothing more is received from it, and the peer sees it closed
+    /// (after draining what was already published to it). Zero-copy
+    /// buffers the peer may still read are **not** released now: they are
+    /// held until it acknowledges them or goes away
+    /// ([`ShmStats::closes_drained`]); records still parked for it are lost
+    /// ([`ShmStats::parked_lost`]). No `Closed` event is reported for it
+    /// here. Unknown or already closed ids are ignored.
     ///
     /// # Examples
     ///
@@ -440,6 +491,12 @@ impl ShmDatapath {
         if let Some(i) = self.slot_index(conn) {
             self.reclaim(i, false);
         }
+    }
+
+    /// Closed connections whose zero-copy buffers are still held for a
+    /// peer that may read them (see [`close`](Self::close)).
+    pub fn closing(&self) -> usize {
+        self.closing.len()
     }
 
     /// Counters specific to shared memory.
@@ -487,6 +544,7 @@ impl Drop for ShmDatapath {
         if let Some((_, path)) = self.listener.take() {
             let _ = std::fs::remove_file(path);
         }
+        self.linger();
     }
 }
 
@@ -525,12 +583,19 @@ impl Datapath for ShmDatapath {
     }
 
     fn flush(&mut self) -> Result<(), SendError> {
-        // Pushes publish immediately (and wake a sleeping peer themselves).
+        // Pushes publish immediately (and wake a sleeping peer themselves);
+        // what was parked behind a full ring goes out as room appears.
+        self.publish_all_parked();
         Ok(())
     }
 
     fn poll_completions(&mut self) -> Result<usize, SendError> {
-        Ok(self.complete_sends())
+        let done = self.complete_sends();
+        self.publish_all_parked();
+        if !self.closing.is_empty() {
+            self.reap_closing();
+        }
+        Ok(done)
     }
 
     fn stats(&self) -> DatapathStats {

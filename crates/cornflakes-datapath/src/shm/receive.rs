@@ -226,6 +226,13 @@ impl ShmDatapath {
         }
         if got > 0 {
             self.idle_polls = 0;
+            // A datapath that never idles still accepts connections and
+            // notices dead peers: one `poll` every 1024 busy batches.
+            self.busy_batches += 1;
+            if self.busy_batches >= 1024 {
+                self.busy_batches = 0;
+                self.idle_check()?;
+            }
             return Ok(got);
         }
         if let Some(id) = self.closed.pop_front() {

@@ -22,11 +22,11 @@ use std::sync::atomic::Ordering;
 
 use cornflakes::{Message, Pool, RcBuf};
 
-use super::conn::{generation_of, slot_of, Conn, Slot};
+use super::conn::{generation_of, slot_of, Conn, ParkedRecord, Slot};
 use super::liveness::{after_publish, socket_alive};
 use super::proto::{Desc, DESC_INLINE, DESC_LEN, DESC_POOL, INFO_NEEDS_ACK, MAX_SEGMENTS};
 use super::ring::PushError;
-use super::{sys, ShmDatapath, ShmStats};
+use super::{sys, ShmConfig, ShmDatapath, ShmStats};
 use crate::{write_packet_header, ConnId, Segment, SendError, PACKET_HEADER_LEN};
 
 /// Whether `b` travels as a pool descriptor: only non-empty buffers of the
@@ -48,12 +48,20 @@ struct RecordPlan {
 }
 
 impl RecordPlan {
-    /// Accounts for one segment after the first.
+    /// Accounts for one segment after the first: a descriptor if it
+    /// travels by one; otherwise its bytes join the first segment while no
+    /// descriptor precedes it (so a message without shared-pool segments is
+    /// one contiguous packet, the receiver's fast path), or are copied
+    /// inline behind a descriptor of their own.
     #[inline(always)]
-    fn segment(&mut self, shared: &Pool, b: &[u8]) {
-        self.descs += 1;
-        if !travels_by_descriptor(shared, b) {
-            self.inline += b.len();
+    fn segment(&mut self, by_descriptor: bool, len: usize) {
+        if by_descriptor {
+            self.descs += 1;
+        } else if self.descs == 0 {
+            self.first += len;
+        } else {
+            self.descs += 1;
+            self.inline += len;
         }
     }
 
@@ -62,10 +70,18 @@ impl RecordPlan {
     }
 }
 
+/// Where a record's body is written: reserved in the ring (published by
+/// `finish`), or, while the ring is full or earlier records wait, in a
+/// private buffer parked on the connection (published in order later).
+enum Body {
+    Ring(NonNull<u8>),
+    Parked(Vec<u8>),
+}
+
 /// One record being written into a connection's outbound ring, in the
 /// layout of [`proto`](super::proto): descriptors, packet header, first
 /// segment, inline segments. Created by [`RecordBuilder::start`] (the last
-/// step that can fail), filled in order, published by
+/// step that can fail), filled in order, published (or parked) by
 /// [`finish`](RecordBuilder::finish). Every write is bounds-checked against
 /// the plan (a mismatch is a bug and panics rather than write past the
 /// reservation).
@@ -73,7 +89,7 @@ struct RecordBuilder<'a> {
     c: &'a mut Conn,
     shared: &'a Pool,
     plan: RecordPlan,
-    body: NonNull<u8>,
+    body: Body,
     /// Descriptors written.
     next_desc: usize,
     /// Where the next first-segment bytes go (offset in the body).
@@ -89,7 +105,8 @@ struct RecordBuilder<'a> {
 }
 
 impl<'a> RecordBuilder<'a> {
-    /// Reserves the record and writes its packet header.
+    /// Reserves the record (in the ring, or parked) and writes its packet
+    /// header.
     #[inline(always)]
     fn start(
         c: &'a mut Conn,
@@ -97,9 +114,10 @@ impl<'a> RecordBuilder<'a> {
         shared: &'a Pool,
         plan: RecordPlan,
         msg_id: u32,
+        config: &ShmConfig,
         shm: &mut ShmStats,
     ) -> Result<Self, SendError> {
-        let body = reserve(c, id, plan.body_len(), shm)?;
+        let body = reserve(c, id, plan.body_len(), config, shm)?;
         let seq = c.zc_sent + 1;
         let header_at = plan.descs * DESC_LEN;
         let mut b = Self {
@@ -126,15 +144,19 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn write(&mut self, at: usize, bytes: &[u8]) {
         assert!(at + bytes.len() <= self.plan.body_len(), "record write past its reservation");
-        // SAFETY: `reserve` returned body_len writable ring bytes (checked
-        // just above), which the peer reads only after `commit`; `bytes` is
-        // our own memory, so the ranges are disjoint.
-        unsafe { sys::copy_to_shared(bytes, self.body.as_ptr().add(at)) };
+        match &mut self.body {
+            // SAFETY: `reserve` returned body_len writable ring bytes (checked
+            // just above), which the peer reads only after `commit`; `bytes`
+            // is our own memory, so the ranges are disjoint.
+            Body::Ring(p) => unsafe { sys::copy_to_shared(bytes, p.as_ptr().add(at)) },
+            Body::Parked(v) => v[at..at + bytes.len()].copy_from_slice(bytes),
+        }
     }
 
     /// Appends bytes to the first segment.
     #[inline(always)]
     fn first_segment(&mut self, bytes: &[u8]) {
+        debug_assert_eq!(self.next_desc, 0, "first-segment bytes after a descriptor");
         let end = self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first;
         assert!(self.first_at + bytes.len() <= end, "first segment longer than planned");
         self.write(self.first_at, bytes);
@@ -150,17 +172,22 @@ impl<'a> RecordBuilder<'a> {
         self.next_desc += 1;
     }
 
-    /// Appends a segment copied into the inline area.
+    /// Appends a copied segment: to the first segment while no descriptor
+    /// precedes it, else inline behind a descriptor (as
+    /// [`RecordPlan::segment`] planned).
     #[inline(always)]
-    fn inline(&mut self, bytes: &[u8]) {
-        self.descriptor(Desc { offset: 0, len: bytes.len() as u32, kind: DESC_INLINE });
-        self.write(self.inline_at, bytes);
-        self.inline_at += bytes.len();
+    fn copied_segment(&mut self, bytes: &[u8]) {
+        if self.next_desc == 0 {
+            self.first_segment(bytes);
+        } else {
+            self.descriptor(Desc { offset: 0, len: bytes.len() as u32, kind: DESC_INLINE });
+            self.write(self.inline_at, bytes);
+            self.inline_at += bytes.len();
+        }
     }
 
     /// Appends a buffer meant to go zero-copy: a pool descriptor when it is
-    /// in the shared pool (held until acknowledged), copied inline
-    /// otherwise.
+    /// in the shared pool (held until acknowledged), copied otherwise.
     #[inline(always)]
     fn zero_copy(&mut self, b: &RcBuf) {
         if travels_by_descriptor(self.shared, b) {
@@ -169,43 +196,81 @@ impl<'a> RecordBuilder<'a> {
             self.c.inflight.push_back((self.seq, b.clone()));
             self.zero_copy += 1;
         } else {
-            self.inline(b);
+            self.copied_segment(b);
             self.copied += 1;
         }
     }
 
-    /// Publishes the record (`SeqCst`, then wakes a sleeping peer).
-    /// Returns (pool descriptors, zero-copy buffers copied).
+    /// Publishes the record (`SeqCst`, then wakes a sleeping peer), or
+    /// parks it behind the records already waiting.
+    /// Returns (pool descriptors, zero-copy buffers copied, parked).
     #[inline(always)]
-    fn finish(self, shm: &mut ShmStats) -> (u64, u64) {
+    fn finish(self, shm: &mut ShmStats) -> (u64, u64, bool) {
         assert_eq!(self.next_desc, self.plan.descs, "fewer segments than planned");
         assert_eq!(self.inline_at, self.plan.body_len(), "inline bytes differ from the plan");
         debug_assert_eq!(self.first_at, self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first);
         let mut info = self.plan.descs as u32;
         if self.zero_copy > 0 {
             info |= INFO_NEEDS_ACK;
+            // Parked records keep their number: they are published in order
+            // before any later record, so the peer counts them the same way.
             self.c.zc_sent = self.seq;
         }
-        self.c.tx.commit(self.plan.body_len(), info, Ordering::SeqCst);
-        after_publish(self.c, shm);
-        (self.zero_copy, self.copied)
+        let parked = match self.body {
+            Body::Ring(_) => {
+                self.c.tx.commit(self.plan.body_len(), info, Ordering::SeqCst);
+                after_publish(self.c, shm);
+                false
+            }
+            Body::Parked(body) => {
+                self.c.parked_bytes += body.len();
+                self.c.parked.push_back(ParkedRecord { body, info });
+                shm.parked += 1;
+                true
+            }
+        };
+        (self.zero_copy, self.copied, parked)
     }
 }
 
-/// Reserves `len` body bytes in `c`'s outbound ring.
+/// Reserves `len` body bytes in `c`'s outbound ring, or a parked buffer
+/// when the ring is full (or earlier records are parked: order is kept)
+/// and the connection's parking bounds allow.
 #[inline(always)]
-fn reserve(c: &mut Conn, id: ConnId, len: usize, shm: &mut ShmStats) -> Result<NonNull<u8>, SendError> {
-    match c.tx.reserve(len) {
-        Ok(p) => {
-            c.full_streak = 0;
-            Ok(p)
+fn reserve(c: &mut Conn, id: ConnId, len: usize, config: &ShmConfig, shm: &mut ShmStats) -> Result<Body, SendError> {
+    if c.parked.is_empty() {
+        match c.tx.reserve(len) {
+            Ok(p) => {
+                c.full_streak = 0;
+                return Ok(Body::Ring(p));
+            }
+            Err(e) => reserve_failed(c, id, e, shm)?,
         }
-        Err(e) => reserve_failed(c, id, e, shm),
+    } else if len > c.tx.max_len() {
+        return Err(SendError::TooLarge { len, max: c.tx.max_len() });
     }
+    park(c, id, len, config, shm)
 }
 
+/// A parked body for a record of `len` bytes, within the connection's
+/// bounds; [`SendError::Backlogged`] beyond them (or [`SendError::Full`]
+/// when parking is off).
 #[cold]
-fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) -> Result<NonNull<u8>, SendError> {
+fn park(c: &mut Conn, id: ConnId, len: usize, config: &ShmConfig, shm: &mut ShmStats) -> Result<Body, SendError> {
+    if config.max_parked_messages == 0 {
+        return Err(SendError::Full);
+    }
+    if c.parked.len() >= config.max_parked_messages || c.parked_bytes + len > config.max_parked_bytes {
+        shm.backlogged += 1;
+        return Err(SendError::Backlogged(id));
+    }
+    Ok(Body::Parked(vec![0; len]))
+}
+
+/// Handles a failed reservation: `Ok` when the record may be parked,
+/// otherwise the error to return.
+#[cold]
+fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) -> Result<(), SendError> {
     match e {
         PushError::Full => {
             // A full ring may mean a dead peer: look at the socket on the
@@ -220,7 +285,7 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
             if c.dead {
                 Err(SendError::Closed(id))
             } else {
-                Err(SendError::Full)
+                Ok(())
             }
         }
         PushError::TooLarge { len, max } => Err(SendError::TooLarge { len, max }),
@@ -229,6 +294,60 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
             Err(SendError::Closed(id))
         }
     }
+}
+
+/// Publishes `c`'s parked records, oldest first, while the ring has room.
+/// Returns whether none is left.
+pub(super) fn publish_parked(c: &mut Conn, shm: &mut ShmStats) -> bool {
+    let mut published = false;
+    while let Some(rec) = c.parked.front() {
+        match c.tx.reserve(rec.body.len()) {
+            Ok(p) => {
+                // SAFETY: `reserve` returned `body.len()` writable ring
+                // bytes, read by the peer only after `commit`; the body is
+                // our own memory.
+                unsafe { sys::copy_to_shared(&rec.body, p.as_ptr()) };
+                c.tx.commit(rec.body.len(), rec.info, Ordering::SeqCst);
+                c.parked_bytes -= rec.body.len();
+                c.parked.pop_front();
+                published = true;
+            }
+            Err(PushError::Full) => break,
+            // Parked bodies were checked against `max_len`; a corrupt ring
+            // ends the connection (its parked records are lost with it).
+            Err(_) => {
+                c.dead = true;
+                break;
+            }
+        }
+    }
+    if published {
+        c.full_streak = 0;
+        after_publish(c, shm);
+    }
+    c.parked.is_empty()
+}
+
+/// Before a send to a connection with parked records: publishes what fits,
+/// and refuses at once ([`SendError::Backlogged`]) when the parking is
+/// still at its message bound, before any work is spent on the message.
+#[cold]
+fn unpark(
+    c: &mut Conn,
+    id: ConnId,
+    config: &ShmConfig,
+    shm: &mut ShmStats,
+    parked_conns: &mut usize,
+) -> Result<(), SendError> {
+    if publish_parked(c, shm) {
+        *parked_conns -= 1;
+    } else if c.parked.len() >= config.max_parked_messages {
+        // Still the liveness check of a full ring (a dead peer is Closed).
+        reserve_failed(c, id, PushError::Full, shm)?;
+        shm.backlogged += 1;
+        return Err(SendError::Backlogged(id));
+    }
+    Ok(())
 }
 
 /// The live connection `id`, for sending.
@@ -256,6 +375,10 @@ impl ShmDatapath {
         let n = layout.zero_copy_entries;
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
+        if !c.parked.is_empty() {
+            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns)?;
+        }
+        let was_parked = !c.parked.is_empty();
         let total = layout.total_len();
         if total > c.peer_max_message {
             return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
@@ -263,22 +386,25 @@ impl ShmDatapath {
         if n > MAX_SEGMENTS {
             return Err(SendError::TooManySegments { count: n + 1, max: MAX_SEGMENTS + 1 });
         }
-        let mut plan = RecordPlan { first: layout.first_segment_len(), ..RecordPlan::default() };
+        let layout_first = layout.first_segment_len();
+        let mut plan = RecordPlan { first: layout_first, ..RecordPlan::default() };
         if n > 0 {
+            let mut visited = 0;
             msg.for_each_zero_copy(|b| {
-                if plan.descs < n {
-                    plan.segment(shared, b);
+                if visited < n {
+                    plan.segment(travels_by_descriptor(shared, b), b.len());
+                    visited += 1;
                 }
             });
         }
         // Serialize into private memory (grown, never shrunk or re-zeroed:
         // the serializer writes every byte of the first segment).
-        if self.staging.len() < plan.first {
-            self.staging.resize(plan.first, 0);
+        if self.staging.len() < layout_first {
+            self.staging.resize(layout_first, 0);
         }
-        let staged = &mut self.staging[..plan.first];
+        let staged = &mut self.staging[..layout_first];
         msg.write_header_and_copies(&layout, staged)?;
-        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &mut self.shm)?;
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm)?;
         record.first_segment(staged);
         if n > 0 {
             let mut visited = 0;
@@ -289,12 +415,19 @@ impl ShmDatapath {
                 }
             });
         }
-        let (zc, copied) = record.finish(&mut self.shm);
+        let (zc, copied, parked) = record.finish(&mut self.shm);
+        self.sent(parked && !was_parked, zc, copied);
+        Ok(())
+    }
+
+    /// Counts a send (and a connection that now has parked records).
+    #[inline(always)]
+    fn sent(&mut self, newly_parked: bool, zc: u64, copied: u64) {
+        self.parked_conns += usize::from(newly_parked);
         self.inflight_sends += zc as usize;
         self.stats.zero_copy_segments += zc;
         self.stats.zero_copy_copied += copied;
         self.stats.sent += 1;
-        Ok(())
     }
 
     /// [`Datapath::push_segments`](crate::Datapath::push_segments): the
@@ -308,44 +441,52 @@ impl ShmDatapath {
     ) -> Result<(), SendError> {
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
+        if !c.parked.is_empty() {
+            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns)?;
+        }
+        let was_parked = !c.parked.is_empty();
         let lead = segments.iter().position(|s| matches!(s, Segment::ZeroCopy(_))).unwrap_or(segments.len());
         if segments.len() - lead > MAX_SEGMENTS {
             return Err(SendError::TooManySegments { count: segments.len(), max: MAX_SEGMENTS + 1 });
         }
         let mut plan = RecordPlan::default();
         let mut total = 0usize;
-        for (k, s) in segments.iter().enumerate() {
-            let b: &[u8] = match s {
-                Segment::Copy(b) => b,
-                Segment::ZeroCopy(b) => b,
-            };
-            total += b.len();
-            if k < lead {
-                plan.first += b.len();
-            } else if matches!(s, Segment::ZeroCopy(_)) {
-                plan.segment(shared, b);
-            } else {
-                plan.descs += 1;
-                plan.inline += b.len();
+        for s in segments {
+            match s {
+                Segment::Copy(b) => plan.segment(false, b.len()),
+                Segment::ZeroCopy(b) => plan.segment(travels_by_descriptor(shared, b), b.len()),
             }
+            total += match s {
+                Segment::Copy(b) => b.len(),
+                Segment::ZeroCopy(b) => b.len(),
+            };
         }
         if total > c.peer_max_message {
             return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
         }
-        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &mut self.shm)?;
-        for (k, s) in segments.iter().enumerate() {
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm)?;
+        for s in segments {
             match s {
-                Segment::Copy(b) if k < lead => record.first_segment(b),
-                Segment::Copy(b) => record.inline(b),
+                Segment::Copy(b) => record.copied_segment(b),
                 Segment::ZeroCopy(b) => record.zero_copy(b),
             }
         }
-        let (zc, copied) = record.finish(&mut self.shm);
-        self.inflight_sends += zc as usize;
-        self.stats.zero_copy_segments += zc;
-        self.stats.zero_copy_copied += copied;
-        self.stats.sent += 1;
+        let (zc, copied, parked) = record.finish(&mut self.shm);
+        self.sent(parked && !was_parked, zc, copied);
         Ok(())
+    }
+
+    /// [`Datapath::flush`](crate::Datapath::flush): publishes what the
+    /// connections have parked, as far as their rings allow.
+    pub(super) fn publish_all_parked(&mut self) {
+        if self.parked_conns == 0 {
+            return;
+        }
+        for c in self.slots.iter_mut().flat_map(|s| &mut s.conn) {
+            if !c.parked.is_empty() && publish_parked(c, &mut self.shm) {
+                self.parked_conns -= 1;
+            }
+        }
     }
 
     /// [`Datapath::poll_completions`](crate::Datapath::poll_completions):
@@ -357,20 +498,9 @@ impl ShmDatapath {
         }
         let mut done = 0usize;
         for c in self.slots.iter_mut().flat_map(|s| &mut s.conn) {
-            if c.inflight.is_empty() {
-                continue;
-            }
-            let acked = c.tx.acked();
-            // A peer can only acknowledge what was sent, never go back.
-            if acked <= c.zc_acked || acked > c.zc_sent {
-                continue;
-            }
-            done += (acked - c.zc_acked) as usize;
-            c.zc_acked = acked;
-            while c.inflight.front().is_some_and(|(seq, _)| *seq <= acked) {
-                c.inflight.pop_front();
-                self.inflight_sends -= 1;
-            }
+            let before = c.inflight.len();
+            done += c.release_acked();
+            self.inflight_sends -= before - c.inflight.len();
         }
         self.stats.completions += done as u64;
         done

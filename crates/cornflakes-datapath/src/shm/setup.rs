@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,6 +30,57 @@ use crate::ConnId;
 pub(super) struct PendingConn {
     sock: UnixStream,
     rx: RingConsumer,
+}
+
+/// Accepted connections whose hello has not (all) arrived yet, at most.
+const MAX_PENDING_ACCEPTS: usize = 64;
+
+/// An accepted connection waiting for the peer's hello.
+pub(super) struct Accepting {
+    pending: PendingConn,
+    hello: HelloRead,
+    deadline: Instant,
+}
+
+impl Accepting {
+    /// The socket, to poll.
+    pub(super) fn sock(&self) -> &UnixStream {
+        &self.pending.sock
+    }
+}
+
+/// What has arrived of a peer's hello.
+pub(super) struct HelloRead {
+    buf: [u8; HELLO_LEN],
+    got: usize,
+    fds: Vec<OwnedFd>,
+}
+
+impl Default for HelloRead {
+    fn default() -> Self {
+        Self { buf: [0; HELLO_LEN], got: 0, fds: Vec::new() }
+    }
+}
+
+/// Reads the rest of a hello from `sock`; `Ok(false)` when the socket has
+/// nothing more now (non-blocking) or its read timeout passed (blocking).
+fn read_hello(sock: &UnixStream, r: &mut HelloRead) -> Result<bool, ShmError> {
+    while r.got < HELLO_LEN {
+        match recv_fds(sock, &mut r.buf[r.got..]) {
+            Ok((0, _)) => return Err(ShmError::Handshake("peer closed the socket during set-up")),
+            Ok((n, more)) => {
+                r.got += n;
+                r.fds.extend(more);
+                if r.fds.len() > 2 {
+                    return Err(ShmError::Handshake("expected two descriptors with the hello"));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ShmError::Io(e)),
+        }
+    }
+    Ok(true)
 }
 
 /// What we keep of a peer's hello once it passed the checks.
@@ -219,7 +270,9 @@ impl ShmDatapath {
         loop {
             match listener.accept() {
                 Ok((sock, _)) => {
-                    let id = self.handshake_accepted(sock)?;
+                    sock.set_nonblocking(false)?;
+                    let pending = self.start_handshake(sock)?;
+                    let id = self.finish_handshake(pending)?;
                     self.shm.accepted += 1;
                     return Ok(id);
                 }
@@ -240,29 +293,68 @@ impl ShmDatapath {
         }
     }
 
-    /// Accepts every connection waiting on the listener; set-up failures
-    /// are counted, not returned. Returns whether one was accepted.
+    /// Accepts every connection waiting on the listener without blocking:
+    /// sends our hello, and completes the set-up now if the peer's hello is
+    /// already there, otherwise later ([`progress_accepts`](Self::progress_accepts)),
+    /// so a peer that connects and stays silent never stalls serving.
+    /// Set-up failures are counted, not returned. Returns whether one was
+    /// accepted.
     pub(super) fn accept_pending(&mut self) -> bool {
         let mut any = false;
         loop {
             let Some((l, _)) = &self.listener else { return any };
-            match l.accept() {
-                Ok((sock, _)) => match self.handshake_accepted(sock) {
-                    Ok(_) => {
-                        self.shm.accepted += 1;
-                        any = true;
-                    }
-                    Err(_) => self.shm.handshake_failures += 1,
-                },
-                Err(_) => return any,
+            let sock = match l.accept() {
+                Ok((sock, _)) => sock,
+                Err(_) => break,
+            };
+            if self.accepting.len() >= MAX_PENDING_ACCEPTS {
+                // Too many silent peers: refuse this one (closing it).
+                self.shm.handshake_failures += 1;
+                continue;
+            }
+            let started = sock.set_nonblocking(true).map_err(ShmError::from).and_then(|()| self.start_handshake(sock));
+            match started {
+                Ok(pending) => {
+                    let deadline = Instant::now() + self.config.handshake_timeout;
+                    self.accepting.push(Accepting { pending, hello: HelloRead::default(), deadline });
+                }
+                Err(_) => self.shm.handshake_failures += 1,
             }
         }
+        any |= self.progress_accepts();
+        any
     }
 
-    fn handshake_accepted(&mut self, sock: UnixStream) -> Result<ConnId, ShmError> {
-        sock.set_nonblocking(false)?;
-        let pending = self.start_handshake(sock)?;
-        self.finish_handshake(pending)
+    /// Reads what has arrived of each pending peer's hello; completes the
+    /// set-ups whose hello is whole, drops those past their deadline.
+    /// Returns whether one was accepted.
+    pub(super) fn progress_accepts(&mut self) -> bool {
+        let mut any = false;
+        let mut k = 0;
+        while k < self.accepting.len() {
+            let a = &mut self.accepting[k];
+            match read_hello(&a.pending.sock, &mut a.hello) {
+                Ok(false) if Instant::now() < a.deadline => {
+                    k += 1;
+                    continue;
+                }
+                Ok(true) => {
+                    let a = self.accepting.swap_remove(k);
+                    match self.complete_handshake(a.pending, a.hello) {
+                        Ok(_) => {
+                            self.shm.accepted += 1;
+                            any = true;
+                        }
+                        Err(_) => self.shm.handshake_failures += 1,
+                    }
+                }
+                Ok(false) | Err(_) => {
+                    self.accepting.swap_remove(k);
+                    self.shm.handshake_failures += 1;
+                }
+            }
+        }
+        any
     }
 
     /// Sends our hello with our inbound ring's memfd and our **shared**
@@ -280,27 +372,21 @@ impl ShmDatapath {
         Ok(PendingConn { sock, rx })
     }
 
-    /// Reads the peer's hello, maps its ring and shared pool, adds the
-    /// connection.
+    /// Reads the peer's hello (blocking, up to the handshake timeout), maps
+    /// its ring and shared pool, adds the connection.
     fn finish_handshake(&mut self, pending: PendingConn) -> Result<ConnId, ShmError> {
-        let PendingConn { sock, rx } = pending;
-        let mut buf = [0u8; HELLO_LEN];
-        let mut got = 0;
-        let mut fds = Vec::new();
-        while got < HELLO_LEN {
-            let (n, more) = recv_fds(&sock, &mut buf[got..]).map_err(|e| {
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    ShmError::Handshake("timed out waiting for the peer's hello")
-                } else {
-                    ShmError::Io(e)
-                }
-            })?;
-            if n == 0 {
-                return Err(ShmError::Handshake("peer closed the socket during set-up"));
-            }
-            got += n;
-            fds.extend(more);
+        let mut hello = HelloRead::default();
+        if !read_hello(&pending.sock, &mut hello)? {
+            return Err(ShmError::Handshake("timed out waiting for the peer's hello"));
         }
+        self.complete_handshake(pending, hello)
+    }
+
+    /// Checks a whole hello, maps the peer's ring and shared pool, adds the
+    /// connection.
+    fn complete_handshake(&mut self, pending: PendingConn, read: HelloRead) -> Result<ConnId, ShmError> {
+        let PendingConn { sock, rx } = pending;
+        let HelloRead { buf, mut fds, .. } = read;
         let hello = check_hello(&buf)?;
         if fds.len() != 2 {
             return Err(ShmError::Handshake("expected two descriptors with the hello"));
@@ -335,19 +421,22 @@ impl ShmDatapath {
             corrupt: false,
             peer,
             sock,
+            parked: VecDeque::new(),
+            parked_bytes: 0,
         };
-        Ok(self.insert(conn))
+        self.insert(conn)
     }
 
-    fn insert(&mut self, conn: Conn) -> ConnId {
+    fn insert(&mut self, conn: Conn) -> Result<ConnId, ShmError> {
         if let Some(i) = self.free_slots.pop() {
             let slot = &mut self.slots[i as usize];
             slot.conn = Some(conn);
-            conn_id(i as usize, slot.generation)
-        } else {
-            assert!(self.slots.len() < 1 << 16, "more than 65536 shared-memory connections");
+            Ok(conn_id(i as usize, slot.generation))
+        } else if self.slots.len() < 1 << 16 {
             self.slots.push(Slot { generation: 0, conn: Some(conn) });
-            conn_id(self.slots.len() - 1, 0)
+            Ok(conn_id(self.slots.len() - 1, 0))
+        } else {
+            Err(ShmError::Handshake("65536 connections are open; close some first"))
         }
     }
 }

@@ -79,9 +79,12 @@ pub struct Malformed;
 /// How long [`retry_full`] keeps retrying before giving up.
 pub const RETRY_FOR: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Sends with `f`, polling completions while the datapath pushes back, for
-/// at most [`RETRY_FOR`]; then returns [`SendError::Full`] (a peer that
-/// stopped reading must not stall the server: the caller drops and counts).
+/// Sends with `f`, polling completions while the datapath pushes back with
+/// [`SendError::Full`] (a datapath-wide resource: the UDP in-flight table,
+/// a shm ring when parking is off), for at most [`RETRY_FOR`]; then returns
+/// it. [`SendError::Backlogged`] (one connection's peer is not reading) is
+/// returned at once: waiting for one client would stall every other one,
+/// so the caller drops and counts.
 pub fn retry_full<D: Datapath>(
     dp: &mut D,
     mut f: impl FnMut(&mut D) -> Result<(), SendError>,

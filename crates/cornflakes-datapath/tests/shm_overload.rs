@@ -1,0 +1,235 @@
+//! Overload and misbehaving peers on shared memory (issue 10): a peer that
+//! stops reading gets its messages parked up to a bound, then refused at
+//! once, while other connections are served; a peer that connects and stays
+//! silent does not stall accepting; closing or dropping a datapath never
+//! frees a zero-copy buffer the peer may still read.
+
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use cornflakes::RcBuf;
+use cornflakes_datapath::shm::{ShmConfig, ShmDatapath};
+use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
+
+fn first_conn(dp: &ShmDatapath) -> ConnId {
+    dp.connections().next().expect("one connection")
+}
+
+/// Receives until `n` messages arrived (or panics after 5 s).
+fn recv_n(dp: &mut ShmDatapath, n: usize) -> Vec<Received> {
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < n {
+        assert!(Instant::now() < deadline, "{} of {n} messages within 5 s", out.len());
+        dp.wait(Duration::from_millis(10)).unwrap();
+        dp.recv_batch(&mut out, 64).unwrap();
+    }
+    out
+}
+
+#[test]
+fn a_full_ring_parks_in_order_up_to_a_bound_then_refuses_at_once() {
+    let config = ShmConfig { ring_size: 4096, max_parked_messages: 8, ..ShmConfig::default() };
+    let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
+    let ca = first_conn(&a);
+    let msg = |i: u32| vec![i as u8; 500];
+    let mut sent = 0u32;
+    let err = loop {
+        match a.push_buf(ca, sent, &msg(sent)) {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, SendError::Backlogged(c) if c == ca), "{err:?}");
+    assert_eq!(a.shm_stats().parked, 8, "eight parked behind the full ring");
+    let in_ring = sent - 8;
+    assert!(in_ring >= 4, "a 4 KiB ring holds several 500-byte messages, held {in_ring}");
+    // Refused again, without waiting, and nothing was lost.
+    assert!(matches!(a.push_buf(ca, 999, &msg(0)), Err(SendError::Backlogged(_))));
+    // The reader catches up; flushes publish the parked records in order.
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < sent as usize {
+        assert!(Instant::now() < deadline);
+        b.recv_batch(&mut out, 64).unwrap();
+        a.flush().unwrap();
+    }
+    for (i, r) in out.iter().enumerate() {
+        assert_eq!(r.msg_id, i as u32);
+        assert_eq!(&r.payload[..], &msg(i as u32)[..]);
+    }
+    // And sending works normally again.
+    a.push_buf(ca, 1000, b"again").unwrap();
+    assert_eq!(&recv_n(&mut b, 1)[0].payload[..], b"again");
+}
+
+#[test]
+fn parked_zero_copy_segments_stay_held_until_acknowledged() {
+    let config = ShmConfig { ring_size: 4096, ..ShmConfig::default() };
+    let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
+    let ca = first_conn(&a);
+    // Fill the ring with copies, then park a message with a shared-pool
+    // segment (a descriptor) behind them.
+    while a.push_buf(ca, 0, &[1u8; 500]).is_ok() && a.shm_stats().parked == 0 {}
+    let value = {
+        let mut v = a.pool().alloc(3000).unwrap();
+        v.fill(0x5A);
+        v.freeze()
+    };
+    a.push_segments(ca, 7, &[Segment::Copy(b"hdr"), Segment::ZeroCopy(value.clone())]).unwrap();
+    assert!(a.shm_stats().parked >= 1);
+    assert_eq!(a.inflight(ca), 1, "held from the moment it is parked");
+    drop(value);
+    // Reuse what the application freed: must not be the parked value's slot.
+    let scribble: Vec<RcBuf> = (0..64)
+        .map(|_| {
+            let mut s = a.pool().alloc(3000).unwrap();
+            s.fill(0xEE);
+            s.freeze()
+        })
+        .collect();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !got.iter().any(|r: &Received| r.msg_id == 7) {
+        assert!(Instant::now() < deadline);
+        b.recv_batch(&mut got, 64).unwrap();
+        a.flush().unwrap();
+    }
+    let r = got.iter().find(|r| r.msg_id == 7).unwrap();
+    assert_eq!(&r.payload[..3], b"hdr");
+    assert!(r.payload[3..].iter().all(|&x| x == 0x5A), "parked zero-copy value corrupted");
+    a.poll_completions().unwrap();
+    assert_eq!(a.inflight(ca), 0);
+    drop(scribble);
+}
+
+#[test]
+fn a_peer_that_stops_reading_does_not_stall_the_others() {
+    let config = ShmConfig { ring_size: 16 << 10, max_parked_messages: 64, ..ShmConfig::default() };
+    let mut server = ShmDatapath::new(config.clone()).unwrap();
+    let mut idle = ShmDatapath::new(config.clone()).unwrap();
+    let mut busy = ShmDatapath::new(config).unwrap();
+    let (to_idle, _) = ShmDatapath::link(&mut server, &mut idle).unwrap();
+    let (to_busy, _) = ShmDatapath::link(&mut server, &mut busy).unwrap();
+    let mut backlogged = 0;
+    let start = Instant::now();
+    for i in 0..5000u32 {
+        match server.push_buf(to_idle, i, &[3u8; 1000]) {
+            Ok(()) => {}
+            Err(SendError::Backlogged(_)) => backlogged += 1,
+            Err(e) => panic!("{e}"),
+        }
+        server.push_buf(to_busy, i, &[4u8; 1000]).unwrap();
+        server.flush().unwrap();
+        let got = recv_n(&mut busy, 1);
+        assert_eq!(got[0].msg_id, i);
+    }
+    // Refusals are immediate: 5000 round trips with the busy client take
+    // nowhere near 5000 x 50 ms (what waiting for the idle one would cost).
+    assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
+    assert!(backlogged > 4000, "the idle peer's messages were refused once its parking was full: {backlogged}");
+    assert_eq!(server.shm_stats().backlogged, backlogged);
+    // Parked messages are bounded.
+    assert!(server.shm_stats().parked <= 64 + 5000 - backlogged);
+}
+
+#[test]
+fn a_silent_connecting_peer_does_not_stall_accepting() {
+    let path = std::env::temp_dir().join(format!("cf-silent-{}.sock", std::process::id()));
+    let config = ShmConfig { handshake_timeout: Duration::from_secs(5), ..ShmConfig::default() };
+    let mut server = ShmDatapath::listen(&path, config).unwrap();
+    // Connects and never says hello.
+    let _silent = UnixStream::connect(&path).unwrap();
+    let p = path.clone();
+    let client = std::thread::spawn(move || {
+        let mut c = ShmDatapath::new(ShmConfig::default()).unwrap();
+        let conn = c.connect_to(&p).unwrap();
+        c.push_buf(conn, 1, b"hi").unwrap();
+        // Stay connected until the server has read it.
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while out.is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(3), "the real client was not served within 3 s");
+        server.wait(Duration::from_millis(10)).unwrap();
+        server.recv_batch(&mut out, 8).unwrap();
+    }
+    assert_eq!(&out[0].payload[..], b"hi");
+    client.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+}
+
+/// One close (or drop) trial: `n` zero-copy messages published, the sender
+/// closes and reuses the freed slots, the receiver drains. Returns the
+/// number of corrupted messages.
+fn close_trial(drop_datapath: bool, n: u32) -> usize {
+    let config = ShmConfig { ring_size: 64 << 10, close_linger: Duration::from_millis(1), ..ShmConfig::default() };
+    let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
+    let ca = first_conn(&a);
+    let pool = a.pool().clone();
+    for i in 0..n {
+        let value = {
+            let mut v = pool.alloc(2048).unwrap();
+            v.fill(i as u8);
+            v.freeze()
+        };
+        a.push_segments(ca, i, &[Segment::Copy(&i.to_le_bytes()), Segment::ZeroCopy(value)]).unwrap();
+    }
+    if drop_datapath {
+        drop(a);
+    } else {
+        a.close(ca);
+        assert!(matches!(a.push_buf(ca, 0, b"x"), Err(SendError::Closed(_))));
+    }
+    // The application reuses everything it freed.
+    let scribble: Vec<RcBuf> = (0..2 * n)
+        .map(|_| {
+            let mut s = pool.alloc(2048).unwrap();
+            s.fill(0xFF);
+            s.freeze()
+        })
+        .collect();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < n as usize {
+        assert!(Instant::now() < deadline, "{} of {n} delivered after close", out.len());
+        let _ = b.recv_batch(&mut out, 64);
+    }
+    drop(scribble);
+    out.iter()
+        .filter(|r| {
+            let i = r.msg_id;
+            r.payload.len() != 2052 || r.payload[..4] != i.to_le_bytes() || r.payload[4..].iter().any(|&x| x != i as u8)
+        })
+        .count()
+}
+
+#[test]
+fn close_never_frees_what_the_peer_still_reads() {
+    let trials: usize = std::env::var("CF_CLOSE_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
+    let mut corrupt = 0;
+    for t in 0..trials {
+        corrupt += close_trial(t % 2 == 1, 20);
+    }
+    assert_eq!(corrupt, 0, "{corrupt} corrupted messages in {trials} close/drop trials");
+}
+
+#[test]
+fn closed_connection_releases_buffers_once_the_peer_has_read_them() {
+    let (mut a, mut b) = ShmDatapath::pair(ShmConfig::default()).unwrap();
+    let ca = first_conn(&a);
+    let live = a.pool().stats().live_slots;
+    let value = a.pool().alloc_copy(&[9u8; 4096]).unwrap();
+    a.push_segments(ca, 1, &[Segment::ZeroCopy(value)]).unwrap();
+    a.close(ca);
+    assert_eq!(a.closing(), 1, "held for the peer");
+    assert_eq!(a.pool().stats().live_slots, live + 1);
+    let r = recv_n(&mut b, 1);
+    assert!(r[0].payload.iter().all(|&x| x == 9));
+    // b acknowledged at the end of its batch; a releases on its next poll.
+    a.poll_completions().unwrap();
+    assert_eq!(a.closing(), 0);
+    assert_eq!(a.pool().stats().live_slots, live);
+    assert_eq!(a.shm_stats().closes_drained, 1);
+}
