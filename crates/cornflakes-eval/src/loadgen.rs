@@ -7,7 +7,7 @@
 //! falls behind measures the queueing it causes instead of hiding it
 //! (coordinated omission). Transactions whose arrival falls in the warm-up
 //! are not recorded. Every response is checked against what its key holds
-//! (length and fingerprint of every value); a request without a response
+//! (every byte of every value, see [`check_value`]); a request without a response
 //! after the timeout is counted, never dropped from the statistics.
 
 use std::collections::VecDeque;
@@ -66,7 +66,7 @@ pub struct PointResult {
     pub completed: u64,
     /// Requests without a response in time (or never sent by the end).
     pub timeouts: u64,
-    /// Responses that were wrong: bad status, wrong length or fingerprint,
+    /// Responses that were wrong: bad status, a value with any byte wrong,
     /// undecodable.
     pub errors: u64,
     /// What the server counted during the point (warm-up and drain

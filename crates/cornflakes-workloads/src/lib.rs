@@ -120,24 +120,51 @@ fn fingerprint(key: u32, elem: u32) -> u64 {
     util::mix64(((u64::from(key) << 32) | u64::from(elem)) ^ 0x5EED_F00D_CAFE_BABE)
 }
 
-/// Fills element `elem` of key `key`'s value: the first `min(8, len)` bytes
-/// are the fingerprint of (key, elem), little-endian, the rest one letter
-/// (a memset, so preloading hundreds of megabytes stays fast). Shared by the
-/// server's preload and the client's put and echo values.
-pub fn fill_value(key: u32, elem: u32, out: &mut [u8]) {
-    let fp = fingerprint(key, elem);
-    let n = out.len().min(8);
-    let (head, rest) = out.split_at_mut(n);
-    head.copy_from_slice(&fp.to_le_bytes()[..n]);
-    rest.fill(b'a' + (fp >> 32) as u8 % 26);
+/// Word `j` (8 bytes, little-endian) of element `elem` of key `key`'s
+/// value: the fingerprint of (key, elem) mixed with the word's position, so
+/// that a word of another value, or of this value at another offset, never
+/// matches. Word 0 is the fingerprint itself.
+#[inline(always)]
+fn value_word(fp: u64, j: usize) -> u64 {
+    fp ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Whether `data` can be element `elem` of key `key`'s value of
-/// `expected_len` bytes: checks the length and the fingerprint only, so the
-/// load generator spends O(1) per element, not a pass over the bytes.
+/// Fills element `elem` of key `key`'s value: 8-byte words, each the
+/// fingerprint of (key, elem) mixed with the word's index (the first word
+/// is the fingerprint), the last word cut to the length. Every byte thus
+/// depends on the key, the element and its position; one multiply per word
+/// keeps preloading gigabytes fast. Shared by the server's preload and the
+/// client's put and echo values.
+pub fn fill_value(key: u32, elem: u32, out: &mut [u8]) {
+    let fp = fingerprint(key, elem);
+    let mut words = out.chunks_exact_mut(8);
+    for (j, w) in (&mut words).enumerate() {
+        w.copy_from_slice(&value_word(fp, j).to_le_bytes());
+    }
+    let full = out.len() / 8;
+    let tail = &mut out[full * 8..];
+    let n = tail.len();
+    tail.copy_from_slice(&value_word(fp, full).to_le_bytes()[..n]);
+}
+
+/// Whether `data` is element `elem` of key `key`'s value of `expected_len`
+/// bytes, **every byte** compared with what [`fill_value`] writes (one pass,
+/// no allocation; see `examples/value_check_cost.rs` for its speed). A
+/// zero-copy bug that corrupts the middle of a value, or hands out another
+/// value's bytes, fails it.
 pub fn check_value(key: u32, elem: u32, expected_len: u32, data: &[u8]) -> bool {
-    let n = data.len().min(8);
-    data.len() == expected_len as usize && data[..n] == fingerprint(key, elem).to_le_bytes()[..n]
+    if data.len() != expected_len as usize {
+        return false;
+    }
+    let fp = fingerprint(key, elem);
+    let words = data.chunks_exact(8);
+    let tail = words.remainder();
+    let mut diff = 0u64;
+    for (j, w) in words.enumerate() {
+        diff |= u64::from_le_bytes(w.try_into().expect("8-byte chunk")) ^ value_word(fp, j);
+    }
+    let full = data.len() / 8;
+    tail == &value_word(fp, full).to_le_bytes()[..tail.len()] && diff == 0
 }
 
 #[cfg(test)]
@@ -164,6 +191,22 @@ mod tests {
         let mut other = buf.clone();
         other[5] ^= 1;
         assert!(!check_value(12, 3, 100, &other));
+        // Every byte counts: the middle and the last.
+        for at in [50, 99] {
+            let mut other = buf.clone();
+            other[at] ^= 0x40;
+            assert!(!check_value(12, 3, 100, &other), "byte {at}");
+        }
+        // Another value's bytes at the same offset, or this value's bytes
+        // shifted by a word, do not pass.
+        let mut foreign = vec![0u8; 100];
+        fill_value(13, 3, &mut foreign);
+        let mut spliced = buf.clone();
+        spliced[40..48].copy_from_slice(&foreign[40..48]);
+        assert!(!check_value(12, 3, 100, &spliced));
+        let mut shifted = buf.clone();
+        shifted.copy_within(8..16, 16);
+        assert!(!check_value(12, 3, 100, &shifted));
         // Key and element are not interchangeable.
         let mut swapped = vec![0u8; 100];
         fill_value(3, 12, &mut swapped);
@@ -199,10 +242,15 @@ mod tests {
     }
 
     #[test]
-    fn fill_pattern_is_ascii_after_fingerprint() {
-        let mut buf = vec![0u8; 32];
+    fn fill_pattern_starts_with_the_fingerprint_and_no_word_repeats() {
+        let mut buf = vec![0u8; 4096];
         fill_value(1, 0, &mut buf);
-        assert!(buf[8..].iter().all(|b| b.is_ascii_lowercase()));
-        assert!(buf[8..].iter().all(|&b| b == buf[8]));
+        assert_eq!(buf[..8], fingerprint(1, 0).to_le_bytes());
+        let words: std::collections::HashSet<&[u8]> = buf.chunks(8).collect();
+        assert_eq!(words.len(), 512, "every word differs");
+        // A shorter value is a prefix of a longer one.
+        let mut short = vec![0u8; 21];
+        fill_value(1, 0, &mut short);
+        assert_eq!(short[..], buf[..21]);
     }
 }

@@ -83,10 +83,28 @@
 //! - **Sending** ([`Datapath::push_message`], [`Datapath::push_segments`])
 //!   copies straight into the peer's ring (the first segment through a
 //!   private staging buffer) and **publishes immediately**;
-//!   [`Datapath::flush`] has nothing to do. A full ring is
-//!   [`SendError::Full`] (receive, poll completions, retry); a body that
-//!   can never fit (half the ring) or a message over the peer's limit is
-//!   [`SendError::TooLarge`].
+//!   [`Datapath::flush`] publishes what was parked. A full ring **parks**
+//!   the record (built in private memory, its zero-copy buffers held as if
+//!   sent) behind which later sends to that connection queue in order,
+//!   published by the next send, flush or completion poll as the peer makes
+//!   room; past [`ShmConfig::max_parked_messages`] or
+//!   [`ShmConfig::max_parked_bytes`] a send fails at once with
+//!   [`SendError::Backlogged`], so one peer that stops reading never makes
+//!   the application wait, and other connections are not affected (with
+//!   parking off, `max_parked_messages: 0`, a full ring is
+//!   [`SendError::Full`]). A body that can never fit (half the ring) or a
+//!   message over the peer's limit is [`SendError::TooLarge`].
+//! - **Accepting** never blocks on a peer: our hello is sent at once and the
+//!   peer's is read when it arrives (up to
+//!   [`ShmConfig::handshake_timeout`]); a busy datapath looks at the
+//!   listener every 1024 receive batches.
+//! - **Closing** ([`ShmDatapath::close`], or dropping the datapath) tells the
+//!   peer (our socket's write side is shut down) but never releases a
+//!   zero-copy buffer the peer may still read: the connection is kept on a
+//!   closing list until the peer acknowledges every such record or goes
+//!   away. On drop, the datapath waits up to [`ShmConfig::close_linger`]
+//!   for that and then **leaks** what is left ([`ShmStats::leaked_on_drop`])
+//!   rather than free memory a peer may read.
 //! - **Receiving** ([`Datapath::recv_batch`]) never blocks and never trusts
 //!   the peer: see *Hostile peers* below.
 //! - **Threads**: a datapath, like its [`Pool`], stays on one thread.
