@@ -13,7 +13,7 @@ use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
 use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{compare, echo, kv, pingpong, shapes};
+use cornflakes_eval::{compare, echo, kv, pingpong, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -73,6 +73,14 @@ pub(crate) enum Command {
     /// every response checked, HDR-histogram latencies. The last line is a
     /// JSON object.
     Loadgen(LoadgenArgs),
+    /// Does a client that stops reading slow down the others?
+    ///
+    /// Starts the key-value server and alternates two load points at the
+    /// same --rate: the load generator alone, and with --stalled clients
+    /// connected that each sent --stall-requests gets and never read a
+    /// response. Prints each pair, the medians and the ratios (a server
+    /// that isolates its clients keeps throughput >= 0.9x and p99 <= 2x).
+    Stall(StallArgs),
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
@@ -447,6 +455,68 @@ impl LoadgenArgs {
             }),
             core: self.core,
         })
+    }
+}
+
+/// Options of `cf stall`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct StallArgs {
+    /// Serializer.
+    #[arg(long, value_enum, default_value = "cornflakes")]
+    system: SystemArg,
+    /// Workload.
+    #[arg(long, value_parser = parse_workload, default_value = "google:max=4")]
+    workload: WorkloadSpec,
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Offered load of the measured client, transactions per second.
+    #[arg(long, value_parser = positive, default_value_t = 200_000.0)]
+    rate: f64,
+    /// Recorded seconds per point.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    seconds: f64,
+    /// Unrecorded seconds before each point.
+    #[arg(long, default_value_t = 0.5, value_parser = non_negative)]
+    warmup: f64,
+    /// Clients that send and never read.
+    #[arg(long, default_value_t = 1)]
+    stalled: usize,
+    /// Gets each stalled client sends.
+    #[arg(long, default_value_t = 30_000)]
+    stall_requests: usize,
+    /// Pairs of points (alone, with stalled clients).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core to pin the server to.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core to pin the clients to.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl StallArgs {
+    pub(crate) fn config(&self) -> stall::StallConfig {
+        stall::StallConfig {
+            system: self.system.0,
+            workload: self.workload.clone(),
+            transport: self.transport,
+            point: LoadConfig {
+                rate: Some(self.rate),
+                threads: 1,
+                warmup: Duration::from_secs_f64(self.warmup),
+                duration: Duration::from_secs_f64(self.seconds),
+                timeout: Duration::from_secs(1),
+                max_outstanding: 16384,
+                seed: 1,
+            },
+            stalled: self.stalled,
+            stall_requests: self.stall_requests,
+            repeats: self.repeats as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
     }
 }
 

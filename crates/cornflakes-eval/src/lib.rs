@@ -14,6 +14,8 @@
 //!   [`compare`]: the paper's comparisons (every system on every workload);
 //!   [`report`]: what they print and write (the JSON objects, built with
 //!   serde; the tables); [`plot`]: the PNG charts.
+//! - [`stall`]: `cf stall`, other clients' service while one stops
+//!   reading.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -35,6 +37,7 @@ pub mod plot;
 pub mod report;
 pub mod serve;
 pub mod shapes;
+pub mod stall;
 pub mod sweep;
 pub mod transport;
 
