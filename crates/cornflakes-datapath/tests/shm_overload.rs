@@ -160,43 +160,7 @@ fn a_silent_connecting_peer_does_not_stall_accepting() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// One close (or drop) trial: `n` zero-copy messages published, the sender
-/// closes and reuses the freed slots, the receiver drains. Returns the
-/// number of corrupted messages.
-fn close_trial(drop_datapath: bool, n: u32) -> usize {
-    let config = ShmConfig { ring_size: 64 << 10, close_linger: Duration::from_millis(1), ..ShmConfig::default() };
-    let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
-    let ca = first_conn(&a);
-    let pool = a.pool().clone();
-    for i in 0..n {
-        let value = {
-            let mut v = pool.alloc(2048).unwrap();
-            v.fill(i as u8);
-            v.freeze()
-        };
-        a.push_segments(ca, i, &[Segment::Copy(&i.to_le_bytes()), Segment::ZeroCopy(value)]).unwrap();
-    }
-    if drop_datapath {
-        drop(a);
-    } else {
-        a.close(ca);
-        assert!(matches!(a.push_buf(ca, 0, b"x"), Err(SendError::Closed(_))));
-    }
-    // The application reuses everything it freed.
-    let scribble: Vec<RcBuf> = (0..2 * n)
-        .map(|_| {
-            let mut s = pool.alloc(2048).unwrap();
-            s.fill(0xFF);
-            s.freeze()
-        })
-        .collect();
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while out.len() < n as usize {
-        assert!(Instant::now() < deadline, "{} of {n} delivered after close", out.len());
-        let _ = b.recv_batch(&mut out, 64);
-    }
-    drop(scribble);
+fn corrupted(out: &[Received]) -> usize {
     out.iter()
         .filter(|r| {
             let i = r.msg_id;
@@ -205,14 +169,98 @@ fn close_trial(drop_datapath: bool, n: u32) -> usize {
         .count()
 }
 
+/// Sends `n` messages of a 4-byte id and a 2048-byte shared-pool value
+/// filled with the id (so each travels by descriptor).
+fn send_values(a: &mut ShmDatapath, conn: ConnId, n: u32) {
+    let pool = a.pool().clone();
+    for i in 0..n {
+        let value = {
+            let mut v = pool.alloc(2048).unwrap();
+            v.fill(i as u8);
+            v.freeze()
+        };
+        a.push_segments(conn, i, &[Segment::Copy(&i.to_le_bytes()), Segment::ZeroCopy(value)]).unwrap();
+    }
+}
+
+/// The application reuses every slot it freed.
+fn scribble(pool: &cornflakes::Pool, n: u32) -> Vec<RcBuf> {
+    (0..2 * n)
+        .map(|_| {
+            let mut s = pool.alloc(2048).unwrap();
+            s.fill(0xFF);
+            s.freeze()
+        })
+        .collect()
+}
+
+/// One close trial: `n` zero-copy messages published, the sender closes
+/// the connection and reuses the freed slots, then the receiver drains.
+/// Returns the number of corrupted messages.
+fn close_trial(n: u32) -> usize {
+    let (mut a, mut b) = ShmDatapath::pair(ShmConfig { ring_size: 64 << 10, ..ShmConfig::default() }).unwrap();
+    let ca = first_conn(&a);
+    send_values(&mut a, ca, n);
+    a.close(ca);
+    assert!(matches!(a.push_buf(ca, 0, b"x"), Err(SendError::Closed(_))));
+    let reused = scribble(a.pool(), n);
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < n as usize {
+        assert!(Instant::now() < deadline, "{} of {n} delivered after close", out.len());
+        let _ = b.recv_batch(&mut out, 64);
+    }
+    drop(reused);
+    corrupted(&out)
+}
+
+/// One drop trial: the receiver, in another thread, reads while the
+/// sender publishes `n` zero-copy messages, drops its datapath (keeping the
+/// pool) and at once reuses the freed slots. Returns the number of
+/// corrupted messages.
+fn drop_trial(n: u32, k: usize) -> usize {
+    let path = std::env::temp_dir().join(format!("cf-drop-{}-{k}.sock", std::process::id()));
+    let mut a = ShmDatapath::listen(&path, ShmConfig { ring_size: 64 << 10, ..ShmConfig::default() }).unwrap();
+    let p = path.clone();
+    let reader = std::thread::spawn(move || {
+        let mut b = ShmDatapath::connect(&p, ShmConfig::default()).unwrap();
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while out.len() < n as usize {
+            assert!(Instant::now() < deadline, "{} of {n} delivered after drop", out.len());
+            let _ = b.recv_batch(&mut out, 64);
+        }
+        corrupted(&out)
+    });
+    let ca = a.accept(Duration::from_secs(5)).unwrap();
+    let pool = a.pool().clone();
+    send_values(&mut a, ca, n);
+    drop(a);
+    let reused = scribble(&pool, n);
+    let bad = reader.join().unwrap();
+    drop(reused);
+    let _ = std::fs::remove_file(&path);
+    bad
+}
+
 #[test]
 fn close_never_frees_what_the_peer_still_reads() {
-    let trials: usize = std::env::var("CF_CLOSE_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
+    let trials: usize = std::env::var("CF_CLOSE_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
     let mut corrupt = 0;
-    for t in 0..trials {
-        corrupt += close_trial(t % 2 == 1, 20);
+    for _ in 0..trials {
+        corrupt += close_trial(20);
     }
-    assert_eq!(corrupt, 0, "{corrupt} corrupted messages in {trials} close/drop trials");
+    assert_eq!(corrupt, 0, "{corrupt} corrupted messages in {trials} close trials");
+}
+
+#[test]
+fn drop_never_frees_what_the_peer_still_reads() {
+    let trials: usize = std::env::var("CF_CLOSE_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let mut corrupt = 0;
+    for k in 0..trials {
+        corrupt += drop_trial(20, k);
+    }
+    assert_eq!(corrupt, 0, "{corrupt} corrupted messages in {trials} drop trials");
 }
 
 #[test]

@@ -87,7 +87,8 @@ pub fn run(cfg: &StallConfig) -> Result<(), Error> {
         let a = run_point(&target, cfg.system, workload.as_ref(), &point, Some(cfg.client_core))?;
         eprintln!("[{}/{}] alone:        {}", r + 1, cfg.repeats, describe(&a));
         let before = counters(&mut server);
-        let stall = Stall::start(&target, cfg.system, workload.as_ref(), cfg.stalled, cfg.stall_requests, cfg.client_core)?;
+        let stall =
+            Stall::start(&target, cfg.system, workload.as_ref(), cfg.stalled, cfg.stall_requests, cfg.client_core)?;
         let s = run_point(&target, cfg.system, workload.as_ref(), &point, Some(cfg.client_core))?;
         let after = counters(&mut server);
         drop(stall);
@@ -254,7 +255,8 @@ fn send_gets<D: Datapath, C: ClientCodec>(
         let key = &keys[i % keys.len()];
         // GetList answers with every element of any key: the largest
         // responses the workload has.
-        let req = Request { op: Op::GetList as u32, keys: std::iter::once(key.as_slice()).collect(), ..Request::default() };
+        let req =
+            Request { op: Op::GetList as u32, keys: std::iter::once(key.as_slice()).collect(), ..Request::default() };
         let since = Instant::now();
         loop {
             match codec.send_request(dp, conn, i as u32, &req) {
