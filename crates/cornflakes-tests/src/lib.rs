@@ -13,6 +13,14 @@ pub mod wide {
     include!(concat!(env!("OUT_DIR"), "/wide.rs"));
 }
 
+/// Types generated from the schema corpus (`proto/corpus`): one module per
+/// proto package (`acme::r#type`, `acme::pubsub::v1`, ...). Built with
+/// `#[deny(warnings)]`: the generated code must compile without any.
+#[deny(warnings)]
+pub mod corpus {
+    include!(concat!(env!("OUT_DIR"), "/corpus/mod.rs"));
+}
+
 #[cfg(test)]
 mod tests {
     /// The build script's output is the checked-in golden file.

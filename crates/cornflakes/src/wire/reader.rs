@@ -184,6 +184,11 @@ impl<'a> Reader<'a> {
     /// (clearing bits of fields it does not know), and returns the offset of
     /// the first entry. Call [`Reader::leave_object`] when done.
     ///
+    /// The header prefix is charged to the traversal budget at the larger of
+    /// its length on the wire and the length this schema re-encodes it with
+    /// (`bitmap.len()` words), so that a decoded message never re-encodes
+    /// larger than the budget.
+    ///
     /// # Errors
     ///
     /// [`DecodeError::TooDeep`] past the depth limit,
@@ -202,7 +207,7 @@ impl<'a> Reader<'a> {
             len: self.buf.len(),
         })?;
         self.slice(at, prefix)?;
-        self.charge(prefix)?;
+        self.charge(prefix.max(4 + 4 * bitmap.len()))?;
         let known = words.min(bitmap.len());
         for (i, word) in bitmap.iter_mut().enumerate() {
             *word = if i < known { self.u32(at + 4 + 4 * i)? } else { 0 };
@@ -217,9 +222,17 @@ impl<'a> Reader<'a> {
         Ok(at + prefix)
     }
 
-    /// Leaves the object entered last.
+    /// Leaves the object entered last, whose entries (those this schema
+    /// knows) occupy `start..end`: they are charged to the traversal budget,
+    /// so that entries shared by several objects (offsets pointing at one
+    /// header from many places) count each time they are decoded.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::TraversalLimit`] if the entries exhaust the budget.
     #[inline(always)]
-    pub fn leave_object(&mut self) {
+    pub fn leave_object(&mut self, start: usize, end: usize) -> Result<(), DecodeError> {
         self.depth -= 1;
+        self.charge(end.saturating_sub(start))
     }
 }
