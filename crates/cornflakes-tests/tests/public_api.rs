@@ -4,7 +4,7 @@
 //! makes them.
 
 use cornflakes::{Arena, Message, Pool};
-use cornflakes_tests::example::{http_server::TLSConfig, GetM, HTTPServer};
+use cornflakes_tests::example::{http_server::TlsConfig, GetM, HttpServer};
 
 #[test]
 fn message_in_scope_is_all_a_transmit_path_needs() {
@@ -34,14 +34,14 @@ fn message_in_scope_is_all_a_transmit_path_needs() {
 #[test]
 fn names_are_converted_as_prost_converts_them() {
     let arena = Arena::copying();
-    let mut server = HTTPServer::new_in(&arena);
+    let mut server = HttpServer::new_in(&arena);
     server.set_max_conns(64);
-    let mut tls = TLSConfig::new_in(&arena);
+    let mut tls = TlsConfig::new_in(&arena);
     tls.set_cert_pem(b"-----BEGIN CERTIFICATE-----");
     server.set_tls_config(tls);
 
     let bytes = server.serialize_to_vec().unwrap();
-    let back = HTTPServer::deserialize_from_slice(&bytes, &arena).unwrap();
+    let back = HttpServer::deserialize_from_slice(&bytes, &arena).unwrap();
     assert_eq!(back.get_max_conns(), 64);
     assert_eq!(back.get_tls_config().unwrap().get_cert_pem().as_bytes(), b"-----BEGIN CERTIFICATE-----");
 }
