@@ -249,7 +249,10 @@ impl Gen<'_> {
         }
         code.push_str("}\n");
         let _ = writeln!(code, "impl {name} {{");
-        let _ = writeln!(code, "/// The value's name in the schema.\npub fn as_str_name(&self) -> &'static str {{ match self {{");
+        let _ = writeln!(
+            code,
+            "/// The value's name in the schema.\npub fn as_str_name(&self) -> &'static str {{ match self {{"
+        );
         for (v, proto, _) in &variants {
             let _ = writeln!(code, "Self::{v} => \"{proto}\",");
         }
@@ -264,7 +267,10 @@ impl Gen<'_> {
             let _ = writeln!(code, "{n} => ::core::result::Result::Ok(Self::{v}),");
         }
         let _ = writeln!(code, "_ => ::core::result::Result::Err({RT}::UnknownEnumValue(value)), }} }}\n}}");
-        let _ = writeln!(code, "impl ::core::convert::From<{name}> for i32 {{\nfn from(value: {name}) -> i32 {{ value as i32 }}\n}}\n");
+        let _ = writeln!(
+            code,
+            "impl ::core::convert::From<{name}> for i32 {{\nfn from(value: {name}) -> i32 {{ value as i32 }}\n}}\n"
+        );
     }
 
     fn field_code<'f>(&self, f: &'f FieldDef, index: usize, m: &MessageDef, module: &[String]) -> FieldCode<'f> {
@@ -364,7 +370,8 @@ impl Gen<'_> {
             let _ = writeln!(code, "{}: {},", f.member, f.storage);
         }
         for (o, oneof) in m.oneofs.iter().enumerate() {
-            let lt = if fields.iter().any(|f| f.def.oneof == Some(o) && needs_lifetime(&f.def.kind)) { "<'a>" } else { "" };
+            let lt =
+                if fields.iter().any(|f| f.def.oneof == Some(o) && needs_lifetime(&f.def.kind)) { "<'a>" } else { "" };
             let _ = writeln!(
                 code,
                 "{}: ::core::option::Option<{}::{}{lt}>,",
@@ -414,14 +421,19 @@ impl Gen<'_> {
                 "#[inline]\nfn header_len(&self) -> usize {{\nlet mut len = {PRIV}::header_prefix_len({words});"
             );
             for f in &fields {
-                let _ = writeln!(code, "if {} {{ len += <{} as {PRIV}::Field>::ENTRY_LEN; }}", present_cond(f), f.codec);
+                let _ =
+                    writeln!(code, "if {} {{ len += <{} as {PRIV}::Field>::ENTRY_LEN; }}", present_cond(f), f.codec);
             }
             code.push_str("len\n}\n");
         }
 
         let _ = writeln!(code, "#[inline]\nfn add_children_layout(&self, layout: &mut {RT}::Layout) {{");
         for f in fields.iter().filter(|f| !is_plain_scalar(f)) {
-            let _ = writeln!(code, "if let ::core::option::Option::Some(v) = {} {{ {PRIV}::Field::add_layout(v, layout); }}", present(f));
+            let _ = writeln!(
+                code,
+                "if let ::core::option::Option::Some(v) = {} {{ {PRIV}::Field::add_layout(v, layout); }}",
+                present(f)
+            );
         }
         let _ = writeln!(code, "let _ = layout;\n}}");
 
@@ -446,7 +458,11 @@ impl Gen<'_> {
 
         let _ = writeln!(code, "#[inline]\nfn visit_zero_copy<F: FnMut(&{RT}::RcBuf)>(&self, f: &mut F) {{");
         for f in fields.iter().filter(|f| !is_plain_scalar(f)) {
-            let _ = writeln!(code, "if let ::core::option::Option::Some(v) = {} {{ {PRIV}::Field::visit_zero_copy(v, f); }}", present(f));
+            let _ = writeln!(
+                code,
+                "if let ::core::option::Option::Some(v) = {} {{ {PRIV}::Field::visit_zero_copy(v, f); }}",
+                present(f)
+            );
         }
         let _ = writeln!(code, "let _ = f;\n}}");
 
@@ -463,8 +479,8 @@ impl Gen<'_> {
                 let store = match f.shape {
                     Shape::Single if f.def.optional => format!("m.{} = v; {PRIV}::set_bit(&mut m.__cf_bitmap, {});", f.member, f.index),
                     Shape::Single => format!(
-                        "if v != ::core::default::Default::default() {{ m.{} = v; {PRIV}::set_bit(&mut m.__cf_bitmap, {}); }}",
-                        f.member, f.index
+                        "if v != <{} as ::core::default::Default>::default() {{ m.{} = v; {PRIV}::set_bit(&mut m.__cf_bitmap, {}); }}",
+                        f.codec, f.member, f.index
                     ),
                     Shape::Message => format!("m.{} = ::core::option::Option::Some(v);", f.member),
                     Shape::List => format!("m.{} = v;", f.member),
@@ -616,6 +632,7 @@ impl Accessors {
         let set_bit = format!("{PRIV}::set_bit(&mut self.__cf_bitmap, {i});");
         let clear_bit = format!("{PRIV}::clear_bit(&mut self.__cf_bitmap, {i});");
         let ty = f.elem.as_str();
+        let st = f.storage.as_str();
         match f.shape {
             Shape::Oneof => {
                 // Per-member setters; the value is read through the oneof.
@@ -636,17 +653,43 @@ impl Accessors {
             }
             Shape::List => {
                 let list = &f.storage;
-                self.method(format!("has_{a}"), n, &format!("Whether `{n}` has elements (what decides whether it is sent)."), "(&self) -> bool", &format!("!self.{mem}.is_empty()"));
-                self.method(format!("get_{a}"), n, &format!("The list `{n}`."), &format!("(&self) -> &{list}"), &format!("&self.{mem}"));
-                self.method(format!("get_mut_{a}"), n, &format!("The list `{n}`, for changes."), &format!("(&mut self) -> &mut {list}"), &format!("&mut self.{mem}"));
+                self.method(
+                    format!("has_{a}"),
+                    n,
+                    &format!("Whether `{n}` has elements (what decides whether it is sent)."),
+                    "(&self) -> bool",
+                    &format!("!self.{mem}.is_empty()"),
+                );
+                self.method(
+                    format!("get_{a}"),
+                    n,
+                    &format!("The list `{n}`."),
+                    &format!("(&self) -> &{list}"),
+                    &format!("&self.{mem}"),
+                );
+                self.method(
+                    format!("get_mut_{a}"),
+                    n,
+                    &format!("The list `{n}`, for changes."),
+                    &format!("(&mut self) -> &mut {list}"),
+                    &format!("&mut self.{mem}"),
+                );
                 self.method(
                     format!("init_{a}"),
                     n,
                     &format!("Replaces `{n}` with an empty list with room for `capacity` elements."),
                     &format!("(&mut self, capacity: usize) -> &mut {list}"),
-                    &format!("self.{mem} = {RT}::List::with_capacity_in(capacity, self.__cf_arena.get()); &mut self.{mem}"),
+                    &format!(
+                        "self.{mem} = {RT}::List::with_capacity_in(capacity, self.__cf_arena.get()); &mut self.{mem}"
+                    ),
                 );
-                self.method(format!("clear_{a}"), n, &format!("Clears `{n}`."), "(&mut self)", &format!("self.{mem}.clear();"));
+                self.method(
+                    format!("clear_{a}"),
+                    n,
+                    &format!("Clears `{n}`."),
+                    "(&mut self)",
+                    &format!("self.{mem}.clear();"),
+                );
                 if let Some(map) = &f.def.map {
                     let entry = ty;
                     let (karg, key_eq) = match &map.key {
@@ -676,7 +719,13 @@ impl Accessors {
                     return;
                 }
                 let (arg, value) = Self::arg(&f.def.kind, f.enum_path.as_ref(), ty);
-                self.method(format!("append_{a}"), n, &format!("Appends to `{n}`."), &format!("(&mut self, value: {arg})"), &format!("self.{mem}.append({value});"));
+                self.method(
+                    format!("append_{a}"),
+                    n,
+                    &format!("Appends to `{n}`."),
+                    &format!("(&mut self, value: {arg})"),
+                    &format!("self.{mem}.append({value});"),
+                );
                 if matches!(f.def.kind, Kind::Bytes | Kind::String) {
                     let (short, ctor) =
                         if matches!(f.def.kind, Kind::Bytes) { ("&[u8]", "CfBytes") } else { ("&str", "CfString") };
@@ -690,8 +739,20 @@ impl Accessors {
                 }
             }
             Shape::Message => {
-                self.method(format!("has_{a}"), n, &format!("Whether `{n}` is set."), "(&self) -> bool", &format!("self.{mem}.is_some()"));
-                self.method(format!("get_{a}"), n, &format!("`{n}`, if set."), &format!("(&self) -> ::core::option::Option<&{ty}>"), &format!("self.{mem}.as_deref()"));
+                self.method(
+                    format!("has_{a}"),
+                    n,
+                    &format!("Whether `{n}` is set."),
+                    "(&self) -> bool",
+                    &format!("self.{mem}.is_some()"),
+                );
+                self.method(
+                    format!("get_{a}"),
+                    n,
+                    &format!("`{n}`, if set."),
+                    &format!("(&self) -> ::core::option::Option<&{ty}>"),
+                    &format!("self.{mem}.as_deref()"),
+                );
                 self.method(
                     format!("get_mut_{a}"),
                     n,
@@ -699,8 +760,22 @@ impl Accessors {
                     &format!("(&mut self) -> &mut {ty}"),
                     &format!("let arena = self.__cf_arena.get(); self.{mem}.get_or_insert_with(|| {PRIV}::nested_in(<{ty} as {RT}::Message<'a>>::new_in(arena), arena))"),
                 );
-                self.method(format!("set_{a}"), n, &format!("Sets `{n}`."), &format!("(&mut self, value: {ty})"), &format!("self.{mem} = ::core::option::Option::Some({PRIV}::nested_in(value, self.__cf_arena.get()));"));
-                self.method(format!("clear_{a}"), n, &format!("Clears `{n}`."), "(&mut self)", &format!("self.{mem} = ::core::option::Option::None;"));
+                self.method(
+                    format!("set_{a}"),
+                    n,
+                    &format!("Sets `{n}`."),
+                    &format!("(&mut self, value: {ty})"),
+                    &format!(
+                        "self.{mem} = ::core::option::Option::Some({PRIV}::nested_in(value, self.__cf_arena.get()));"
+                    ),
+                );
+                self.method(
+                    format!("clear_{a}"),
+                    n,
+                    &format!("Clears `{n}`."),
+                    "(&mut self)",
+                    &format!("self.{mem} = ::core::option::Option::None;"),
+                );
             }
             Shape::Single => {
                 // proto3: a field without `optional` is sent only when it is
@@ -708,26 +783,70 @@ impl Accessors {
                 let mark = if f.def.optional {
                     set_bit.clone()
                 } else {
-                    format!("if self.{mem} != ::core::default::Default::default() {{ {set_bit} }} else {{ {clear_bit} }}")
+                    format!(
+                        "if self.{mem} != <{st} as ::core::default::Default>::default() {{ {set_bit} }} else {{ {clear_bit} }}"
+                    )
                 };
                 let has_doc = if f.def.optional {
                     format!("Whether `{n}` is set (it has explicit presence: `optional`).")
                 } else {
                     format!("Whether `{n}` differs from its default (proto3: only then is it sent).")
                 };
-                self.method(format!("has_{a}"), n, &has_doc, "(&self) -> bool", &format!("{PRIV}::bit(&self.__cf_bitmap, {i})"));
-                self.method(format!("clear_{a}"), n, &format!("Clears `{n}`."), "(&mut self)", &format!("self.{mem} = ::core::default::Default::default(); {clear_bit}"));
+                self.method(
+                    format!("has_{a}"),
+                    n,
+                    &has_doc,
+                    "(&self) -> bool",
+                    &format!("{PRIV}::bit(&self.__cf_bitmap, {i})"),
+                );
+                self.method(
+                    format!("clear_{a}"),
+                    n,
+                    &format!("Clears `{n}`."),
+                    "(&mut self)",
+                    &format!("self.{mem} = ::core::default::Default::default(); {clear_bit}"),
+                );
                 match &f.def.kind {
                     Kind::Scalar(_) => {
-                        self.method(format!("get_{a}"), n, &format!("`{n}` (its default when unset)."), &format!("(&self) -> {ty}"), &format!("self.{mem}"));
-                        self.method(format!("set_{a}"), n, &format!("Sets `{n}`."), &format!("(&mut self, value: {ty})"), &format!("self.{mem} = value; {mark}"));
+                        self.method(
+                            format!("get_{a}"),
+                            n,
+                            &format!("`{n}` (its default when unset)."),
+                            &format!("(&self) -> {ty}"),
+                            &format!("self.{mem}"),
+                        );
+                        self.method(
+                            format!("set_{a}"),
+                            n,
+                            &format!("Sets `{n}`."),
+                            &format!("(&mut self, value: {ty})"),
+                            &format!("self.{mem} = value; {mark}"),
+                        );
                     }
                     Kind::Enum(_) => {
                         let e = f.enum_path.clone().unwrap_or_default();
                         self.method(format!("get_{a}"), n, &format!("`{n}`; a value this schema does not know reads as the default, as in prost (see `get_{a}_raw`)."), &format!("(&self) -> {e}"), &format!("{e}::try_from(self.{mem}).unwrap_or_default()"));
-                        self.method(format!("get_{a}_raw"), n, &format!("`{n}` as sent: an `i32`, kept even when this schema does not know it."), "(&self) -> i32", &format!("self.{mem}"));
-                        self.method(format!("set_{a}"), n, &format!("Sets `{n}`."), &format!("(&mut self, value: {e})"), &format!("self.{mem} = i32::from(value); {mark}"));
-                        self.method(format!("set_{a}_raw"), n, &format!("Sets `{n}` to any `i32`, known to the schema or not."), "(&mut self, value: i32)", &format!("self.{mem} = value; {mark}"));
+                        self.method(
+                            format!("get_{a}_raw"),
+                            n,
+                            &format!("`{n}` as sent: an `i32`, kept even when this schema does not know it."),
+                            "(&self) -> i32",
+                            &format!("self.{mem}"),
+                        );
+                        self.method(
+                            format!("set_{a}"),
+                            n,
+                            &format!("Sets `{n}`."),
+                            &format!("(&mut self, value: {e})"),
+                            &format!("self.{mem} = i32::from(value); {mark}"),
+                        );
+                        self.method(
+                            format!("set_{a}_raw"),
+                            n,
+                            &format!("Sets `{n}` to any `i32`, known to the schema or not."),
+                            "(&mut self, value: i32)",
+                            &format!("self.{mem} = value; {mark}"),
+                        );
                     }
                     Kind::Bytes | Kind::String => {
                         let (cf, arg, short, owned) = if matches!(f.def.kind, Kind::Bytes) {
@@ -735,7 +854,13 @@ impl Accessors {
                         } else {
                             ("CfString", "&'a str", "&str", "::std::string::String")
                         };
-                        self.method(format!("get_{a}"), n, &format!("`{n}` (empty when unset)."), &format!("(&self) -> &{RT}::{cf}<'a>"), &format!("&self.{mem}"));
+                        self.method(
+                            format!("get_{a}"),
+                            n,
+                            &format!("`{n}` (empty when unset)."),
+                            &format!("(&self) -> &{RT}::{cf}<'a>"),
+                            &format!("&self.{mem}"),
+                        );
                         self.method(
                             format!("set_{a}"),
                             n,
@@ -764,7 +889,13 @@ impl Accessors {
                             &format!("(&mut self, value: {RT}::RcBuf)"),
                             &format!("self.{mem} = {RT}::{cf}::from_rcbuf(value, self.__cf_arena.get()); {mark}"),
                         );
-                        self.method(format!("set_{a}_field"), n, &format!("Sets `{n}` to an already-built field."), &format!("(&mut self, value: {RT}::{cf}<'a>)"), &format!("self.{mem} = value; {mark}"));
+                        self.method(
+                            format!("set_{a}_field"),
+                            n,
+                            &format!("Sets `{n}` to an already-built field."),
+                            &format!("(&mut self, value: {RT}::{cf}<'a>)"),
+                            &format!("self.{mem} = value; {mark}"),
+                        );
                     }
                     Kind::Message(_) => {}
                 }
@@ -777,11 +908,41 @@ impl Accessors {
         let ty = format!("{}::{}{lt}", to_snake(&m.name), upper_camel(oneof));
         let mem = to_snake(oneof);
         let a = oneof.to_snake_case();
-        self.method(format!("has_{a}"), oneof, &format!("Whether a member of oneof `{oneof}` is set."), "(&self) -> bool", &format!("self.{mem}.is_some()"));
-        self.method(format!("get_{a}"), oneof, &format!("The member of oneof `{oneof}` that is set."), &format!("(&self) -> ::core::option::Option<&{ty}>"), &format!("self.{mem}.as_ref()"));
-        self.method(format!("get_mut_{a}"), oneof, &format!("The member of oneof `{oneof}` that is set, for changes."), &format!("(&mut self) -> ::core::option::Option<&mut {ty}>"), &format!("self.{mem}.as_mut()"));
-        self.method(format!("set_{a}"), oneof, &format!("Sets oneof `{oneof}` (replacing any member set before)."), &format!("(&mut self, value: {ty})"), &format!("self.{mem} = ::core::option::Option::Some(value);"));
-        self.method(format!("clear_{a}"), oneof, &format!("Clears oneof `{oneof}`."), "(&mut self)", &format!("self.{mem} = ::core::option::Option::None;"));
+        self.method(
+            format!("has_{a}"),
+            oneof,
+            &format!("Whether a member of oneof `{oneof}` is set."),
+            "(&self) -> bool",
+            &format!("self.{mem}.is_some()"),
+        );
+        self.method(
+            format!("get_{a}"),
+            oneof,
+            &format!("The member of oneof `{oneof}` that is set."),
+            &format!("(&self) -> ::core::option::Option<&{ty}>"),
+            &format!("self.{mem}.as_ref()"),
+        );
+        self.method(
+            format!("get_mut_{a}"),
+            oneof,
+            &format!("The member of oneof `{oneof}` that is set, for changes."),
+            &format!("(&mut self) -> ::core::option::Option<&mut {ty}>"),
+            &format!("self.{mem}.as_mut()"),
+        );
+        self.method(
+            format!("set_{a}"),
+            oneof,
+            &format!("Sets oneof `{oneof}` (replacing any member set before)."),
+            &format!("(&mut self, value: {ty})"),
+            &format!("self.{mem} = ::core::option::Option::Some(value);"),
+        );
+        self.method(
+            format!("clear_{a}"),
+            oneof,
+            &format!("Clears oneof `{oneof}`."),
+            "(&mut self)",
+            &format!("self.{mem} = ::core::option::Option::None;"),
+        );
     }
 }
 
@@ -802,7 +963,10 @@ fn emit_sample(code: &mut String, m: &MessageDef, fields: &[FieldCode]) {
                 _ => format!("{k}"),
             },
             Kind::Enum(_) => format!("{}", k % 3),
-            Kind::Bytes => format!("&blob[..blob.len().min({})]", [5, 600, 0, 1000][k % 4]),
+            Kind::Bytes => match [5, 600, 0, 1000][k % 4] {
+                0 => "&blob[..0]".to_owned(),
+                n => format!("&blob[..blob.len().min({n})]"),
+            },
             Kind::String => format!("&text[..text.len().min({})]", [7, 520, 1, 3][k % 4]),
             Kind::Message(_) => return None,
         })
@@ -822,8 +986,13 @@ fn emit_sample(code: &mut String, m: &MessageDef, fields: &[FieldCode]) {
                 let _ = writeln!(code, "match depth as usize % {} {{", members.len());
                 for (j, g) in members.iter().enumerate() {
                     let set = match (&g.def.kind, value(&g.def.kind, g.index, 0)) {
-                        (Kind::Message(_), _) => format!("m.set_{}(<{}>::__cf_sample(arena, blob, depth.saturating_sub(1)))", g.accessor, g.elem),
-                        (Kind::Enum(_), Some(v)) => format!("m.{} = ::core::option::Option::Some({}({v}))", g.member, g.variant),
+                        (Kind::Message(_), _) => format!(
+                            "m.set_{}(<{}>::__cf_sample(arena, blob, depth.saturating_sub(1)))",
+                            g.accessor, g.elem
+                        ),
+                        (Kind::Enum(_), Some(v)) => {
+                            format!("m.{} = ::core::option::Option::Some({}({v}))", g.member, g.variant)
+                        }
                         (_, Some(v)) => format!("m.set_{}({v})", g.accessor),
                         _ => String::new(),
                     };
@@ -862,7 +1031,11 @@ fn emit_sample(code: &mut String, m: &MessageDef, fields: &[FieldCode]) {
                 for j in 0..2 {
                     match (&f.def.kind, value(&f.def.kind, i, j)) {
                         (Kind::Message(_), _) => {
-                            let _ = writeln!(code, "if depth > 0 {{ m.append_{a}(<{}>::__cf_sample(arena, blob, depth - 1)); }}", f.elem);
+                            let _ = writeln!(
+                                code,
+                                "if depth > 0 {{ m.append_{a}(<{}>::__cf_sample(arena, blob, depth - 1)); }}",
+                                f.elem
+                            );
                         }
                         (Kind::Enum(_), Some(v)) => {
                             let _ = writeln!(code, "m.get_mut_{a}().append({v});");
@@ -875,7 +1048,8 @@ fn emit_sample(code: &mut String, m: &MessageDef, fields: &[FieldCode]) {
                 }
             }
             Shape::Message => {
-                let _ = writeln!(code, "if depth > 0 {{ m.set_{a}(<{}>::__cf_sample(arena, blob, depth - 1)); }}", f.elem);
+                let _ =
+                    writeln!(code, "if depth > 0 {{ m.set_{a}(<{}>::__cf_sample(arena, blob, depth - 1)); }}", f.elem);
             }
             Shape::Single => match (&f.def.kind, value(&f.def.kind, i, 0)) {
                 (Kind::Enum(_), Some(v)) => {
@@ -890,7 +1064,6 @@ fn emit_sample(code: &mut String, m: &MessageDef, fields: &[FieldCode]) {
     }
     code.push_str("m\n}\n");
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -182,7 +182,13 @@ fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)
             extern_root: ctx.extern_root.clone(),
         }
     }
-    fn walk(ctx: &mut Ctx<'_>, msgs: &[DescriptorProto], enums: &[EnumDescriptorProto], prefix: &str, parents: &[String]) {
+    fn walk(
+        ctx: &mut Ctx<'_>,
+        msgs: &[DescriptorProto],
+        enums: &[EnumDescriptorProto],
+        prefix: &str,
+        parents: &[String],
+    ) {
         for e in enums {
             let full = format!("{prefix}.{}", e.name());
             let info = TypeInfo { type_ref: type_ref(ctx, parents, e.name()), map_entry: None, is_enum: true };
@@ -309,10 +315,7 @@ fn convert_enum(e: &EnumDescriptorProto) -> EnumDef {
     EnumDef { name: e.name().to_owned(), values }
 }
 
-fn scalar_kind(
-    f: &prost_types::FieldDescriptorProto,
-    known: &HashMap<String, TypeInfo>,
-) -> Result<Kind, &'static str> {
+fn scalar_kind(f: &prost_types::FieldDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<Kind, &'static str> {
     Ok(match f.r#type() {
         Type::Double => Kind::Scalar(Scalar::F64),
         Type::Float => Kind::Scalar(Scalar::F32),
@@ -378,9 +381,8 @@ fn convert_message(
         let map = match &kind {
             Kind::Message(_) => match known.get(f.type_name()).and_then(|i| i.map_entry.as_ref()) {
                 Some((k, v)) => {
-                    let bad = |what: &str| {
-                        locs.unsupported(file, &fpath, "map", format!("map field {}: {what}", f.name()))
-                    };
+                    let bad =
+                        |what: &str| locs.unsupported(file, &fpath, "map", format!("map field {}: {what}", f.name()));
                     let key = scalar_kind(k, known).map_err(bad)?;
                     let value = scalar_kind(v, known).map_err(bad)?;
                     Some(MapDef { key, value })

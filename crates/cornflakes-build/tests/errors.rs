@@ -68,8 +68,11 @@ fn unused_and_well_known_imports_are_accepted() {
 #[test]
 fn keyword_packages_are_escaped() {
     let dir = tempdir();
-    std::fs::write(dir.join("a.proto"), "syntax = \"proto3\";\npackage acme.type;\nmessage Money { int64 units = 1; }\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("a.proto"),
+        "syntax = \"proto3\";\npackage acme.type;\nmessage Money { int64 units = 1; }\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("b.proto"),
         "syntax = \"proto3\";\npackage acme.shop;\nimport \"a.proto\";\nmessage Price { acme.type.Money money = 1; }\n",
@@ -101,9 +104,10 @@ fn accessor_collisions_are_reported_with_both_names() {
 
 #[test]
 fn internal_names_cannot_collide_with_fields() {
-    let files =
-        generate("syntax = \"proto3\";\nmessage M {\n  uint32 arena = 1;\n  uint32 bitmap = 2;\n  uint32 __cf_arena = 3;\n}\n")
-            .unwrap();
+    let files = generate(
+        "syntax = \"proto3\";\nmessage M {\n  uint32 arena = 1;\n  uint32 bitmap = 2;\n  uint32 __cf_arena = 3;\n}\n",
+    )
+    .unwrap();
     assert!(files[0].code.contains("pub fn get_arena"));
 }
 

@@ -556,10 +556,7 @@ fn unknown_bits_and_words_from_a_newer_schema_are_ignored() {
     let nested = w.bytes();
     // The shared header is charged twice (prefix and entries), so this
     // aliasing needs a traversal limit above 1.
-    assert!(matches!(
-        Everything::deserialize_from_slice(&nested, &arena),
-        Err(DecodeError::TraversalLimit(_))
-    ));
+    assert!(matches!(Everything::deserialize_from_slice(&nested, &arena), Err(DecodeError::TraversalLimit(_))));
     let twice = cornflakes::DecodeOptions { traversal_limit: 2, ..Default::default() };
     let m = Everything::deserialize_with_options(&nested, None, &arena, twice).unwrap();
     assert_eq!(m.get_inner(), Some(&expected));

@@ -77,18 +77,18 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn money() -> impl Strategy<Value = pb::Money> {
-    (text(), any::<i64>(), any::<i32>()).prop_map(|(currency_code, units, nanos)| pb::Money { currency_code, units, nanos })
+    (text(), any::<i64>(), any::<i32>()).prop_map(|(currency_code, units, nanos)| pb::Money {
+        currency_code,
+        units,
+        nanos,
+    })
 }
 
 fn method() -> impl Strategy<Value = pb::Method> {
     prop_oneof![
-        (text(), any::<u32>(), any::<u32>(), text())
-            .prop_map(|(last4, exp_month, exp_year, network)| pb::Method::Card(pb::Card {
-                last4,
-                exp_month,
-                exp_year,
-                network
-            })),
+        (text(), any::<u32>(), any::<u32>(), text()).prop_map(
+            |(last4, exp_month, exp_year, network)| pb::Method::Card(pb::Card { last4, exp_month, exp_year, network })
+        ),
         (text(), text()).prop_map(|(iban, bic)| pb::Method::Bank(pb::BankAccount { iban, bic })),
         text().prop_map(pb::Method::WalletToken),
     ]
@@ -106,16 +106,18 @@ fn charge() -> impl Strategy<Value = pb::Charge> {
         proptest::option::of(text()),
         any::<u64>(),
     )
-        .prop_map(|(id, amount, currency, method, state, created, metadata, failure_reason, idempotency)| pb::Charge {
-            id,
-            amount,
-            currency,
-            method,
-            state,
-            created: created.map(|(seconds, nanos)| ::prost_types::Timestamp { seconds, nanos }),
-            metadata,
-            failure_reason,
-            idempotency,
+        .prop_map(|(id, amount, currency, method, state, created, metadata, failure_reason, idempotency)| {
+            pb::Charge {
+                id,
+                amount,
+                currency,
+                method,
+                state,
+                created: created.map(|(seconds, nanos)| ::prost_types::Timestamp { seconds, nanos }),
+                metadata,
+                failure_reason,
+                idempotency,
+            }
         })
 }
 

@@ -36,7 +36,7 @@ impl<'a> GetM<'a> {
     #[inline]
     pub fn set_id(&mut self, value: u32) {
         self.id = value;
-        if self.id != ::core::default::Default::default() {
+        if self.id != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -269,7 +269,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for GetM<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.id = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -336,7 +336,7 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_a(&mut self, value: u32) {
         self.a = value;
-        if self.a != ::core::default::Default::default() {
+        if self.a != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -362,7 +362,9 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -372,7 +374,9 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_data_copied(&mut self, value: &[u8]) {
         self.data = ::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -382,7 +386,9 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_data_owned(&mut self, value: ::std::vec::Vec<u8>) {
         self.data = ::cornflakes::CfBytes::copy_in(&value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -392,7 +398,9 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_data_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.data = ::cornflakes::CfBytes::from_rcbuf(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -402,7 +410,9 @@ impl<'a> Inner<'a> {
     #[inline]
     pub fn set_data_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.data = value;
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -517,7 +527,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.a = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -531,7 +541,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
                 += <::cornflakes::CfBytes<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
                 m.data = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
             }
@@ -595,7 +605,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_i32(&mut self, value: i32) {
         self.i32 = value;
-        if self.i32 != ::core::default::Default::default() {
+        if self.i32 != <i32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -621,7 +631,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_i64(&mut self, value: i64) {
         self.i64 = value;
-        if self.i64 != ::core::default::Default::default() {
+        if self.i64 != <i64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -647,7 +657,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_u32(&mut self, value: u32) {
         self.u32 = value;
-        if self.u32 != ::core::default::Default::default() {
+        if self.u32 != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 2);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 2);
@@ -673,7 +683,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_u64(&mut self, value: u64) {
         self.u64 = value;
-        if self.u64 != ::core::default::Default::default() {
+        if self.u64 != <u64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 3);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 3);
@@ -699,7 +709,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_flag(&mut self, value: bool) {
         self.flag = value;
-        if self.flag != ::core::default::Default::default() {
+        if self.flag != <bool as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 4);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 4);
@@ -725,7 +735,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_f32(&mut self, value: f32) {
         self.f32 = value;
-        if self.f32 != ::core::default::Default::default() {
+        if self.f32 != <f32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 5);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 5);
@@ -751,7 +761,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_f64(&mut self, value: f64) {
         self.f64 = value;
-        if self.f64 != ::core::default::Default::default() {
+        if self.f64 != <f64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 6);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 6);
@@ -777,7 +787,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_text(&mut self, value: &'a str) {
         self.text = ::cornflakes::CfString::new(value, self.__cf_arena.get());
-        if self.text != ::core::default::Default::default() {
+        if self.text
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 7);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 7);
@@ -787,7 +799,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_text_copied(&mut self, value: &str) {
         self.text = ::cornflakes::CfString::copy_in(value, self.__cf_arena.get());
-        if self.text != ::core::default::Default::default() {
+        if self.text
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 7);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 7);
@@ -797,7 +811,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_text_owned(&mut self, value: ::std::string::String) {
         self.text = ::cornflakes::CfString::copy_in(&value, self.__cf_arena.get());
-        if self.text != ::core::default::Default::default() {
+        if self.text
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 7);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 7);
@@ -807,7 +823,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_text_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.text = ::cornflakes::CfString::from_rcbuf(value, self.__cf_arena.get());
-        if self.text != ::core::default::Default::default() {
+        if self.text
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 7);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 7);
@@ -817,7 +835,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_text_field(&mut self, value: ::cornflakes::CfString<'a>) {
         self.text = value;
-        if self.text != ::core::default::Default::default() {
+        if self.text
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 7);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 7);
@@ -843,7 +863,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_data(&mut self, value: &'a [u8]) {
         self.data = ::cornflakes::CfBytes::new(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 8);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 8);
@@ -853,7 +875,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_data_copied(&mut self, value: &[u8]) {
         self.data = ::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 8);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 8);
@@ -863,7 +887,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_data_owned(&mut self, value: ::std::vec::Vec<u8>) {
         self.data = ::cornflakes::CfBytes::copy_in(&value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 8);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 8);
@@ -873,7 +899,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_data_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.data = ::cornflakes::CfBytes::from_rcbuf(value, self.__cf_arena.get());
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 8);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 8);
@@ -883,7 +911,9 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_data_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.data = value;
-        if self.data != ::core::default::Default::default() {
+        if self.data
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 8);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 8);
@@ -1327,7 +1357,7 @@ impl<'a> Everything<'a> {
     #[inline]
     pub fn set_far(&mut self, value: u64) {
         self.far = value;
-        if self.far != ::core::default::Default::default() {
+        if self.far != <u64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 21);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 21);
@@ -2082,7 +2112,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i32 as ::core::default::Default>::default() {
                 m.i32 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2090,7 +2120,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 1) {
             let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i64 as ::core::default::Default>::default() {
                 m.i64 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
             }
@@ -2098,7 +2128,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 2) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.u32 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 2);
             }
@@ -2106,7 +2136,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 3) {
             let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u64 as ::core::default::Default>::default() {
                 m.u64 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 3);
             }
@@ -2114,7 +2144,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 4) {
             let v: bool = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <bool as ::core::default::Default>::default() {
                 m.flag = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 4);
             }
@@ -2122,7 +2152,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 5) {
             let v: f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <f32 as ::core::default::Default>::default() {
                 m.f32 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 5);
             }
@@ -2130,7 +2160,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 6) {
             let v: f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <f64 as ::core::default::Default>::default() {
                 m.f64 = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 6);
             }
@@ -2144,7 +2174,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
                 += <::cornflakes::CfString<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
                 m.text = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 7);
             }
@@ -2158,7 +2188,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
                 += <::cornflakes::CfBytes<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
                 m.data = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 8);
             }
@@ -2304,7 +2334,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         if ::cornflakes::__private::bit(&bitmap, 21) {
             let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u64 as ::core::default::Default>::default() {
                 m.far = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 21);
             }
@@ -2361,7 +2391,7 @@ impl<'a> Node<'a> {
     #[inline]
     pub fn set_value(&mut self, value: u32) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2620,7 +2650,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Node<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2700,7 +2730,9 @@ pub mod node {
         #[inline]
         pub fn set_type(&mut self, value: &'a str) {
             self.r#type = ::cornflakes::CfString::new(value, self.__cf_arena.get());
-            if self.r#type != ::core::default::Default::default() {
+            if self.r#type
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2710,7 +2742,9 @@ pub mod node {
         #[inline]
         pub fn set_type_copied(&mut self, value: &str) {
             self.r#type = ::cornflakes::CfString::copy_in(value, self.__cf_arena.get());
-            if self.r#type != ::core::default::Default::default() {
+            if self.r#type
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2720,7 +2754,9 @@ pub mod node {
         #[inline]
         pub fn set_type_owned(&mut self, value: ::std::string::String) {
             self.r#type = ::cornflakes::CfString::copy_in(&value, self.__cf_arena.get());
-            if self.r#type != ::core::default::Default::default() {
+            if self.r#type
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2733,7 +2769,9 @@ pub mod node {
                 value,
                 self.__cf_arena.get(),
             );
-            if self.r#type != ::core::default::Default::default() {
+            if self.r#type
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2743,7 +2781,9 @@ pub mod node {
         #[inline]
         pub fn set_type_field(&mut self, value: ::cornflakes::CfString<'a>) {
             self.r#type = value;
-            if self.r#type != ::core::default::Default::default() {
+            if self.r#type
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2846,7 +2886,11 @@ pub mod node {
                     += <::cornflakes::CfString<
                         'a,
                     > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v != ::core::default::Default::default() {
+                if v
+                    != <::cornflakes::CfString<
+                        'a,
+                    > as ::core::default::Default>::default()
+                {
                     m.r#type = v;
                     ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
                 }
@@ -2892,7 +2936,7 @@ impl<'a> HttpServer<'a> {
     #[inline]
     pub fn set_max_conns(&mut self, value: u32) {
         self.max_conns = value;
-        if self.max_conns != ::core::default::Default::default() {
+        if self.max_conns != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3020,7 +3064,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for HttpServer<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.max_conns = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -3076,7 +3120,9 @@ pub mod http_server {
         #[inline]
         pub fn set_cert_pem(&mut self, value: &'a [u8]) {
             self.cert_pem = ::cornflakes::CfBytes::new(value, self.__cf_arena.get());
-            if self.cert_pem != ::core::default::Default::default() {
+            if self.cert_pem
+                != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3086,7 +3132,9 @@ pub mod http_server {
         #[inline]
         pub fn set_cert_pem_copied(&mut self, value: &[u8]) {
             self.cert_pem = ::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get());
-            if self.cert_pem != ::core::default::Default::default() {
+            if self.cert_pem
+                != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3099,7 +3147,9 @@ pub mod http_server {
                 &value,
                 self.__cf_arena.get(),
             );
-            if self.cert_pem != ::core::default::Default::default() {
+            if self.cert_pem
+                != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3112,7 +3162,9 @@ pub mod http_server {
                 value,
                 self.__cf_arena.get(),
             );
-            if self.cert_pem != ::core::default::Default::default() {
+            if self.cert_pem
+                != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3122,7 +3174,9 @@ pub mod http_server {
         #[inline]
         pub fn set_cert_pem_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
             self.cert_pem = value;
-            if self.cert_pem != ::core::default::Default::default() {
+            if self.cert_pem
+                != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3225,7 +3279,9 @@ pub mod http_server {
                     += <::cornflakes::CfBytes<
                         'a,
                     > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v != ::core::default::Default::default() {
+                if v
+                    != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+                {
                     m.cert_pem = v;
                     ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
                 }

@@ -35,7 +35,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_type_url(&mut self, value: &'a str) {
         self.type_url = ::cornflakes::CfString::new(value, self.__cf_arena.get());
-        if self.type_url != ::core::default::Default::default() {
+        if self.type_url
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -45,7 +47,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_type_url_copied(&mut self, value: &str) {
         self.type_url = ::cornflakes::CfString::copy_in(value, self.__cf_arena.get());
-        if self.type_url != ::core::default::Default::default() {
+        if self.type_url
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -55,7 +59,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_type_url_owned(&mut self, value: ::std::string::String) {
         self.type_url = ::cornflakes::CfString::copy_in(&value, self.__cf_arena.get());
-        if self.type_url != ::core::default::Default::default() {
+        if self.type_url
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -65,7 +71,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_type_url_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.type_url = ::cornflakes::CfString::from_rcbuf(value, self.__cf_arena.get());
-        if self.type_url != ::core::default::Default::default() {
+        if self.type_url
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -75,7 +83,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_type_url_field(&mut self, value: ::cornflakes::CfString<'a>) {
         self.type_url = value;
-        if self.type_url != ::core::default::Default::default() {
+        if self.type_url
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -101,7 +111,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_value(&mut self, value: &'a [u8]) {
         self.value = ::cornflakes::CfBytes::new(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -111,7 +123,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_value_copied(&mut self, value: &[u8]) {
         self.value = ::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -121,7 +135,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_value_owned(&mut self, value: ::std::vec::Vec<u8>) {
         self.value = ::cornflakes::CfBytes::copy_in(&value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -131,7 +147,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_value_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.value = ::cornflakes::CfBytes::from_rcbuf(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -141,7 +159,9 @@ impl<'a> Any<'a> {
     #[inline]
     pub fn set_value_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -302,7 +322,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Any<'a> {
                 += <::cornflakes::CfString<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
                 m.type_url = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -316,7 +336,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Any<'a> {
                 += <::cornflakes::CfBytes<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
             }
@@ -359,7 +379,7 @@ impl<'a> Duration<'a> {
     #[inline]
     pub fn set_seconds(&mut self, value: i64) {
         self.seconds = value;
-        if self.seconds != ::core::default::Default::default() {
+        if self.seconds != <i64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -385,7 +405,7 @@ impl<'a> Duration<'a> {
     #[inline]
     pub fn set_nanos(&mut self, value: i32) {
         self.nanos = value;
-        if self.nanos != ::core::default::Default::default() {
+        if self.nanos != <i32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -488,7 +508,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Duration<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i64 as ::core::default::Default>::default() {
                 m.seconds = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -496,7 +516,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Duration<'a> {
         if ::cornflakes::__private::bit(&bitmap, 1) {
             let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i32 as ::core::default::Default>::default() {
                 m.nanos = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
             }
@@ -1012,7 +1032,9 @@ pub mod r#struct {
         #[inline]
         pub fn set_key(&mut self, value: &'a str) {
             self.key = ::cornflakes::CfString::new(value, self.__cf_arena.get());
-            if self.key != ::core::default::Default::default() {
+            if self.key
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1022,7 +1044,9 @@ pub mod r#struct {
         #[inline]
         pub fn set_key_copied(&mut self, value: &str) {
             self.key = ::cornflakes::CfString::copy_in(value, self.__cf_arena.get());
-            if self.key != ::core::default::Default::default() {
+            if self.key
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1032,7 +1056,9 @@ pub mod r#struct {
         #[inline]
         pub fn set_key_owned(&mut self, value: ::std::string::String) {
             self.key = ::cornflakes::CfString::copy_in(&value, self.__cf_arena.get());
-            if self.key != ::core::default::Default::default() {
+            if self.key
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1042,7 +1068,9 @@ pub mod r#struct {
         #[inline]
         pub fn set_key_buf(&mut self, value: ::cornflakes::RcBuf) {
             self.key = ::cornflakes::CfString::from_rcbuf(value, self.__cf_arena.get());
-            if self.key != ::core::default::Default::default() {
+            if self.key
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1052,7 +1080,9 @@ pub mod r#struct {
         #[inline]
         pub fn set_key_field(&mut self, value: ::cornflakes::CfString<'a>) {
             self.key = value;
-            if self.key != ::core::default::Default::default() {
+            if self.key
+                != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+            {
                 ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
             } else {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1228,7 +1258,11 @@ pub mod r#struct {
                     += <::cornflakes::CfString<
                         'a,
                     > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v != ::core::default::Default::default() {
+                if v
+                    != <::cornflakes::CfString<
+                        'a,
+                    > as ::core::default::Default>::default()
+                {
                     m.key = v;
                     ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
                 }
@@ -1918,7 +1952,7 @@ impl<'a> Timestamp<'a> {
     #[inline]
     pub fn set_seconds(&mut self, value: i64) {
         self.seconds = value;
-        if self.seconds != ::core::default::Default::default() {
+        if self.seconds != <i64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -1944,7 +1978,7 @@ impl<'a> Timestamp<'a> {
     #[inline]
     pub fn set_nanos(&mut self, value: i32) {
         self.nanos = value;
-        if self.nanos != ::core::default::Default::default() {
+        if self.nanos != <i32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 1);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
@@ -2047,7 +2081,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Timestamp<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i64 as ::core::default::Default>::default() {
                 m.seconds = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2055,7 +2089,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Timestamp<'a> {
         if ::cornflakes::__private::bit(&bitmap, 1) {
             let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i32 as ::core::default::Default>::default() {
                 m.nanos = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
             }
@@ -2097,7 +2131,7 @@ impl<'a> DoubleValue<'a> {
     #[inline]
     pub fn set_value(&mut self, value: f64) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <f64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2181,7 +2215,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for DoubleValue<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <f64 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2223,7 +2257,7 @@ impl<'a> FloatValue<'a> {
     #[inline]
     pub fn set_value(&mut self, value: f32) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <f32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2307,7 +2341,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for FloatValue<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <f32 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2349,7 +2383,7 @@ impl<'a> Int64Value<'a> {
     #[inline]
     pub fn set_value(&mut self, value: i64) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <i64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2433,7 +2467,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int64Value<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i64 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2475,7 +2509,7 @@ impl<'a> UInt64Value<'a> {
     #[inline]
     pub fn set_value(&mut self, value: u64) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <u64 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2559,7 +2593,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt64Value<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u64 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2601,7 +2635,7 @@ impl<'a> Int32Value<'a> {
     #[inline]
     pub fn set_value(&mut self, value: i32) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <i32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2685,7 +2719,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int32Value<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <i32 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2727,7 +2761,7 @@ impl<'a> UInt32Value<'a> {
     #[inline]
     pub fn set_value(&mut self, value: u32) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <u32 as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2811,7 +2845,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt32Value<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <u32 as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2853,7 +2887,7 @@ impl<'a> BoolValue<'a> {
     #[inline]
     pub fn set_value(&mut self, value: bool) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value != <bool as ::core::default::Default>::default() {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2937,7 +2971,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BoolValue<'a> {
         if ::cornflakes::__private::bit(&bitmap, 0) {
             let v: bool = ::cornflakes::__private::Field::read_entry(r, pos)?;
             pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <bool as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -2979,7 +3013,9 @@ impl<'a> StringValue<'a> {
     #[inline]
     pub fn set_value(&mut self, value: &'a str) {
         self.value = ::cornflakes::CfString::new(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2989,7 +3025,9 @@ impl<'a> StringValue<'a> {
     #[inline]
     pub fn set_value_copied(&mut self, value: &str) {
         self.value = ::cornflakes::CfString::copy_in(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -2999,7 +3037,9 @@ impl<'a> StringValue<'a> {
     #[inline]
     pub fn set_value_owned(&mut self, value: ::std::string::String) {
         self.value = ::cornflakes::CfString::copy_in(&value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3009,7 +3049,9 @@ impl<'a> StringValue<'a> {
     #[inline]
     pub fn set_value_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.value = ::cornflakes::CfString::from_rcbuf(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3019,7 +3061,9 @@ impl<'a> StringValue<'a> {
     #[inline]
     pub fn set_value_field(&mut self, value: ::cornflakes::CfString<'a>) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfString<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3135,7 +3179,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for StringValue<'a> {
                 += <::cornflakes::CfString<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
@@ -3177,7 +3221,9 @@ impl<'a> BytesValue<'a> {
     #[inline]
     pub fn set_value(&mut self, value: &'a [u8]) {
         self.value = ::cornflakes::CfBytes::new(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3187,7 +3233,9 @@ impl<'a> BytesValue<'a> {
     #[inline]
     pub fn set_value_copied(&mut self, value: &[u8]) {
         self.value = ::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3197,7 +3245,9 @@ impl<'a> BytesValue<'a> {
     #[inline]
     pub fn set_value_owned(&mut self, value: ::std::vec::Vec<u8>) {
         self.value = ::cornflakes::CfBytes::copy_in(&value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3207,7 +3257,9 @@ impl<'a> BytesValue<'a> {
     #[inline]
     pub fn set_value_buf(&mut self, value: ::cornflakes::RcBuf) {
         self.value = ::cornflakes::CfBytes::from_rcbuf(value, self.__cf_arena.get());
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3217,7 +3269,9 @@ impl<'a> BytesValue<'a> {
     #[inline]
     pub fn set_value_field(&mut self, value: ::cornflakes::CfBytes<'a>) {
         self.value = value;
-        if self.value != ::core::default::Default::default() {
+        if self.value
+            != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
+        {
             ::cornflakes::__private::set_bit(&mut self.__cf_bitmap, 0);
         } else {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
@@ -3333,7 +3387,7 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BytesValue<'a> {
                 += <::cornflakes::CfBytes<
                     'a,
                 > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != ::core::default::Default::default() {
+            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
                 m.value = v;
                 ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
             }
