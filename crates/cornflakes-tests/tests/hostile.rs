@@ -320,7 +320,7 @@ fn nested_offset_points_to_itself() {
 
     let no_budget = DecodeOptions { traversal_limit: 1 << 20, ..DecodeOptions::default() };
     assert_eq!(Node::deserialize_with_options(&msg, None, &arena, no_budget).unwrap_err(), DecodeError::TooDeep(64));
-    let shallow = DecodeOptions { max_depth: 3, traversal_limit: 1 << 20 };
+    let shallow = DecodeOptions { max_depth: 3, traversal_limit: 1 << 20, ..DecodeOptions::default() };
     assert_eq!(Node::deserialize_with_options(&msg, None, &arena, shallow).unwrap_err(), DecodeError::TooDeep(3));
 
     // A two-node cycle (0 -> 12 -> 0) through a nested field of Everything.

@@ -17,6 +17,17 @@ pub struct DecodeOptions {
     /// into visited headers or data fail instead of multiplying work and
     /// memory. Default 1.
     pub traversal_limit: usize,
+    /// Most stack bytes a decode may use below the frame that started it,
+    /// checked each time an object is entered (a nested message is one
+    /// recursion). Frames differ by schema and build (a 41-field recursive
+    /// message takes about 37 KiB per level in a debug build, measured by
+    /// `cornflakes-tests/tests/stack_depth.rs`), so the depth counter alone
+    /// cannot keep a decode inside a thread's stack; this can. Default
+    /// 512 KiB: a quarter of Rust's default 2 MiB thread stack, leaving a
+    /// margin of many deepest frames. Exceeding it is
+    /// [`DecodeError::TooDeep`] with the depth reached. (Not checked under
+    /// Miri, whose locals have no stack addresses.)
+    pub max_stack: usize,
 }
 
 /// The deepest nesting any decode accepts, whatever the options say.
@@ -24,7 +35,7 @@ pub const MAX_DEPTH_CAP: u32 = 1000;
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        Self { max_depth: 64, traversal_limit: 1 }
+        Self { max_depth: 64, traversal_limit: 1, max_stack: 512 * 1024 }
     }
 }
 
@@ -39,6 +50,16 @@ pub struct Reader<'a> {
     max_depth: u32,
     budget: usize,
     limit: usize,
+    /// Address of a local in the frame that created the reader.
+    stack_base: usize,
+    max_stack: usize,
+}
+
+/// The address of a local of the calling frame: where the stack is now.
+#[inline(never)]
+fn stack_position() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 impl<'a> Reader<'a> {
@@ -55,6 +76,8 @@ impl<'a> Reader<'a> {
             max_depth: options.max_depth.min(MAX_DEPTH_CAP),
             budget: limit,
             limit,
+            stack_base: stack_position(),
+            max_stack: options.max_stack,
         }
     }
 
@@ -198,6 +221,10 @@ impl<'a> Reader<'a> {
     pub fn enter_object(&mut self, at: usize, bitmap: &mut [u32], field_count: usize) -> Result<usize, DecodeError> {
         if self.depth >= self.max_depth {
             return Err(DecodeError::TooDeep(self.max_depth));
+        }
+        #[cfg(not(miri))]
+        if stack_position().abs_diff(self.stack_base) > self.max_stack {
+            return Err(DecodeError::TooDeep(self.depth));
         }
         self.depth += 1;
         let words = self.u32(at)? as usize;
