@@ -1,10 +1,10 @@
 //! Decoding recursion is bounded by the stack, not only by the depth
 //! counter. The worst message we know of is a 41-field recursive one
 //! (`wide.DeepWide`): in a debug build each level of its decode takes
-//! kilobytes of stack. `DecodeOptions::max_stack` (default 512 KiB) stops a
+//! kilobytes of stack. `DecodeOptions::max_stack` (default 1 MiB) stops a
 //! decode that has used that much stack with `TooDeep`, whatever the
-//! depth counter says; these tests decode on threads with a 1 MiB stack
-//! (half of Rust's default), where an overflow would abort the test
+//! depth counter says; these tests decode on threads with Rust's default 2 MiB
+//! thread stack, where an overflow would abort the test
 //! process.
 
 use cornflakes::{Arena, DecodeError, DecodeOptions, Message};
@@ -54,12 +54,12 @@ fn decode_on_stack(bytes: Vec<u8>, stack: usize, options: DecodeOptions) -> Resu
 #[cfg_attr(miri, ignore)] // no stack addresses under Miri: the check is off there
 fn deep_decodes_stop_before_the_stack_ends() {
     for depth in [64, 65, 300, 5000] {
-        let r = decode_on_stack(chain(depth), 1024 * 1024, DecodeOptions::default());
+        let r = decode_on_stack(chain(depth), 2048 * 1024, DecodeOptions::default());
         assert!(r.is_ok() && depth <= 64 || matches!(r, Err(DecodeError::TooDeep(_))), "{depth}: {r:?}");
     }
     // With no depth limit to speak of, the stack budget alone stops it.
     let unlimited = DecodeOptions { max_depth: u32::MAX, ..DecodeOptions::default() };
-    let r = decode_on_stack(chain(5000), 1024 * 1024, unlimited);
+    let r = decode_on_stack(chain(5000), 2048 * 1024, unlimited);
     assert!(matches!(r, Err(DecodeError::TooDeep(_))), "{r:?}");
 }
 
@@ -70,15 +70,15 @@ fn deep_decodes_stop_before_the_stack_ends() {
 #[cfg_attr(miri, ignore)]
 fn default_limits_measured() {
     let unlimited = DecodeOptions { max_depth: u32::MAX, ..DecodeOptions::default() };
-    let reached = match decode_on_stack(chain(5000), 1024 * 1024, unlimited) {
+    let reached = match decode_on_stack(chain(5000), 2048 * 1024, unlimited) {
         Err(DecodeError::TooDeep(d)) => d,
         other => panic!("{other:?}"),
     };
     let per_level = DecodeOptions::default().max_stack / reached as usize;
-    eprintln!("DeepWide: {reached} levels in 512 KiB of stack, about {per_level} bytes per level");
+    eprintln!("DeepWide: {reached} levels in 1 MiB of stack, about {per_level} bytes per level");
     assert!(reached >= 8, "a frame of {per_level} bytes per level");
     if !cfg!(debug_assertions) {
         assert!(reached >= 64, "release builds decode the default depth");
-        decode_on_stack(chain(64), 1024 * 1024, DecodeOptions::default()).unwrap();
+        decode_on_stack(chain(64), 2048 * 1024, DecodeOptions::default()).unwrap();
     }
 }

@@ -23,8 +23,9 @@ pub struct DecodeOptions {
     /// message takes about 37 KiB per level in a debug build, measured by
     /// `cornflakes-tests/tests/stack_depth.rs`), so the depth counter alone
     /// cannot keep a decode inside a thread's stack; this can. Default
-    /// 512 KiB: a quarter of Rust's default 2 MiB thread stack, leaving a
-    /// margin of many deepest frames. Exceeding it is
+    /// 1 MiB: half of Rust's default 2 MiB thread stack, leaving a margin
+    /// of more than 25 of the deepest frames we know (and a recursive
+    /// 4-field message decodes more than 64 levels in debug builds). Exceeding it is
     /// [`DecodeError::TooDeep`] with the depth reached. (Not checked under
     /// Miri, whose locals have no stack addresses.)
     pub max_stack: usize,
@@ -35,7 +36,7 @@ pub const MAX_DEPTH_CAP: u32 = 1000;
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        Self { max_depth: 64, traversal_limit: 1, max_stack: 512 * 1024 }
+        Self { max_depth: 64, traversal_limit: 1, max_stack: 1024 * 1024 }
     }
 }
 
