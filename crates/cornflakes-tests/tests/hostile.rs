@@ -719,3 +719,37 @@ fn serialize_to_vec_of_an_aliased_message_does_not_panic() {
     assert!(matches!(m.serialize_into(&mut small), Err(cornflakes::EncodeError::BufferTooSmall { .. })));
     assert!(matches!(m.serialize_to_vec(), Err(cornflakes::EncodeError::TooLarge(_))));
 }
+
+/// Issue 11: a list whose entries all alias one small header (entries
+/// included) used to decode and re-encode to many times the input length.
+/// The header's entries are now charged every time the header is decoded,
+/// so with the default limits a decoded message re-encodes to at most the
+/// input length, whatever the number of aliases.
+#[test]
+fn aliased_headers_never_re_encode_larger_than_the_input() {
+    let arena = Arena::copying();
+    for count in 0..40u32 {
+        // Everything at 0 (16 bytes: r_inner = (count, table at 16)), the
+        // table, then one Inner { a = 7, data = "hi" } that every entry names.
+        let inner_at = 16 + 4 * count;
+        let mut w = Wire::new();
+        w.header(&[1 << 19]).u32(count).u32(16);
+        for _ in 0..count {
+            w.u32(inner_at);
+        }
+        w.header(&[0b11]).u32(7).u32(inner_at + 20).u32(2).raw(b"hi");
+        let input = w.bytes();
+        match Everything::deserialize_from_slice(&input, &arena) {
+            Ok(m) => {
+                let out = m.serialize_to_vec().unwrap();
+                assert!(
+                    out.len() <= input.len(),
+                    "{count} aliases: {} bytes re-encoded from {}",
+                    out.len(),
+                    input.len()
+                );
+            }
+            Err(e) => assert!(matches!(e, DecodeError::TraversalLimit(_)), "{count}: {e:?}"),
+        };
+    }
+}
