@@ -42,8 +42,7 @@ fn decode_on_stack(bytes: Vec<u8>, stack: usize, options: DecodeOptions) -> Resu
         .stack_size(stack)
         .spawn(move || {
             let arena = Arena::copying();
-            let r = DeepWide::deserialize_with_options(&bytes, None, &arena, options).map(|m| std::mem::forget(m));
-            r
+            DeepWide::deserialize_with_options(&bytes, None, &arena, options).map(std::mem::forget)
         })
         .unwrap()
         .join()
