@@ -49,6 +49,7 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
             }
             for m in &file.messages {
                 items.add_type(&upper_camel(&m.name), &file.name, m.location)?;
+                items.add_type(&format!("{}Owned", upper_camel(&m.name)), &file.name, m.location)?;
                 if has_module(m) {
                     items.add_module(&to_snake(&m.name), &file.name, m.location)?;
                 }
@@ -495,6 +496,16 @@ impl Gen<'_> {
             code.push_str("r.leave_object(start, pos)?;\n::core::result::Result::Ok(m)\n}\n}\n\n");
         }
 
+        // The owned form: message, packet and arena in one value.
+        let _ = writeln!(
+            code,
+            "{PRIV}::self_cell!(\n/// A decoded [`{name}`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`{name}Owned::with`].\npub struct {name}Owned {{\nowner: {RT}::PacketOwner,\n#[not_covariant]\ndependent: {name},\n}}\nimpl {{Debug}}\n);"
+        );
+        let _ = writeln!(
+            code,
+            "impl {name}Owned {{\n/// Decodes `pkt` into `arena` (as [`{RT}::Message::deserialize`]) and keeps all three together.\n///\n/// # Errors\n///\n/// The [`{RT}::DecodeError`] of the decode; the packet and arena are dropped.\npub fn decode(pkt: {RT}::RcBuf, arena: {RT}::Arena) -> ::core::result::Result<Self, {RT}::DecodeError> {{ Self::try_new({RT}::PacketOwner::new(pkt, arena), |o| <{name}<'_> as {RT}::Message<'_>>::deserialize(o.packet(), o.arena())) }}\n/// Calls `f` with the message.\npub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&{name}<'a>) -> R) -> R {{ self.with_dependent(|_, m| f(m)) }}\n/// Drops the message and returns the packet and the arena (to reset and reuse).\npub fn into_parts(self) -> ({RT}::RcBuf, {RT}::Arena) {{ self.into_owner().into_parts() }}\n}}\n"
+        );
+
         if has_module(m) {
             let _ = writeln!(code, "/// Types nested in message `{}`.\npub mod {} {{", m.name, to_snake(&m.name));
             let mut inner_parents = parents.to_vec();
@@ -512,6 +523,7 @@ impl Gen<'_> {
             }
             for nested in &m.nested {
                 items.add_type(&upper_camel(&nested.name), self.file, nested.location)?;
+                items.add_type(&format!("{}Owned", upper_camel(&nested.name)), self.file, nested.location)?;
                 if has_module(nested) {
                     items.add_module(&to_snake(&nested.name), self.file, nested.location)?;
                 }

@@ -34,7 +34,7 @@ pub mod field;
 pub mod wire;
 
 pub use field::{Arena, CfBytes, CfString, List};
-pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message};
+pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message, PacketOwner};
 
 pub mod well_known;
 
@@ -55,4 +55,5 @@ pub mod __private {
     pub use crate::wire::object::{bitmap_words, header_prefix_len, MessageImpl};
     pub use crate::wire::reader::Reader;
     pub use crate::wire::writer::Writer;
+    pub use self_cell::self_cell;
 }

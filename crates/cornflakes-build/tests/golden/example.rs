@@ -302,6 +302,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for GetM<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`GetM`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`GetMOwned::with`]."]
+    pub struct GetMOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent
+    : GetM, } impl { Debug }
+);
+impl GetMOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <GetM<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&GetM<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Inner`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inner<'a> {
@@ -548,6 +580,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Inner`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`InnerOwned::with`]."]
+    pub struct InnerOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent
+    : Inner, } impl { Debug }
+);
+impl InnerOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Inner<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Inner<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `Everything`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -2355,6 +2419,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Everything`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`EverythingOwned::with`]."]
+    pub struct EverythingOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Everything, } impl { Debug }
+);
+impl EverythingOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Everything<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&Everything<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Node`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node<'a> {
@@ -2695,6 +2794,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Node<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Node`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`NodeOwned::with`]."]
+    pub struct NodeOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent
+    : Node, } impl { Debug }
+);
+impl NodeOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Node<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Node<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Types nested in message `Node`.
 pub mod node {
     /// Message `Leaf`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -2899,6 +3030,38 @@ pub mod node {
             ::core::result::Result::Ok(m)
         }
     }
+    ::cornflakes::__private::self_cell!(
+        #[doc =
+        " A decoded [`Leaf`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`LeafOwned::with`]."]
+        pub struct LeafOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+        dependent : Leaf, } impl { Debug }
+    );
+    impl LeafOwned {
+        /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+        ///
+        /// # Errors
+        ///
+        /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+        pub fn decode(
+            pkt: ::cornflakes::RcBuf,
+            arena: ::cornflakes::Arena,
+        ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+            Self::try_new(
+                ::cornflakes::PacketOwner::new(pkt, arena),
+                |o| <Leaf<
+                    '_,
+                > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+            )
+        }
+        /// Calls `f` with the message.
+        pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Leaf<'a>) -> R) -> R {
+            self.with_dependent(|_, m| f(m))
+        }
+        /// Drops the message and returns the packet and the arena (to reset and reuse).
+        pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+            self.into_owner().into_parts()
+        }
+    }
 }
 /// Message `HTTPServer`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
@@ -3083,6 +3246,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for HttpServer<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`HttpServer`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`HttpServerOwned::with`]."]
+    pub struct HttpServerOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : HttpServer, } impl { Debug }
+);
+impl HttpServerOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <HttpServer<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&HttpServer<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Types nested in message `HTTPServer`.
@@ -3288,6 +3486,41 @@ pub mod http_server {
             }
             r.leave_object(start, pos)?;
             ::core::result::Result::Ok(m)
+        }
+    }
+    ::cornflakes::__private::self_cell!(
+        #[doc =
+        " A decoded [`TlsConfig`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`TlsConfigOwned::with`]."]
+        pub struct TlsConfigOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+        dependent : TlsConfig, } impl { Debug }
+    );
+    impl TlsConfigOwned {
+        /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+        ///
+        /// # Errors
+        ///
+        /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+        pub fn decode(
+            pkt: ::cornflakes::RcBuf,
+            arena: ::cornflakes::Arena,
+        ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+            Self::try_new(
+                ::cornflakes::PacketOwner::new(pkt, arena),
+                |o| <TlsConfig<
+                    '_,
+                > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+            )
+        }
+        /// Calls `f` with the message.
+        pub fn with<R>(
+            &self,
+            f: impl for<'a> ::core::ops::FnOnce(&TlsConfig<'a>) -> R,
+        ) -> R {
+            self.with_dependent(|_, m| f(m))
+        }
+        /// Drops the message and returns the packet and the arena (to reset and reuse).
+        pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+            self.into_owner().into_parts()
         }
     }
 }

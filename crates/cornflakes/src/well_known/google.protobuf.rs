@@ -345,6 +345,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Any<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Any`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`AnyOwned::with`]."]
+    pub struct AnyOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent :
+    Any, } impl { Debug }
+);
+impl AnyOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Any<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Any<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Duration`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Duration<'a> {
@@ -525,6 +557,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Duration<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Duration`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`DurationOwned::with`]."]
+    pub struct DurationOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Duration, } impl { Debug }
+);
+impl DurationOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Duration<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Duration<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Empty`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Empty<'a> {
@@ -590,6 +654,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Empty<'a> {
         let start = r.enter_object(at, &mut bitmap, 0)?;
         r.leave_object(start, start)?;
         ::core::result::Result::Ok(Self::new_in(r.arena()))
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Empty`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`EmptyOwned::with`]."]
+    pub struct EmptyOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent
+    : Empty, } impl { Debug }
+);
+impl EmptyOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Empty<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Empty<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `FieldMask`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -758,6 +854,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for FieldMask<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`FieldMask`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`FieldMaskOwned::with`]."]
+    pub struct FieldMaskOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : FieldMask, } impl { Debug }
+);
+impl FieldMaskOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <FieldMask<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&FieldMask<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Enum `NullValue`: an open enum, so fields hold its `i32` value and keep values this schema does not know.
@@ -992,6 +1123,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Struct<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Struct`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`StructOwned::with`]."]
+    pub struct StructOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Struct, } impl { Debug }
+);
+impl StructOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Struct<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Struct<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Types nested in message `Struct`.
@@ -1281,6 +1444,41 @@ pub mod r#struct {
             }
             r.leave_object(start, pos)?;
             ::core::result::Result::Ok(m)
+        }
+    }
+    ::cornflakes::__private::self_cell!(
+        #[doc =
+        " A decoded [`FieldsEntry`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`FieldsEntryOwned::with`]."]
+        pub struct FieldsEntryOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+        dependent : FieldsEntry, } impl { Debug }
+    );
+    impl FieldsEntryOwned {
+        /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+        ///
+        /// # Errors
+        ///
+        /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+        pub fn decode(
+            pkt: ::cornflakes::RcBuf,
+            arena: ::cornflakes::Arena,
+        ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+            Self::try_new(
+                ::cornflakes::PacketOwner::new(pkt, arena),
+                |o| <FieldsEntry<
+                    '_,
+                > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+            )
+        }
+        /// Calls `f` with the message.
+        pub fn with<R>(
+            &self,
+            f: impl for<'a> ::core::ops::FnOnce(&FieldsEntry<'a>) -> R,
+        ) -> R {
+            self.with_dependent(|_, m| f(m))
+        }
+        /// Drops the message and returns the packet and the arena (to reset and reuse).
+        pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+            self.into_owner().into_parts()
         }
     }
 }
@@ -1734,6 +1932,38 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Value<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Value`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`ValueOwned::with`]."]
+    pub struct ValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant] dependent
+    : Value, } impl { Debug }
+);
+impl ValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Value<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&Value<'a>) -> R) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Types nested in message `Value`.
 pub mod value {
     /// Oneof `kind` of message `Value`: at most one member is set.
@@ -1918,6 +2148,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for ListValue<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`ListValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`ListValueOwned::with`]."]
+    pub struct ListValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : ListValue, } impl { Debug }
+);
+impl ListValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <ListValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&ListValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Timestamp`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timestamp<'a> {
@@ -2098,6 +2363,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Timestamp<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Timestamp`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`TimestampOwned::with`]."]
+    pub struct TimestampOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Timestamp, } impl { Debug }
+);
+impl TimestampOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Timestamp<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&Timestamp<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `DoubleValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DoubleValue<'a> {
@@ -2222,6 +2522,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for DoubleValue<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`DoubleValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`DoubleValueOwned::with`]."]
+    pub struct DoubleValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : DoubleValue, } impl { Debug }
+);
+impl DoubleValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <DoubleValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&DoubleValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `FloatValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -2350,6 +2685,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for FloatValue<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`FloatValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`FloatValueOwned::with`]."]
+    pub struct FloatValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : FloatValue, } impl { Debug }
+);
+impl FloatValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <FloatValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&FloatValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Int64Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Int64Value<'a> {
@@ -2474,6 +2844,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int64Value<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Int64Value`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`Int64ValueOwned::with`]."]
+    pub struct Int64ValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Int64Value, } impl { Debug }
+);
+impl Int64ValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Int64Value<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&Int64Value<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `UInt64Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -2602,6 +3007,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt64Value<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`UInt64Value`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`UInt64ValueOwned::with`]."]
+    pub struct UInt64ValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : UInt64Value, } impl { Debug }
+);
+impl UInt64ValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <UInt64Value<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&UInt64Value<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `Int32Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Int32Value<'a> {
@@ -2726,6 +3166,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int32Value<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`Int32Value`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`Int32ValueOwned::with`]."]
+    pub struct Int32ValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : Int32Value, } impl { Debug }
+);
+impl Int32ValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <Int32Value<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&Int32Value<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `UInt32Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -2854,6 +3329,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt32Value<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`UInt32Value`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`UInt32ValueOwned::with`]."]
+    pub struct UInt32ValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : UInt32Value, } impl { Debug }
+);
+impl UInt32ValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <UInt32Value<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&UInt32Value<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `BoolValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoolValue<'a> {
@@ -2978,6 +3488,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BoolValue<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`BoolValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`BoolValueOwned::with`]."]
+    pub struct BoolValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : BoolValue, } impl { Debug }
+);
+impl BoolValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <BoolValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&BoolValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }
 /// Message `StringValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
@@ -3188,6 +3733,41 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for StringValue<'a> {
         ::core::result::Result::Ok(m)
     }
 }
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`StringValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`StringValueOwned::with`]."]
+    pub struct StringValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : StringValue, } impl { Debug }
+);
+impl StringValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <StringValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&StringValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
+    }
+}
 /// Message `BytesValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BytesValue<'a> {
@@ -3394,5 +3974,40 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BytesValue<'a> {
         }
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
+    }
+}
+::cornflakes::__private::self_cell!(
+    #[doc =
+    " A decoded [`BytesValue`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`BytesValueOwned::with`]."]
+    pub struct BytesValueOwned { owner : ::cornflakes::PacketOwner, #[not_covariant]
+    dependent : BytesValue, } impl { Debug }
+);
+impl BytesValueOwned {
+    /// Decodes `pkt` into `arena` (as [`::cornflakes::Message::deserialize`]) and keeps all three together.
+    ///
+    /// # Errors
+    ///
+    /// The [`::cornflakes::DecodeError`] of the decode; the packet and arena are dropped.
+    pub fn decode(
+        pkt: ::cornflakes::RcBuf,
+        arena: ::cornflakes::Arena,
+    ) -> ::core::result::Result<Self, ::cornflakes::DecodeError> {
+        Self::try_new(
+            ::cornflakes::PacketOwner::new(pkt, arena),
+            |o| <BytesValue<
+                '_,
+            > as ::cornflakes::Message<'_>>::deserialize(o.packet(), o.arena()),
+        )
+    }
+    /// Calls `f` with the message.
+    pub fn with<R>(
+        &self,
+        f: impl for<'a> ::core::ops::FnOnce(&BytesValue<'a>) -> R,
+    ) -> R {
+        self.with_dependent(|_, m| f(m))
+    }
+    /// Drops the message and returns the packet and the arena (to reset and reuse).
+    pub fn into_parts(self) -> (::cornflakes::RcBuf, ::cornflakes::Arena) {
+        self.into_owner().into_parts()
     }
 }

@@ -31,9 +31,11 @@
 // reader and the writer) is reachable only through `crate::__private`.
 pub(crate) mod field;
 pub(crate) mod object;
+mod owned;
 pub(crate) mod reader;
 pub(crate) mod writer;
 
+pub use owned::PacketOwner;
 pub use reader::{DecodeOptions, MAX_DEPTH_CAP};
 
 use object::MessageImpl;
