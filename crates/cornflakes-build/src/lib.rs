@@ -31,6 +31,15 @@
 //! `acme::r#type`). Two schema names that would generate the same Rust name
 //! (fields `foo` and `foo_copied` both need a method `set_foo_copied`) are
 //! an error at build time that names both.
+//!
+//! Each message `M` gets: `new_in(&arena)` (messages live in a per-request
+//! arena, so there is no `Default`), `Clone`, `Debug`, `PartialEq`; per
+//! field `has_`/`get_`/`set_`/`clear_` (and `set_x_copied`, `set_x_owned`,
+//! `set_x_buf` for values that do not outlive the message, `get_mut_`,
+//! `init_`, `append_` for lists, `insert_`/`lookup_` for maps, `get_x_raw`
+//! for enums); and `MOwned`, a decoded message owned together with its
+//! packet. proto3 presence: a field without `optional` set to its default
+//! is not encoded.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -13,8 +13,14 @@
 //!   [`Message`] trait that a transmit path drives (layout, write the header
 //!   and copied data, visit zero-copy entries), and bounds-checked decoding.
 //!
+//! - [`well_known`]: Google's well-known types (`Timestamp`, `Duration`,
+//!   `Any`, `Struct`, wrappers, `Empty`, `FieldMask`), which generated code
+//!   uses when a schema imports them.
+//!
 //! Generated code (from `cornflakes-build`) is thin: structs with
-//! `get_`/`set_`/`has_` accessors over these types. What only generated
+//! `get_`/`set_`/`has_` accessors over these types, one enum per proto enum
+//! and per oneof, and for each message `M` an `MOwned` that keeps a decoded
+//! message together with its packet and arena ([`PacketOwner`]). What only generated
 //! code calls (field entries, object headers, the bounded reader and the
 //! writer, presence bits) lives in the hidden `__private` module, as in
 //! serde and prost; it is not part of the public API and may change in any
