@@ -3,16 +3,61 @@
 //! an open enum given any `i32`, a oneof of two messages and a string, a
 //! nested enum, a well-known `Timestamp`, a `map<string, string>`, an
 //! `optional` string, a `uint64` at field 100000), what Cornflakes decodes
-//! equals what prost decodes. The prost types below are what prost-build
-//! generates for the schema (written out, since there is no protoc here).
+//! equals what prost decodes; the same for `acme.maps.Inventory`, a map of
+//! every legal key type with scalar, bytes, string, enum and message values.
+//! The prost types below are what prost-build generates for the schema
+//! (written out, since there is no protoc here).
 
 use std::collections::HashMap;
 
 use cornflakes::{Arena, Message, Pool};
-use cornflakes_tests::corpus::acme::{payments, r#type};
+use cornflakes_tests::corpus::acme::{maps, payments, r#type};
 use proptest::prelude::*;
 
 mod pb {
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct Item {
+        #[prost(string, tag = "1")]
+        pub sku: String,
+        #[prost(message, optional, tag = "2")]
+        pub price: Option<Money>,
+        #[prost(int32, tag = "3")]
+        pub tier: i32,
+        #[prost(int32, repeated, tag = "4")]
+        pub history: Vec<i32>,
+        #[prost(uint32, optional, tag = "5")]
+        pub stock: Option<u32>,
+    }
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct Inventory {
+        #[prost(map = "int32, string", tag = "1")]
+        pub by_int32: ::std::collections::HashMap<i32, String>,
+        #[prost(map = "int64, bytes", tag = "2")]
+        pub by_int64: ::std::collections::HashMap<i64, Vec<u8>>,
+        #[prost(map = "uint32, uint64", tag = "3")]
+        pub by_uint32: ::std::collections::HashMap<u32, u64>,
+        #[prost(map = "uint64, bool", tag = "4")]
+        pub by_uint64: ::std::collections::HashMap<u64, bool>,
+        #[prost(map = "sint32, float", tag = "5")]
+        pub by_sint32: ::std::collections::HashMap<i32, f32>,
+        #[prost(map = "sint64, double", tag = "6")]
+        pub by_sint64: ::std::collections::HashMap<i64, f64>,
+        #[prost(map = "fixed32, int32", tag = "7")]
+        pub by_fixed32: ::std::collections::HashMap<u32, i32>,
+        #[prost(map = "fixed64, int64", tag = "8")]
+        pub by_fixed64: ::std::collections::HashMap<u64, i64>,
+        #[prost(map = "sfixed32, uint32", tag = "9")]
+        pub by_sfixed32: ::std::collections::HashMap<i32, u32>,
+        #[prost(map = "sfixed64, enumeration(super::maps::Tier)", tag = "10")]
+        pub by_sfixed64: ::std::collections::HashMap<i64, i32>,
+        #[prost(map = "bool, string", tag = "11")]
+        pub by_bool: ::std::collections::HashMap<bool, String>,
+        #[prost(map = "string, message", tag = "12")]
+        pub prices: ::std::collections::HashMap<String, Money>,
+        #[prost(map = "string, message", tag = "13")]
+        pub items: ::std::collections::HashMap<String, Item>,
+    }
+
     #[derive(Clone, PartialEq, ::prost::Message)]
     pub struct Money {
         #[prost(string, tag = "1")]
@@ -227,5 +272,156 @@ proptest! {
         // absent in both.
         prop_assert_eq!(back.has_id(), !c.id.is_empty());
         prop_assert_eq!(back.has_currency(), c.currency != 0);
+    }
+}
+
+fn small<K: std::hash::Hash + Eq + std::fmt::Debug, V: std::fmt::Debug>(
+    k: impl Strategy<Value = K>,
+    v: impl Strategy<Value = V>,
+) -> impl Strategy<Value = HashMap<K, V>> {
+    proptest::collection::hash_map(k, v, 0..3)
+}
+
+fn item() -> impl Strategy<Value = pb::Item> {
+    (text(), proptest::option::of(money()), 0..3i32, proptest::collection::vec(0..3i32, 0..3), any::<Option<u32>>())
+        .prop_map(|(sku, price, tier, history, stock)| pb::Item { sku, price, tier, history, stock })
+}
+
+fn inventory() -> impl Strategy<Value = pb::Inventory> {
+    (
+        (
+            small(any::<i32>(), text()),
+            small(any::<i64>(), text().prop_map(String::into_bytes)),
+            small(any::<u32>(), any::<u64>()),
+            small(any::<u64>(), any::<bool>()),
+            small(any::<i32>(), -1e6f32..1e6),
+            small(any::<i64>(), -1e12f64..1e12),
+            small(any::<u32>(), any::<i32>()),
+        ),
+        (
+            small(any::<u64>(), any::<i64>()),
+            small(any::<i32>(), any::<u32>()),
+            small(any::<i64>(), 0..3i32),
+            small(any::<bool>(), text()),
+            small(text(), money()),
+            small(text(), item()),
+        ),
+    )
+        .prop_map(|((a, b, c, d, e, f, g), (h, i, j, k, l, m))| pb::Inventory {
+            by_int32: a,
+            by_int64: b,
+            by_uint32: c,
+            by_uint64: d,
+            by_sint32: e,
+            by_sint64: f,
+            by_fixed32: g,
+            by_fixed64: h,
+            by_sfixed32: i,
+            by_sfixed64: j,
+            by_bool: k,
+            prices: l,
+            items: m,
+        })
+}
+
+fn build_money<'a>(x: &'a pb::Money, arena: &'a Arena) -> r#type::Money<'a> {
+    let mut money = r#type::Money::new_in(arena);
+    money.set_currency_code(&x.currency_code);
+    money.set_units(x.units);
+    money.set_nanos(x.nanos);
+    money
+}
+
+fn read_money(x: &r#type::Money<'_>) -> pb::Money {
+    pb::Money { currency_code: string(x.get_currency_code()), units: x.get_units(), nanos: x.get_nanos() }
+}
+
+fn build_inventory<'a>(v: &'a pb::Inventory, arena: &'a Arena) -> maps::Inventory<'a> {
+    let mut m = maps::Inventory::new_in(arena);
+    v.by_int32.iter().for_each(|(k, x)| m.insert_by_int32(*k, x));
+    v.by_int64.iter().for_each(|(k, x)| m.insert_by_int64(*k, x));
+    v.by_uint32.iter().for_each(|(k, x)| m.insert_by_uint32(*k, *x));
+    v.by_uint64.iter().for_each(|(k, x)| m.insert_by_uint64(*k, *x));
+    v.by_sint32.iter().for_each(|(k, x)| m.insert_by_sint32(*k, *x));
+    v.by_sint64.iter().for_each(|(k, x)| m.insert_by_sint64(*k, *x));
+    v.by_fixed32.iter().for_each(|(k, x)| m.insert_by_fixed32(*k, *x));
+    v.by_fixed64.iter().for_each(|(k, x)| m.insert_by_fixed64(*k, *x));
+    v.by_sfixed32.iter().for_each(|(k, x)| m.insert_by_sfixed32(*k, *x));
+    v.by_sfixed64.iter().for_each(|(k, x)| m.insert_by_sfixed64(*k, maps::Tier::try_from(*x).unwrap()));
+    v.by_bool.iter().for_each(|(k, x)| m.insert_by_bool(*k, x));
+    v.prices.iter().for_each(|(k, x)| m.insert_prices(k, build_money(x, arena)));
+    for (k, x) in &v.items {
+        let mut item = maps::Item::new_in(arena);
+        item.set_sku(&x.sku);
+        if let Some(p) = &x.price {
+            item.set_price(build_money(p, arena));
+        }
+        item.set_tier_raw(x.tier);
+        x.history.iter().for_each(|t| item.append_history(maps::Tier::try_from(*t).unwrap()));
+        if let Some(s) = x.stock {
+            item.set_stock(s);
+        }
+        m.insert_items(k, item);
+    }
+    m
+}
+
+fn read_inventory(m: &maps::Inventory<'_>) -> pb::Inventory {
+    macro_rules! map {
+        ($get:ident, |$e:ident| $k:expr, $v:expr) => {
+            m.$get().iter().map(|$e| ($k, $v)).collect()
+        };
+    }
+    pb::Inventory {
+        by_int32: map!(get_by_int32, |e| e.get_key(), string(e.get_value())),
+        by_int64: map!(get_by_int64, |e| e.get_key(), e.get_value().to_vec()),
+        by_uint32: map!(get_by_uint32, |e| e.get_key(), e.get_value()),
+        by_uint64: map!(get_by_uint64, |e| e.get_key(), e.get_value()),
+        by_sint32: map!(get_by_sint32, |e| e.get_key(), e.get_value()),
+        by_sint64: map!(get_by_sint64, |e| e.get_key(), e.get_value()),
+        by_fixed32: map!(get_by_fixed32, |e| e.get_key(), e.get_value()),
+        by_fixed64: map!(get_by_fixed64, |e| e.get_key(), e.get_value()),
+        by_sfixed32: map!(get_by_sfixed32, |e| e.get_key(), e.get_value()),
+        by_sfixed64: map!(get_by_sfixed64, |e| e.get_key(), e.get_value_raw()),
+        by_bool: map!(get_by_bool, |e| e.get_key(), string(e.get_value())),
+        // A message value that is absent reads as its default, as in prost.
+        prices: map!(get_prices, |e| string(e.get_key()), e.get_value().map(read_money).unwrap_or_default()),
+        items: map!(
+            get_items,
+            |e| string(e.get_key()),
+            e.get_value()
+                .map(|x| pb::Item {
+                    sku: string(x.get_sku()),
+                    price: x.get_price().map(read_money),
+                    tier: x.get_tier_raw(),
+                    history: x.get_history().to_vec(),
+                    stock: x.has_stock().then(|| x.get_stock()),
+                })
+                .unwrap_or_default()
+        ),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 128 }, ..ProptestConfig::default() })]
+
+    #[test]
+    fn decoded_maps_equal_prosts(v in inventory()) {
+        use prost::Message as _;
+        let via_prost = pb::Inventory::decode(&v.encode_to_vec()[..]).unwrap();
+        let pool = Pool::new().unwrap();
+        let arena = Arena::new(&pool);
+        let m = build_inventory(&v, &arena);
+        let pkt = pool.alloc_copy(&m.serialize_to_vec().unwrap()).unwrap();
+        let decode_arena = Arena::new(&pool);
+        let back = maps::Inventory::deserialize(&pkt, &decode_arena).unwrap();
+        prop_assert_eq!(read_inventory(&back), via_prost);
+        // Lookup finds every key.
+        for k in v.by_int32.keys() {
+            prop_assert!(back.lookup_by_int32(*k).is_some());
+        }
+        for k in v.items.keys() {
+            prop_assert!(back.lookup_items(k).is_some());
+        }
     }
 }
