@@ -476,22 +476,23 @@ impl Gen<'_> {
         } else {
             let _ = writeln!(code, "let mut m = Self::new_in(r.arena());\nlet mut bitmap = [0u32; {words}];\nlet start = r.enter_object(at, &mut bitmap, {n})?;\nlet mut pos = start;");
             for f in &fields {
-                let read = format!("{PRIV}::Field::read_entry(r, pos)?");
-                let store = match f.shape {
-                    Shape::Single if f.def.optional => format!("m.{} = v; {PRIV}::set_bit(&mut m.__cf_bitmap, {});", f.member, f.index),
-                    Shape::Single => format!(
-                        "if v != <{} as ::core::default::Default>::default() {{ m.{} = v; {PRIV}::set_bit(&mut m.__cf_bitmap, {}); }}",
-                        f.codec, f.member, f.index
+                let (i, mem, codec) = (f.index, &f.member, &f.codec);
+                let _ = match f.shape {
+                    Shape::Single => writeln!(
+                        code,
+                        "{PRIV}::read_single::<{codec}>(r, &bitmap, {i}, &mut pos, &mut m.{mem}, &mut m.__cf_bitmap, {})?;",
+                        f.def.optional
                     ),
-                    Shape::Message => format!("m.{} = ::core::option::Option::Some(v);", f.member),
-                    Shape::List => format!("m.{} = v;", f.member),
-                    Shape::Oneof => format!("m.{} = ::core::option::Option::Some({}(v));", f.member, f.variant),
+                    Shape::Message => {
+                        writeln!(code, "{PRIV}::read_option::<{codec}>(r, &bitmap, {i}, &mut pos, &mut m.{mem})?;")
+                    }
+                    Shape::List => writeln!(code, "{PRIV}::read_into::<{codec}>(r, &bitmap, {i}, &mut pos, &mut m.{mem})?;"),
+                    Shape::Oneof => writeln!(
+                        code,
+                        "{PRIV}::read_member::<{codec}, _>(r, &bitmap, {i}, &mut pos, &mut m.{mem}, {})?;",
+                        f.variant
+                    ),
                 };
-                let _ = writeln!(
-                    code,
-                    "if {PRIV}::bit(&bitmap, {}) {{ let v: {} = {read}; pos += <{} as {PRIV}::Field>::ENTRY_LEN; {store} }}",
-                    f.index, f.codec, f.codec
-                );
             }
             code.push_str("r.leave_object(start, pos)?;\n::core::result::Result::Ok(m)\n}\n}\n\n");
         }

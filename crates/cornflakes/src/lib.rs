@@ -58,7 +58,9 @@ pub struct UnknownEnumValue(pub i32);
 pub mod __private {
     pub use crate::field::storage::{bit, clear_bit, nested_in, set_bit, ArenaRef, Nested};
     pub use crate::wire::field::{Field, Scalar};
-    pub use crate::wire::object::{bitmap_words, header_prefix_len, MessageImpl};
+    pub use crate::wire::object::{
+        bitmap_words, header_prefix_len, read_into, read_member, read_option, read_single, MessageImpl,
+    };
     pub use crate::wire::reader::Reader;
     pub use crate::wire::writer::Writer;
     pub use self_cell::self_cell;

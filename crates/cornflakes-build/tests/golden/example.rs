@@ -266,38 +266,15 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for GetM<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 3)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.id = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: ::cornflakes::List<'a, ::cornflakes::CfString<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    ::cornflakes::CfString<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.keys = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 2) {
-            let v: ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.vals = v;
-        }
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 0, &mut pos, &mut m.id, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
+        >(r, &bitmap, 1, &mut pos, &mut m.keys)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>>,
+        >(r, &bitmap, 2, &mut pos, &mut m.vals)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -556,28 +533,12 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Inner<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 2)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.a = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: ::cornflakes::CfBytes<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfBytes<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
-                m.data = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 0, &mut pos, &mut m.a, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfBytes<'a>,
+        >(r, &bitmap, 1, &mut pos, &mut m.data, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2173,248 +2134,75 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Everything<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 23)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i32 as ::core::default::Default>::default() {
-                m.i32 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i64 as ::core::default::Default>::default() {
-                m.i64 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 2) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.u32 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 2);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 3) {
-            let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u64 as ::core::default::Default>::default() {
-                m.u64 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 3);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 4) {
-            let v: bool = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <bool as ::core::default::Default>::default() {
-                m.flag = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 4);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 5) {
-            let v: f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <f32 as ::core::default::Default>::default() {
-                m.f32 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 5);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 6) {
-            let v: f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <f64 as ::core::default::Default>::default() {
-                m.f64 = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 6);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 7) {
-            let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfString<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
-                m.text = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 7);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 8) {
-            let v: ::cornflakes::CfBytes<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfBytes<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
-                m.data = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 8);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 9) {
-            let v: ::cornflakes::__private::Nested<'a, Inner<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    Inner<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.inner = ::core::option::Option::Some(v);
-        }
-        if ::cornflakes::__private::bit(&bitmap, 10) {
-            let v: ::cornflakes::List<'a, i32> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    i32,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_i32 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 11) {
-            let v: ::cornflakes::List<'a, i64> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    i64,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_i64 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 12) {
-            let v: ::cornflakes::List<'a, u32> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    u32,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_u32 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 13) {
-            let v: ::cornflakes::List<'a, u64> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    u64,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_u64 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 14) {
-            let v: ::cornflakes::List<'a, bool> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    bool,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_flag = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 15) {
-            let v: ::cornflakes::List<'a, f32> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    f32,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_f32 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 16) {
-            let v: ::cornflakes::List<'a, f64> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    f64,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_f64 = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 17) {
-            let v: ::cornflakes::List<'a, ::cornflakes::CfString<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    ::cornflakes::CfString<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_text = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 18) {
-            let v: ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    ::cornflakes::CfBytes<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_data = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 19) {
-            let v: ::cornflakes::List<'a, Inner<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    Inner<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.r_inner = v;
-        }
-        if ::cornflakes::__private::bit(&bitmap, 20) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.maybe = v;
-            ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 20);
-        }
-        if ::cornflakes::__private::bit(&bitmap, 21) {
-            let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u64 as ::core::default::Default>::default() {
-                m.far = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 21);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 22) {
-            let v: ::cornflakes::__private::Nested<'a, Node<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    Node<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.tree = ::core::option::Option::Some(v);
-        }
+        ::cornflakes::__private::read_single::<
+            i32,
+        >(r, &bitmap, 0, &mut pos, &mut m.i32, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            i64,
+        >(r, &bitmap, 1, &mut pos, &mut m.i64, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 2, &mut pos, &mut m.u32, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            u64,
+        >(r, &bitmap, 3, &mut pos, &mut m.u64, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            bool,
+        >(r, &bitmap, 4, &mut pos, &mut m.flag, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            f32,
+        >(r, &bitmap, 5, &mut pos, &mut m.f32, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            f64,
+        >(r, &bitmap, 6, &mut pos, &mut m.f64, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfString<'a>,
+        >(r, &bitmap, 7, &mut pos, &mut m.text, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfBytes<'a>,
+        >(r, &bitmap, 8, &mut pos, &mut m.data, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_option::<
+            ::cornflakes::__private::Nested<'a, Inner<'a>>,
+        >(r, &bitmap, 9, &mut pos, &mut m.inner)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, i32>,
+        >(r, &bitmap, 10, &mut pos, &mut m.r_i32)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, i64>,
+        >(r, &bitmap, 11, &mut pos, &mut m.r_i64)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, u32>,
+        >(r, &bitmap, 12, &mut pos, &mut m.r_u32)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, u64>,
+        >(r, &bitmap, 13, &mut pos, &mut m.r_u64)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, bool>,
+        >(r, &bitmap, 14, &mut pos, &mut m.r_flag)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, f32>,
+        >(r, &bitmap, 15, &mut pos, &mut m.r_f32)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, f64>,
+        >(r, &bitmap, 16, &mut pos, &mut m.r_f64)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
+        >(r, &bitmap, 17, &mut pos, &mut m.r_text)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>>,
+        >(r, &bitmap, 18, &mut pos, &mut m.r_data)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, Inner<'a>>,
+        >(r, &bitmap, 19, &mut pos, &mut m.r_inner)?;
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 20, &mut pos, &mut m.maybe, &mut m.__cf_bitmap, true)?;
+        ::cornflakes::__private::read_single::<
+            u64,
+        >(r, &bitmap, 21, &mut pos, &mut m.far, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_option::<
+            ::cornflakes::__private::Nested<'a, Node<'a>>,
+        >(r, &bitmap, 22, &mut pos, &mut m.tree)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2746,50 +2534,18 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Node<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 4)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: ::cornflakes::__private::Nested<'a, Node<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    Node<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.left = ::core::option::Option::Some(v);
-        }
-        if ::cornflakes::__private::bit(&bitmap, 2) {
-            let v: ::cornflakes::__private::Nested<'a, Node<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    Node<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.right = ::core::option::Option::Some(v);
-        }
-        if ::cornflakes::__private::bit(&bitmap, 3) {
-            let v: ::cornflakes::List<'a, node::Leaf<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    node::Leaf<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.leaves = v;
-        }
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_option::<
+            ::cornflakes::__private::Nested<'a, Node<'a>>,
+        >(r, &bitmap, 1, &mut pos, &mut m.left)?;
+        ::cornflakes::__private::read_option::<
+            ::cornflakes::__private::Nested<'a, Node<'a>>,
+        >(r, &bitmap, 2, &mut pos, &mut m.right)?;
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, node::Leaf<'a>>,
+        >(r, &bitmap, 3, &mut pos, &mut m.leaves)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3008,24 +2764,9 @@ pub mod node {
             let mut bitmap = [0u32; 1];
             let start = r.enter_object(at, &mut bitmap, 1)?;
             let mut pos = start;
-            if ::cornflakes::__private::bit(&bitmap, 0) {
-                let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                    r,
-                    pos,
-                )?;
-                pos
-                    += <::cornflakes::CfString<
-                        'a,
-                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v
-                    != <::cornflakes::CfString<
-                        'a,
-                    > as ::core::default::Default>::default()
-                {
-                    m.r#type = v;
-                    ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-                }
-            }
+            ::cornflakes::__private::read_single::<
+                ::cornflakes::CfString<'a>,
+            >(r, &bitmap, 0, &mut pos, &mut m.r#type, &mut m.__cf_bitmap, false)?;
             r.leave_object(start, pos)?;
             ::core::result::Result::Ok(m)
         }
@@ -3224,26 +2965,12 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for HttpServer<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 2)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.max_conns = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: ::cornflakes::__private::Nested<'a, http_server::TlsConfig<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    http_server::TlsConfig<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.tls_config = ::core::option::Option::Some(v);
-        }
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 0, &mut pos, &mut m.max_conns, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_option::<
+            ::cornflakes::__private::Nested<'a, http_server::TlsConfig<'a>>,
+        >(r, &bitmap, 1, &mut pos, &mut m.tls_config)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3468,22 +3195,9 @@ pub mod http_server {
             let mut bitmap = [0u32; 1];
             let start = r.enter_object(at, &mut bitmap, 1)?;
             let mut pos = start;
-            if ::cornflakes::__private::bit(&bitmap, 0) {
-                let v: ::cornflakes::CfBytes<'a> = ::cornflakes::__private::Field::read_entry(
-                    r,
-                    pos,
-                )?;
-                pos
-                    += <::cornflakes::CfBytes<
-                        'a,
-                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v
-                    != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default()
-                {
-                    m.cert_pem = v;
-                    ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-                }
-            }
+            ::cornflakes::__private::read_single::<
+                ::cornflakes::CfBytes<'a>,
+            >(r, &bitmap, 0, &mut pos, &mut m.cert_pem, &mut m.__cf_bitmap, false)?;
             r.leave_object(start, pos)?;
             ::core::result::Result::Ok(m)
         }

@@ -313,34 +313,12 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Any<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 2)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfString<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
-                m.type_url = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: ::cornflakes::CfBytes<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfBytes<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfString<'a>,
+        >(r, &bitmap, 0, &mut pos, &mut m.type_url, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfBytes<'a>,
+        >(r, &bitmap, 1, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -537,22 +515,12 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Duration<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 2)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i64 as ::core::default::Default>::default() {
-                m.seconds = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i32 as ::core::default::Default>::default() {
-                m.nanos = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            i64,
+        >(r, &bitmap, 0, &mut pos, &mut m.seconds, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            i32,
+        >(r, &bitmap, 1, &mut pos, &mut m.nanos, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -840,18 +808,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for FieldMask<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::List<'a, ::cornflakes::CfString<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    ::cornflakes::CfString<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.paths = v;
-        }
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
+        >(r, &bitmap, 0, &mut pos, &mut m.paths)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -1109,18 +1068,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Struct<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::List<'a, r#struct::FieldsEntry<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    r#struct::FieldsEntry<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.fields = v;
-        }
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, r#struct::FieldsEntry<'a>>,
+        >(r, &bitmap, 0, &mut pos, &mut m.fields)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -1412,36 +1362,12 @@ pub mod r#struct {
             let mut bitmap = [0u32; 1];
             let start = r.enter_object(at, &mut bitmap, 2)?;
             let mut pos = start;
-            if ::cornflakes::__private::bit(&bitmap, 0) {
-                let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                    r,
-                    pos,
-                )?;
-                pos
-                    += <::cornflakes::CfString<
-                        'a,
-                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                if v
-                    != <::cornflakes::CfString<
-                        'a,
-                    > as ::core::default::Default>::default()
-                {
-                    m.key = v;
-                    ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-                }
-            }
-            if ::cornflakes::__private::bit(&bitmap, 1) {
-                let v: ::cornflakes::__private::Nested<'a, super::Value<'a>> = ::cornflakes::__private::Field::read_entry(
-                    r,
-                    pos,
-                )?;
-                pos
-                    += <::cornflakes::__private::Nested<
-                        'a,
-                        super::Value<'a>,
-                    > as ::cornflakes::__private::Field>::ENTRY_LEN;
-                m.value = ::core::option::Option::Some(v);
-            }
+            ::cornflakes::__private::read_single::<
+                ::cornflakes::CfString<'a>,
+            >(r, &bitmap, 0, &mut pos, &mut m.key, &mut m.__cf_bitmap, false)?;
+            ::cornflakes::__private::read_option::<
+                ::cornflakes::__private::Nested<'a, super::Value<'a>>,
+            >(r, &bitmap, 1, &mut pos, &mut m.value)?;
             r.leave_object(start, pos)?;
             ::core::result::Result::Ok(m)
         }
@@ -1878,56 +1804,30 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Value<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 6)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::NullValue(v));
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::NumberValue(v));
-        }
-        if ::cornflakes::__private::bit(&bitmap, 2) {
-            let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfString<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::StringValue(v));
-        }
-        if ::cornflakes::__private::bit(&bitmap, 3) {
-            let v: bool = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::BoolValue(v));
-        }
-        if ::cornflakes::__private::bit(&bitmap, 4) {
-            let v: ::cornflakes::__private::Nested<'a, Struct<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    Struct<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::StructValue(v));
-        }
-        if ::cornflakes::__private::bit(&bitmap, 5) {
-            let v: ::cornflakes::__private::Nested<'a, ListValue<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::__private::Nested<
-                    'a,
-                    ListValue<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.kind = ::core::option::Option::Some(value::Kind::ListValue(v));
-        }
+        ::cornflakes::__private::read_member::<
+            i32,
+            _,
+        >(r, &bitmap, 0, &mut pos, &mut m.kind, value::Kind::NullValue)?;
+        ::cornflakes::__private::read_member::<
+            f64,
+            _,
+        >(r, &bitmap, 1, &mut pos, &mut m.kind, value::Kind::NumberValue)?;
+        ::cornflakes::__private::read_member::<
+            ::cornflakes::CfString<'a>,
+            _,
+        >(r, &bitmap, 2, &mut pos, &mut m.kind, value::Kind::StringValue)?;
+        ::cornflakes::__private::read_member::<
+            bool,
+            _,
+        >(r, &bitmap, 3, &mut pos, &mut m.kind, value::Kind::BoolValue)?;
+        ::cornflakes::__private::read_member::<
+            ::cornflakes::__private::Nested<'a, Struct<'a>>,
+            _,
+        >(r, &bitmap, 4, &mut pos, &mut m.kind, value::Kind::StructValue)?;
+        ::cornflakes::__private::read_member::<
+            ::cornflakes::__private::Nested<'a, ListValue<'a>>,
+            _,
+        >(r, &bitmap, 5, &mut pos, &mut m.kind, value::Kind::ListValue)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2132,18 +2032,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for ListValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::List<'a, Value<'a>> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::List<
-                    'a,
-                    Value<'a>,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            m.values = v;
-        }
+        ::cornflakes::__private::read_into::<
+            ::cornflakes::List<'a, Value<'a>>,
+        >(r, &bitmap, 0, &mut pos, &mut m.values)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2343,22 +2234,12 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Timestamp<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 2)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i64 as ::core::default::Default>::default() {
-                m.seconds = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
-        if ::cornflakes::__private::bit(&bitmap, 1) {
-            let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i32 as ::core::default::Default>::default() {
-                m.nanos = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 1);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            i64,
+        >(r, &bitmap, 0, &mut pos, &mut m.seconds, &mut m.__cf_bitmap, false)?;
+        ::cornflakes::__private::read_single::<
+            i32,
+        >(r, &bitmap, 1, &mut pos, &mut m.nanos, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2512,14 +2393,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for DoubleValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: f64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <f64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <f64 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            f64,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2673,14 +2549,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for FloatValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: f32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <f32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <f32 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            f32,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2834,14 +2705,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int64Value<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i64 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            i64,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -2995,14 +2861,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt64Value<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u64 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u64 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u64 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            u64,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3156,14 +3017,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for Int32Value<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: i32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <i32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <i32 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            i32,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3317,14 +3173,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for UInt32Value<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: u32 = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <u32 as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            u32,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3478,14 +3329,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BoolValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: bool = ::cornflakes::__private::Field::read_entry(r, pos)?;
-            pos += <bool as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <bool as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            bool,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3715,20 +3561,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for StringValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::CfString<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfString<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfString<'a> as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfString<'a>,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }
@@ -3958,20 +3793,9 @@ impl<'a> ::cornflakes::__private::MessageImpl<'a> for BytesValue<'a> {
         let mut bitmap = [0u32; 1];
         let start = r.enter_object(at, &mut bitmap, 1)?;
         let mut pos = start;
-        if ::cornflakes::__private::bit(&bitmap, 0) {
-            let v: ::cornflakes::CfBytes<'a> = ::cornflakes::__private::Field::read_entry(
-                r,
-                pos,
-            )?;
-            pos
-                += <::cornflakes::CfBytes<
-                    'a,
-                > as ::cornflakes::__private::Field>::ENTRY_LEN;
-            if v != <::cornflakes::CfBytes<'a> as ::core::default::Default>::default() {
-                m.value = v;
-                ::cornflakes::__private::set_bit(&mut m.__cf_bitmap, 0);
-            }
-        }
+        ::cornflakes::__private::read_single::<
+            ::cornflakes::CfBytes<'a>,
+        >(r, &bitmap, 0, &mut pos, &mut m.value, &mut m.__cf_bitmap, false)?;
         r.leave_object(start, pos)?;
         ::core::result::Result::Ok(m)
     }

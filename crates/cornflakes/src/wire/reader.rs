@@ -20,11 +20,11 @@ pub struct DecodeOptions {
     /// Most stack bytes a decode may use below the frame that started it,
     /// checked each time an object is entered (a nested message is one
     /// recursion). Frames differ by schema and build (a 41-field recursive
-    /// message takes about 37 KiB per level in a debug build, measured by
+    /// message takes about 18 KiB per level in a debug build, measured by
     /// `cornflakes-tests/tests/stack_depth.rs`), so the depth counter alone
     /// cannot keep a decode inside a thread's stack; this can. Default
     /// 1 MiB: half of Rust's default 2 MiB thread stack, leaving a margin
-    /// of more than 25 of the deepest frames we know (and a recursive
+    /// of more than 50 of the deepest frames we know (and a recursive
     /// 4-field message decodes more than 64 levels in debug builds). Exceeding it is
     /// [`DecodeError::TooDeep`] with the depth reached. (Not checked under
     /// Miri, whose locals have no stack addresses.)
