@@ -365,7 +365,7 @@ impl Gen<'_> {
         let code = &mut *self.code;
         // The struct.
         let _ = writeln!(code, "/// Message `{}`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.", m.name);
-        let _ = writeln!(code, "#[derive(Clone, Debug, PartialEq)]\npub struct {name}<'a> {{");
+        let _ = writeln!(code, "#[derive(Clone, PartialEq)]\npub struct {name}<'a> {{");
         let _ = writeln!(code, "__cf_arena: {PRIV}::ArenaRef<'a>,\n__cf_bitmap: [u32; {words}],");
         for f in fields.iter().filter(|f| f.shape != Shape::Oneof) {
             let _ = writeln!(code, "{}: {},", f.member, f.storage);
@@ -382,6 +382,20 @@ impl Gen<'_> {
             );
         }
         code.push_str("}\n\n");
+
+        // Debug shows the fields as prost's derive does, not the internals.
+        let _ = write!(
+            code,
+            "impl ::core::fmt::Debug for {name}<'_> {{\nfn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{\nf.debug_struct(\"{name}\")"
+        );
+        for f in fields.iter().filter(|f| f.shape != Shape::Oneof) {
+            let _ = write!(code, ".field(\"{}\", &self.{})", f.member.trim_start_matches("r#"), f.member);
+        }
+        for oneof in &m.oneofs {
+            let mem = to_snake(&oneof.name);
+            let _ = write!(code, ".field(\"{}\", &self.{mem})", mem.trim_start_matches("r#"));
+        }
+        code.push_str(".finish()\n}\n}\n\n");
 
         let _ = writeln!(code, "impl<'a> {name}<'a> {{");
         let _ = writeln!(

@@ -103,4 +103,9 @@ fn reading_through_get_mut_does_not_mark_present() {
     m.set_id(0);
     assert!(!m.has_id());
     assert_eq!(m.serialize_to_vec().unwrap(), before);
+    // Debug shows the fields, as prost's does, and no internals.
+    m.set_id(7);
+    let text = format!("{m:?}");
+    assert!(text.starts_with("GetM { id: 7, keys: "), "{text}");
+    assert!(!text.contains("__cf"), "{text}");
 }

@@ -2,13 +2,22 @@
 // Package: example
 
 /// Message `GetM`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct GetM<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     id: u32,
     keys: ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
     vals: ::cornflakes::List<'a, ::cornflakes::CfBytes<'a>>,
+}
+impl ::core::fmt::Debug for GetM<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("GetM")
+            .field("id", &self.id)
+            .field("keys", &self.keys)
+            .field("vals", &self.vals)
+            .finish()
+    }
 }
 impl<'a> GetM<'a> {
     /// An empty message in `arena`.
@@ -312,12 +321,17 @@ impl GetMOwned {
     }
 }
 /// Message `Inner`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Inner<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     a: u32,
     data: ::cornflakes::CfBytes<'a>,
+}
+impl ::core::fmt::Debug for Inner<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Inner").field("a", &self.a).field("data", &self.data).finish()
+    }
 }
 impl<'a> Inner<'a> {
     /// An empty message in `arena`.
@@ -576,7 +590,7 @@ impl InnerOwned {
     }
 }
 /// Message `Everything`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Everything<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
@@ -603,6 +617,35 @@ pub struct Everything<'a> {
     maybe: u32,
     far: u64,
     tree: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
+}
+impl ::core::fmt::Debug for Everything<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Everything")
+            .field("i32", &self.i32)
+            .field("i64", &self.i64)
+            .field("u32", &self.u32)
+            .field("u64", &self.u64)
+            .field("flag", &self.flag)
+            .field("f32", &self.f32)
+            .field("f64", &self.f64)
+            .field("text", &self.text)
+            .field("data", &self.data)
+            .field("inner", &self.inner)
+            .field("r_i32", &self.r_i32)
+            .field("r_i64", &self.r_i64)
+            .field("r_u32", &self.r_u32)
+            .field("r_u64", &self.r_u64)
+            .field("r_flag", &self.r_flag)
+            .field("r_f32", &self.r_f32)
+            .field("r_f64", &self.r_f64)
+            .field("r_text", &self.r_text)
+            .field("r_data", &self.r_data)
+            .field("r_inner", &self.r_inner)
+            .field("maybe", &self.maybe)
+            .field("far", &self.far)
+            .field("tree", &self.tree)
+            .finish()
+    }
 }
 impl<'a> Everything<'a> {
     /// An empty message in `arena`.
@@ -2243,7 +2286,7 @@ impl EverythingOwned {
     }
 }
 /// Message `Node`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Node<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
@@ -2251,6 +2294,16 @@ pub struct Node<'a> {
     left: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
     right: ::core::option::Option<::cornflakes::__private::Nested<'a, Node<'a>>>,
     leaves: ::cornflakes::List<'a, node::Leaf<'a>>,
+}
+impl ::core::fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Node")
+            .field("value", &self.value)
+            .field("left", &self.left)
+            .field("right", &self.right)
+            .field("leaves", &self.leaves)
+            .finish()
+    }
 }
 impl<'a> Node<'a> {
     /// An empty message in `arena`.
@@ -2585,11 +2638,16 @@ impl NodeOwned {
 /// Types nested in message `Node`.
 pub mod node {
     /// Message `Leaf`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-    #[derive(Clone, Debug, PartialEq)]
+    #[derive(Clone, PartialEq)]
     pub struct Leaf<'a> {
         __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
         __cf_bitmap: [u32; 1],
         r#type: ::cornflakes::CfString<'a>,
+    }
+    impl ::core::fmt::Debug for Leaf<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct("Leaf").field("type", &self.r#type).finish()
+        }
     }
     impl<'a> Leaf<'a> {
         /// An empty message in `arena`.
@@ -2805,7 +2863,7 @@ pub mod node {
     }
 }
 /// Message `HTTPServer`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct HttpServer<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
@@ -2813,6 +2871,14 @@ pub struct HttpServer<'a> {
     tls_config: ::core::option::Option<
         ::cornflakes::__private::Nested<'a, http_server::TlsConfig<'a>>,
     >,
+}
+impl ::core::fmt::Debug for HttpServer<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("max_conns", &self.max_conns)
+            .field("tls_config", &self.tls_config)
+            .finish()
+    }
 }
 impl<'a> HttpServer<'a> {
     /// An empty message in `arena`.
@@ -3013,11 +3079,16 @@ impl HttpServerOwned {
 /// Types nested in message `HTTPServer`.
 pub mod http_server {
     /// Message `TLSConfig`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-    #[derive(Clone, Debug, PartialEq)]
+    #[derive(Clone, PartialEq)]
     pub struct TlsConfig<'a> {
         __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
         __cf_bitmap: [u32; 1],
         cert_pem: ::cornflakes::CfBytes<'a>,
+    }
+    impl ::core::fmt::Debug for TlsConfig<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct("TlsConfig").field("cert_pem", &self.cert_pem).finish()
+        }
     }
     impl<'a> TlsConfig<'a> {
         /// An empty message in `arena`.

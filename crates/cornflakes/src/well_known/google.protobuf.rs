@@ -2,12 +2,20 @@
 // Package: google.protobuf
 
 /// Message `Any`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Any<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     type_url: ::cornflakes::CfString<'a>,
     value: ::cornflakes::CfBytes<'a>,
+}
+impl ::core::fmt::Debug for Any<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Any")
+            .field("type_url", &self.type_url)
+            .field("value", &self.value)
+            .finish()
+    }
 }
 impl<'a> Any<'a> {
     /// An empty message in `arena`.
@@ -356,12 +364,20 @@ impl AnyOwned {
     }
 }
 /// Message `Duration`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Duration<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     seconds: i64,
     nanos: i32,
+}
+impl ::core::fmt::Debug for Duration<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Duration")
+            .field("seconds", &self.seconds)
+            .field("nanos", &self.nanos)
+            .finish()
+    }
 }
 impl<'a> Duration<'a> {
     /// An empty message in `arena`.
@@ -558,10 +574,15 @@ impl DurationOwned {
     }
 }
 /// Message `Empty`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Empty<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 0],
+}
+impl ::core::fmt::Debug for Empty<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Empty").finish()
+    }
 }
 impl<'a> Empty<'a> {
     /// An empty message in `arena`.
@@ -657,11 +678,16 @@ impl EmptyOwned {
     }
 }
 /// Message `FieldMask`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct FieldMask<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     paths: ::cornflakes::List<'a, ::cornflakes::CfString<'a>>,
+}
+impl ::core::fmt::Debug for FieldMask<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("FieldMask").field("paths", &self.paths).finish()
+    }
 }
 impl<'a> FieldMask<'a> {
     /// An empty message in `arena`.
@@ -890,11 +916,16 @@ impl ::core::convert::From<NullValue> for i32 {
     }
 }
 /// Message `Struct`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Struct<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     fields: ::cornflakes::List<'a, r#struct::FieldsEntry<'a>>,
+}
+impl ::core::fmt::Debug for Struct<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Struct").field("fields", &self.fields).finish()
+    }
 }
 impl<'a> Struct<'a> {
     /// An empty message in `arena`.
@@ -1110,7 +1141,7 @@ impl StructOwned {
 /// Types nested in message `Struct`.
 pub mod r#struct {
     /// Message `FieldsEntry`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-    #[derive(Clone, Debug, PartialEq)]
+    #[derive(Clone, PartialEq)]
     pub struct FieldsEntry<'a> {
         __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
         __cf_bitmap: [u32; 1],
@@ -1118,6 +1149,14 @@ pub mod r#struct {
         value: ::core::option::Option<
             ::cornflakes::__private::Nested<'a, super::Value<'a>>,
         >,
+    }
+    impl ::core::fmt::Debug for FieldsEntry<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct("FieldsEntry")
+                .field("key", &self.key)
+                .field("value", &self.value)
+                .finish()
+        }
     }
     impl<'a> FieldsEntry<'a> {
         /// An empty message in `arena`.
@@ -1409,11 +1448,16 @@ pub mod r#struct {
     }
 }
 /// Message `Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Value<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     kind: ::core::option::Option<value::Kind<'a>>,
+}
+impl ::core::fmt::Debug for Value<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Value").field("kind", &self.kind).finish()
+    }
 }
 impl<'a> Value<'a> {
     /// An empty message in `arena`.
@@ -1884,11 +1928,16 @@ pub mod value {
     }
 }
 /// Message `ListValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct ListValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     values: ::cornflakes::List<'a, Value<'a>>,
+}
+impl ::core::fmt::Debug for ListValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("ListValue").field("values", &self.values).finish()
+    }
 }
 impl<'a> ListValue<'a> {
     /// An empty message in `arena`.
@@ -2075,12 +2124,20 @@ impl ListValueOwned {
     }
 }
 /// Message `Timestamp`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Timestamp<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     seconds: i64,
     nanos: i32,
+}
+impl ::core::fmt::Debug for Timestamp<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Timestamp")
+            .field("seconds", &self.seconds)
+            .field("nanos", &self.nanos)
+            .finish()
+    }
 }
 impl<'a> Timestamp<'a> {
     /// An empty message in `arena`.
@@ -2280,11 +2337,16 @@ impl TimestampOwned {
     }
 }
 /// Message `DoubleValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct DoubleValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: f64,
+}
+impl ::core::fmt::Debug for DoubleValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("DoubleValue").field("value", &self.value).finish()
+    }
 }
 impl<'a> DoubleValue<'a> {
     /// An empty message in `arena`.
@@ -2436,11 +2498,16 @@ impl DoubleValueOwned {
     }
 }
 /// Message `FloatValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct FloatValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: f32,
+}
+impl ::core::fmt::Debug for FloatValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("FloatValue").field("value", &self.value).finish()
+    }
 }
 impl<'a> FloatValue<'a> {
     /// An empty message in `arena`.
@@ -2592,11 +2659,16 @@ impl FloatValueOwned {
     }
 }
 /// Message `Int64Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Int64Value<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: i64,
+}
+impl ::core::fmt::Debug for Int64Value<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Int64Value").field("value", &self.value).finish()
+    }
 }
 impl<'a> Int64Value<'a> {
     /// An empty message in `arena`.
@@ -2748,11 +2820,16 @@ impl Int64ValueOwned {
     }
 }
 /// Message `UInt64Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct UInt64Value<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: u64,
+}
+impl ::core::fmt::Debug for UInt64Value<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("UInt64Value").field("value", &self.value).finish()
+    }
 }
 impl<'a> UInt64Value<'a> {
     /// An empty message in `arena`.
@@ -2904,11 +2981,16 @@ impl UInt64ValueOwned {
     }
 }
 /// Message `Int32Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Int32Value<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: i32,
+}
+impl ::core::fmt::Debug for Int32Value<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("Int32Value").field("value", &self.value).finish()
+    }
 }
 impl<'a> Int32Value<'a> {
     /// An empty message in `arena`.
@@ -3060,11 +3142,16 @@ impl Int32ValueOwned {
     }
 }
 /// Message `UInt32Value`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct UInt32Value<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: u32,
+}
+impl ::core::fmt::Debug for UInt32Value<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("UInt32Value").field("value", &self.value).finish()
+    }
 }
 impl<'a> UInt32Value<'a> {
     /// An empty message in `arena`.
@@ -3216,11 +3303,16 @@ impl UInt32ValueOwned {
     }
 }
 /// Message `BoolValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct BoolValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: bool,
+}
+impl ::core::fmt::Debug for BoolValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("BoolValue").field("value", &self.value).finish()
+    }
 }
 impl<'a> BoolValue<'a> {
     /// An empty message in `arena`.
@@ -3372,11 +3464,16 @@ impl BoolValueOwned {
     }
 }
 /// Message `StringValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct StringValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: ::cornflakes::CfString<'a>,
+}
+impl ::core::fmt::Debug for StringValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("StringValue").field("value", &self.value).finish()
+    }
 }
 impl<'a> StringValue<'a> {
     /// An empty message in `arena`.
@@ -3604,11 +3701,16 @@ impl StringValueOwned {
     }
 }
 /// Message `BytesValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct BytesValue<'a> {
     __cf_arena: ::cornflakes::__private::ArenaRef<'a>,
     __cf_bitmap: [u32; 1],
     value: ::cornflakes::CfBytes<'a>,
+}
+impl ::core::fmt::Debug for BytesValue<'_> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.debug_struct("BytesValue").field("value", &self.value).finish()
+    }
 }
 impl<'a> BytesValue<'a> {
     /// An empty message in `arena`.
