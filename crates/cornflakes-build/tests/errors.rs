@@ -145,3 +145,25 @@ fn imports_across_packages_resolve_to_relative_paths() {
     assert_eq!(names, ["pa.inner.rs", "pb.rs"]);
     assert!(files[1].code.contains("super::pa::inner::A<'a>"), "{}", files[1].code);
 }
+
+#[test]
+fn extern_paths_map_packages_to_rust_paths() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.join("a.proto"),
+        "syntax = \"proto3\";\npackage acme.common;\nmessage Id { uint64 v = 1; message Sub { uint32 x = 1; } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.proto"),
+        "syntax = \"proto3\";\npackage shop;\nimport \"a.proto\";\nmessage Order { acme.common.Id id = 1; acme.common.Id.Sub sub = 2; }\n",
+    )
+    .unwrap();
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false).extern_path(".acme", "::acme_types");
+    let files = config.generate(&[dir.join("b.proto")], &[&dir]).unwrap();
+    assert_eq!(files.len(), 1, "only the requested file is generated");
+    let code = &files[0].code;
+    assert!(code.contains("::acme_types::common::Id<'a>"), "{code}");
+    assert!(code.contains("::acme_types::common::id::Sub<'a>"), "{code}");
+}
