@@ -52,7 +52,7 @@ fn corpus() -> Result<(), Box<dyn std::error::Error>> {
             code.push_str(&format!("include!(concat!(env!(\"OUT_DIR\"), \"/corpus/{file}\"));\n"));
         }
         for (name, child) in &t.0 {
-            code.push_str(&format!("pub mod {name} {{\n"));
+            code.push_str(&format!("/// Proto package segment `{name}`.\npub mod {name} {{\n"));
             emit(child, code);
             code.push_str("}\n");
         }

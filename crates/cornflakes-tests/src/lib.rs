@@ -15,8 +15,9 @@ pub mod wide {
 
 /// Types generated from the schema corpus (`proto/corpus`): one module per
 /// proto package (`acme::r#type`, `acme::pubsub::v1`, ...). Built with
-/// `#[deny(warnings)]`: the generated code must compile without any.
-#[deny(warnings)]
+/// `#[deny(warnings, missing_docs)]`: the generated code must compile
+/// without any warning, and document every public item.
+#[deny(warnings, missing_docs)]
 pub mod corpus {
     include!(concat!(env!("OUT_DIR"), "/corpus/mod.rs"));
 }
