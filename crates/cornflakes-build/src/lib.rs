@@ -17,11 +17,29 @@
 //! ```
 //!
 //! Parsing is done by `protox` (a complete protobuf compiler in Rust), so no
-//! `protoc` is needed. Supported: proto3 scalars (`int32`, `int64`,
-//! `uint32`, `uint64`, `sint*`, `fixed*`, `sfixed*`, `bool`, `float`,
-//! `double`), `string`, `bytes`, nested messages and `repeated` of each, and
-//! `optional`. Anything else (`oneof`, `map`, enums, proto2) is an error
-//! naming the file, line and feature.
+//! `protoc` is needed. Supported: everything proto3 has except extensions
+//! (and so custom options): scalars, `string`, `bytes`, nested messages,
+//! `repeated`, `optional`, enums (open, as prost: unknown values are kept as
+//! `i32`), `oneof` (one Rust enum per oneof), `map<K, V>`, imports across
+//! packages, and the well-known types (`google/protobuf/*.proto`, bundled by
+//! protox), which map to `::cornflakes::well_known`. proto2 files (and with
+//! them groups) and `extend` are errors naming the file, line and feature.
+//!
+//! Names follow prost-build: messages and enums in `UpperCamelCase`
+//! (`HTTPServer` is `HttpServer`), fields, packages and modules in
+//! `snake_case`, Rust keywords escaped (`package acme.type;` is module
+//! `acme::r#type`). Two schema names that would generate the same Rust name
+//! (fields `foo` and `foo_copied` both need a method `set_foo_copied`) are
+//! an error at build time that names both.
+//!
+//! Each message `M` gets: `new_in(&arena)` (messages live in a per-request
+//! arena, so there is no `Default`), `Clone`, `Debug`, `PartialEq`; per
+//! field `has_`/`get_`/`set_`/`clear_` (and `set_x_copied`, `set_x_owned`,
+//! `set_x_buf` for values that do not outlive the message, `get_mut_`,
+//! `init_`, `append_` for lists, `insert_`/`lookup_` for maps, `get_x_raw`
+//! for enums); and `MOwned`, a decoded message owned together with its
+//! packet. proto3 presence: a field without `optional` set to its default
+//! is not encoded.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -31,6 +49,19 @@ mod schema;
 use std::path::{Path, PathBuf};
 
 pub use schema::Unsupported;
+
+/// Google's well-known types that `::cornflakes::well_known` provides (the
+/// files protox bundles); a schema imports them as usual
+/// (`import "google/protobuf/timestamp.proto";`) without listing them.
+pub const WELL_KNOWN_FILES: [&str; 7] = [
+    "google/protobuf/any.proto",
+    "google/protobuf/duration.proto",
+    "google/protobuf/empty.proto",
+    "google/protobuf/field_mask.proto",
+    "google/protobuf/struct.proto",
+    "google/protobuf/timestamp.proto",
+    "google/protobuf/wrappers.proto",
+];
 
 /// Why code generation failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +96,9 @@ pub struct GeneratedFile {
     pub package: String,
     /// Formatted Rust source.
     pub code: String,
+    /// Rust paths of the generated message types, relative to the
+    /// package's module (`Outer`, `outer::Inner`).
+    pub messages: Vec<String>,
 }
 
 /// Code generation settings, in the builder style of `prost_build::Config`.
@@ -72,6 +106,8 @@ pub struct GeneratedFile {
 pub struct Config {
     out_dir: Option<PathBuf>,
     rerun_if_changed: bool,
+    extern_paths: Vec<(String, String)>,
+    samples: bool,
 }
 
 impl Default for Config {
@@ -81,9 +117,40 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Default settings: write to `OUT_DIR`, emit `rerun-if-changed`.
+    /// Default settings: write to `OUT_DIR`, emit `rerun-if-changed`, map
+    /// `.google.protobuf` to `::cornflakes::well_known`.
     pub fn new() -> Self {
-        Config { out_dir: None, rerun_if_changed: true }
+        Config {
+            out_dir: None,
+            rerun_if_changed: true,
+            extern_paths: vec![(".google.protobuf".to_owned(), "::cornflakes::well_known".to_owned())],
+            samples: false,
+        }
+    }
+
+    /// Uses the Rust types at `rust_path` for the proto package (or message)
+    /// `proto_path` instead of generating them, as `prost_build::Config::extern_path`
+    /// does: `config.extern_path(".acme.common", "::acme_common")`. By default
+    /// `.google.protobuf` maps to `::cornflakes::well_known`.
+    pub fn extern_path(&mut self, proto_path: impl Into<String>, rust_path: impl Into<String>) -> &mut Self {
+        let proto_path = proto_path.into();
+        self.extern_paths.retain(|(p, _)| *p != proto_path);
+        self.extern_paths.push((proto_path, rust_path.into()));
+        self
+    }
+
+    /// Removes every extern path, the default one included (used to
+    /// generate `::cornflakes::well_known` itself).
+    pub fn clear_extern_paths(&mut self) -> &mut Self {
+        self.extern_paths.clear();
+        self
+    }
+
+    /// Also generates, on every message, a hidden `__cf_sample(arena, blob,
+    /// depth)` that sets every field: test support for generated code.
+    pub fn test_samples(&mut self, on: bool) -> &mut Self {
+        self.samples = on;
+        self
     }
 
     /// Writes generated files to `dir` instead of `OUT_DIR`.
@@ -106,13 +173,13 @@ impl Config {
         protos: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<Vec<GeneratedFile>, Error> {
-        let parsed = schema::parse(protos, includes)?;
+        let parsed = schema::parse(protos, includes, &self.extern_paths)?;
         if self.rerun_if_changed {
             for path in &parsed.source_paths {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-        codegen::generate(&parsed)
+        codegen::generate(&parsed, &codegen::Options { samples: self.samples })
     }
 
     /// Generates and writes one `<package>.rs` per proto package; files

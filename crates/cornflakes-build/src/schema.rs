@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use prost_types::field_descriptor_proto::{Label, Type};
-use prost_types::{DescriptorProto, FileDescriptorProto, SourceCodeInfo};
+use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto, SourceCodeInfo};
 
 use crate::Error;
 
@@ -50,13 +50,16 @@ impl Scalar {
     }
 }
 
-/// A reference to a message type: its package and the messages it is
-/// nested in.
+/// A reference to a message or enum type: its package and the messages it
+/// is nested in, or the Rust path it is mapped to by an extern path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TypeRef {
     pub(crate) package: Vec<String>,
     pub(crate) parents: Vec<String>,
     pub(crate) name: String,
+    /// Rust path of the package when the type is provided by a crate (as
+    /// `.google.protobuf` is by `::cornflakes::well_known`).
+    pub(crate) extern_root: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -65,6 +68,15 @@ pub(crate) enum Kind {
     Bytes,
     String,
     Message(TypeRef),
+    /// An open enum: stored and encoded as its `i32` value.
+    Enum(TypeRef),
+}
+
+/// A `map<K, V>` field: on the wire, a list of its entry messages.
+#[derive(Clone, Debug)]
+pub(crate) struct MapDef {
+    pub(crate) key: Kind,
+    pub(crate) value: Kind,
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +85,24 @@ pub(crate) struct FieldDef {
     pub(crate) number: i32,
     pub(crate) kind: Kind,
     pub(crate) repeated: bool,
+    /// proto3 `optional`: explicit presence.
+    pub(crate) optional: bool,
+    /// Index into the message's `oneofs` when the field is a oneof member.
+    pub(crate) oneof: Option<usize>,
+    pub(crate) map: Option<MapDef>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct OneofDef {
+    pub(crate) name: String,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct EnumDef {
+    pub(crate) name: String,
+    /// (proto name, number), aliases removed (the first name of a number
+    /// wins, as in prost).
+    pub(crate) values: Vec<(String, i32)>,
 }
 
 #[derive(Clone, Debug)]
@@ -80,7 +110,13 @@ pub(crate) struct MessageDef {
     pub(crate) name: String,
     /// Fields in field-number order: the order of bitmap bits and entries.
     pub(crate) fields: Vec<FieldDef>,
+    /// Real (not synthetic) oneofs.
+    pub(crate) oneofs: Vec<OneofDef>,
     pub(crate) nested: Vec<MessageDef>,
+    pub(crate) enums: Vec<EnumDef>,
+    /// The position of the message in its file (source-info path), for
+    /// errors found while generating.
+    pub(crate) location: (u32, u32),
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +124,7 @@ pub(crate) struct SchemaFile {
     pub(crate) name: String,
     pub(crate) package: String,
     pub(crate) messages: Vec<MessageDef>,
+    pub(crate) enums: Vec<EnumDef>,
 }
 
 pub(crate) struct Parsed {
@@ -97,7 +134,11 @@ pub(crate) struct Parsed {
     pub(crate) source_paths: Vec<PathBuf>,
 }
 
-pub(crate) fn parse(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<Parsed, Error> {
+pub(crate) fn parse(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+    extern_paths: &[(String, String)],
+) -> Result<Parsed, Error> {
     let mut compiler =
         protox::Compiler::new(includes.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
     compiler.include_imports(true).include_source_info(true);
@@ -107,14 +148,14 @@ pub(crate) fn parse(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) 
     let requested: Vec<String> = compiler.files().filter(|f| !f.is_import()).map(|f| f.name().to_owned()).collect();
     let source_paths = compiler.files().filter_map(|f| f.path().map(Path::to_path_buf)).collect();
 
-    let known: HashMap<String, TypeInfo> = collect_types(&fds.file);
+    let known: HashMap<String, TypeInfo> = collect_types(&fds.file, extern_paths);
     let mut files = Vec::new();
     for fd in &fds.file {
-        // Imported files are checked too: a message we reference must be
-        // representable.
-        let file = convert_file(fd, &known)?;
+        // Only the files asked for are converted and checked: an import
+        // contributes the types it names (resolved through `known`), so an
+        // unused import, or one that uses features Cornflakes lacks, is fine.
         if requested.iter().any(|r| r == fd.name()) {
-            files.push(file);
+            files.push(convert_file(fd, &known)?);
         }
     }
     Ok(Parsed { files, source_paths })
@@ -122,43 +163,72 @@ pub(crate) fn parse(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) 
 
 struct TypeInfo {
     type_ref: TypeRef,
-    map_entry: bool,
+    /// For a map entry message: its key and value fields.
+    map_entry: Option<(prost_types::FieldDescriptorProto, prost_types::FieldDescriptorProto)>,
+    is_enum: bool,
 }
 
-fn collect_types(files: &[FileDescriptorProto]) -> HashMap<String, TypeInfo> {
-    fn walk(
-        msgs: &[DescriptorProto],
-        prefix: &str,
-        package: &[String],
-        parents: &[String],
-        out: &mut HashMap<String, TypeInfo>,
-    ) {
-        for m in msgs {
-            let full = format!("{prefix}.{}", m.name());
-            let map_entry = m.options.as_ref().and_then(|o| o.map_entry).unwrap_or(false);
-            out.insert(
-                full.clone(),
-                TypeInfo {
-                    type_ref: TypeRef {
-                        package: package.to_vec(),
-                        parents: parents.to_vec(),
-                        name: m.name().to_owned(),
-                    },
-                    map_entry,
-                },
-            );
-            let mut p = parents.to_vec();
-            p.push(m.name().to_owned());
-            walk(&m.nested_type, &full, package, &p, out);
+fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)]) -> HashMap<String, TypeInfo> {
+    struct Ctx<'x> {
+        package: &'x [String],
+        extern_root: Option<String>,
+        out: HashMap<String, TypeInfo>,
+    }
+    fn type_ref(ctx: &Ctx<'_>, parents: &[String], name: &str) -> TypeRef {
+        TypeRef {
+            package: ctx.package.to_vec(),
+            parents: parents.to_vec(),
+            name: name.to_owned(),
+            extern_root: ctx.extern_root.clone(),
         }
     }
-    let mut out = HashMap::new();
+    fn walk(
+        ctx: &mut Ctx<'_>,
+        msgs: &[DescriptorProto],
+        enums: &[EnumDescriptorProto],
+        prefix: &str,
+        parents: &[String],
+    ) {
+        for e in enums {
+            let full = format!("{prefix}.{}", e.name());
+            let info = TypeInfo { type_ref: type_ref(ctx, parents, e.name()), map_entry: None, is_enum: true };
+            ctx.out.insert(full, info);
+        }
+        for m in msgs {
+            let full = format!("{prefix}.{}", m.name());
+            let map_entry = if m.options.as_ref().and_then(|o| o.map_entry).unwrap_or(false) {
+                let key = m.field.iter().find(|f| f.number() == 1).cloned().unwrap_or_default();
+                let value = m.field.iter().find(|f| f.number() == 2).cloned().unwrap_or_default();
+                Some((key, value))
+            } else {
+                None
+            };
+            let info = TypeInfo { type_ref: type_ref(ctx, parents, m.name()), map_entry, is_enum: false };
+            ctx.out.insert(full.clone(), info);
+            let mut p = parents.to_vec();
+            p.push(m.name().to_owned());
+            walk(ctx, &m.nested_type, &m.enum_type, &full, &p);
+        }
+    }
+    let mut ctx = Ctx { package: &[], extern_root: None, out: HashMap::new() };
     for f in files {
         let package: Vec<String> = f.package().split('.').filter(|s| !s.is_empty()).map(str::to_owned).collect();
         let prefix = if f.package().is_empty() { String::new() } else { format!(".{}", f.package()) };
-        walk(&f.message_type, &prefix, &package, &[], &mut out);
+        // The longest extern path that is the package or a parent of it.
+        let extern_root = extern_paths
+            .iter()
+            .filter(|(proto, _)| prefix == *proto || prefix.starts_with(&format!("{proto}.")))
+            .max_by_key(|(proto, _)| proto.len())
+            .map(|(proto, rust)| {
+                let rest: Vec<String> =
+                    prefix[proto.len()..].split('.').filter(|s| !s.is_empty()).map(crate::codegen::to_snake).collect();
+                std::iter::once(rust.clone()).chain(rest).collect::<Vec<_>>().join("::")
+            });
+        let mut c = Ctx { package: &package, extern_root, out: std::mem::take(&mut ctx.out) };
+        walk(&mut c, &f.message_type, &f.enum_type, &prefix, &[]);
+        ctx.out = c.out;
     }
-    out
+    ctx.out
 }
 
 /// Maps source-info paths to (line, column), both 1-based.
@@ -177,21 +247,35 @@ impl Locations {
         Locations(map)
     }
 
+    /// The position of `path`, or of its nearest enclosing element that has
+    /// one (never 0:0: the file's start as a last resort).
+    fn at(&self, path: &[i32]) -> (u32, u32) {
+        let mut p = path;
+        loop {
+            if let Some(pos) = self.0.get(p) {
+                return *pos;
+            }
+            match p.len() {
+                0 => return (1, 1),
+                n => p = &p[..n - 1],
+            }
+        }
+    }
+
     fn unsupported(&self, file: &str, path: &[i32], feature: &'static str, detail: String) -> Unsupported {
-        let (line, column) = self.0.get(path).copied().unwrap_or((0, 0));
+        let (line, column) = self.at(path);
         Unsupported { file: file.to_owned(), line, column, feature, detail }
     }
 }
 
 // Field numbers in descriptor.proto, for source-info paths.
 const FILE_MESSAGE: i32 = 4;
-const FILE_ENUM: i32 = 5;
 const FILE_EXTENSION: i32 = 7;
 const FILE_SYNTAX: i32 = 12;
 const MSG_FIELD: i32 = 2;
 const MSG_NESTED: i32 = 3;
-const MSG_ENUM: i32 = 4;
-const MSG_ONEOF: i32 = 8;
+const MSG_EXTENSION_RANGE: i32 = 5;
+const MSG_EXTENSION: i32 = 6;
 
 fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<SchemaFile, Unsupported> {
     let locs = Locations::new(fd.source_code_info.as_ref());
@@ -205,22 +289,53 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
             format!("syntax \"{syntax}\"; write `syntax = \"proto3\";`"),
         ));
     }
-    if let Some(e) = fd.enum_type.first() {
+    if !fd.extension.is_empty() {
         return Err(locs.unsupported(
             &name,
-            &[FILE_ENUM, 0],
-            "enum",
-            format!("enum {}; use an integer field", e.name()),
+            &[FILE_EXTENSION, 0],
+            "extension",
+            format!("extend {}: Cornflakes has no extensions (custom options included)", fd.extension[0].extendee()),
         ));
     }
-    if !fd.extension.is_empty() {
-        return Err(locs.unsupported(&name, &[FILE_EXTENSION, 0], "extension", "extend blocks".into()));
-    }
+    let enums = fd.enum_type.iter().map(convert_enum).collect();
     let mut messages = Vec::new();
     for (i, m) in fd.message_type.iter().enumerate() {
         messages.push(convert_message(m, &[FILE_MESSAGE, i as i32], &name, &locs, known)?);
     }
-    Ok(SchemaFile { name, package: fd.package().to_owned(), messages })
+    Ok(SchemaFile { name, package: fd.package().to_owned(), messages, enums })
+}
+
+fn convert_enum(e: &EnumDescriptorProto) -> EnumDef {
+    let mut values: Vec<(String, i32)> = Vec::new();
+    for v in &e.value {
+        if !values.iter().any(|(_, n)| *n == v.number()) {
+            values.push((v.name().to_owned(), v.number()));
+        }
+    }
+    EnumDef { name: e.name().to_owned(), values }
+}
+
+fn scalar_kind(f: &prost_types::FieldDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<Kind, &'static str> {
+    Ok(match f.r#type() {
+        Type::Double => Kind::Scalar(Scalar::F64),
+        Type::Float => Kind::Scalar(Scalar::F32),
+        Type::Int64 | Type::Sint64 | Type::Sfixed64 => Kind::Scalar(Scalar::I64),
+        Type::Uint64 | Type::Fixed64 => Kind::Scalar(Scalar::U64),
+        Type::Int32 | Type::Sint32 | Type::Sfixed32 => Kind::Scalar(Scalar::I32),
+        Type::Uint32 | Type::Fixed32 => Kind::Scalar(Scalar::U32),
+        Type::Bool => Kind::Scalar(Scalar::Bool),
+        Type::String => Kind::String,
+        Type::Bytes => Kind::Bytes,
+        Type::Group => return Err("group"),
+        Type::Enum | Type::Message => {
+            let info = known.get(f.type_name()).ok_or("unresolved type")?;
+            if info.is_enum {
+                Kind::Enum(info.type_ref.clone())
+            } else {
+                Kind::Message(info.type_ref.clone())
+            }
+        }
+    })
 }
 
 fn convert_message(
@@ -231,74 +346,67 @@ fn convert_message(
     known: &HashMap<String, TypeInfo>,
 ) -> Result<MessageDef, Unsupported> {
     let at = |suffix: &[i32]| [path, suffix].concat();
-    if let Some(e) = m.enum_type.first() {
+    if !m.extension.is_empty() {
         return Err(locs.unsupported(
             file,
-            &at(&[MSG_ENUM, 0]),
-            "enum",
-            format!("enum {} in message {}; use an integer field", e.name(), m.name()),
+            &at(&[MSG_EXTENSION, 0]),
+            "extension",
+            format!("extend {} in message {}", m.extension[0].extendee(), m.name()),
         ));
     }
-    if !m.extension.is_empty() || !m.extension_range.is_empty() {
-        return Err(locs.unsupported(file, path, "extension", format!("extensions in message {}", m.name())));
+    if !m.extension_range.is_empty() {
+        return Err(locs.unsupported(
+            file,
+            &at(&[MSG_EXTENSION_RANGE, 0]),
+            "extension",
+            format!("extension range in message {}", m.name()),
+        ));
     }
+    // Real oneofs get an index; synthetic ones (proto3 `optional`) do not.
+    let mut oneofs = Vec::new();
+    let mut oneof_index = vec![None; m.oneof_decl.len()];
     for (j, oneof) in m.oneof_decl.iter().enumerate() {
-        // proto3 `optional` is a one-member "synthetic" oneof: allowed.
         let synthetic = m.field.iter().filter(|f| f.oneof_index == Some(j as i32)).all(|f| f.proto3_optional());
         if !synthetic {
-            return Err(locs.unsupported(
-                file,
-                &at(&[MSG_ONEOF, j as i32]),
-                "oneof",
-                format!("oneof {} in message {}; use separate fields", oneof.name(), m.name()),
-            ));
+            oneof_index[j] = Some(oneofs.len());
+            oneofs.push(OneofDef { name: oneof.name().to_owned() });
         }
     }
     let mut fields = Vec::new();
     for (j, f) in m.field.iter().enumerate() {
         let fpath = at(&[MSG_FIELD, j as i32]);
         let repeated = f.label() == Label::Repeated;
-        let kind = match f.r#type() {
-            Type::Double => Kind::Scalar(Scalar::F64),
-            Type::Float => Kind::Scalar(Scalar::F32),
-            Type::Int64 | Type::Sint64 | Type::Sfixed64 => Kind::Scalar(Scalar::I64),
-            Type::Uint64 | Type::Fixed64 => Kind::Scalar(Scalar::U64),
-            Type::Int32 | Type::Sint32 | Type::Sfixed32 => Kind::Scalar(Scalar::I32),
-            Type::Uint32 | Type::Fixed32 => Kind::Scalar(Scalar::U32),
-            Type::Bool => Kind::Scalar(Scalar::Bool),
-            Type::String => Kind::String,
-            Type::Bytes => Kind::Bytes,
-            Type::Enum => {
-                return Err(locs.unsupported(
-                    file,
-                    &fpath,
-                    "enum",
-                    format!("field {} of enum type {}; use an integer field", f.name(), f.type_name()),
-                ))
-            }
-            Type::Group => return Err(locs.unsupported(file, &fpath, "group", format!("field {}", f.name()))),
-            Type::Message => {
-                let info = known.get(f.type_name()).expect("protox resolved every type name");
-                if info.map_entry {
-                    return Err(locs.unsupported(
-                        file,
-                        &fpath,
-                        "map",
-                        format!("map field {}; use a repeated message of key/value pairs", f.name()),
-                    ));
+        let kind = scalar_kind(f, known)
+            .map_err(|feature| locs.unsupported(file, &fpath, feature, format!("field {}", f.name())))?;
+        let map = match &kind {
+            Kind::Message(_) => match known.get(f.type_name()).and_then(|i| i.map_entry.as_ref()) {
+                Some((k, v)) => {
+                    let bad =
+                        |what: &str| locs.unsupported(file, &fpath, "map", format!("map field {}: {what}", f.name()));
+                    let key = scalar_kind(k, known).map_err(bad)?;
+                    let value = scalar_kind(v, known).map_err(bad)?;
+                    Some(MapDef { key, value })
                 }
-                Kind::Message(info.type_ref.clone())
-            }
+                None => None,
+            },
+            _ => None,
         };
-        fields.push(FieldDef { name: f.name().to_owned(), number: f.number(), kind, repeated });
+        let oneof = f.oneof_index.and_then(|i| oneof_index.get(i as usize).copied().flatten());
+        fields.push(FieldDef {
+            name: f.name().to_owned(),
+            number: f.number(),
+            kind,
+            repeated,
+            optional: f.proto3_optional(),
+            oneof,
+            map,
+        });
     }
     fields.sort_by_key(|f| f.number);
     let mut nested = Vec::new();
     for (k, n) in m.nested_type.iter().enumerate() {
-        if n.options.as_ref().and_then(|o| o.map_entry).unwrap_or(false) {
-            continue;
-        }
         nested.push(convert_message(n, &at(&[MSG_NESTED, k as i32]), file, locs, known)?);
     }
-    Ok(MessageDef { name: m.name().to_owned(), fields, nested })
+    let enums = m.enum_type.iter().map(convert_enum).collect();
+    Ok(MessageDef { name: m.name().to_owned(), fields, oneofs, nested, enums, location: locs.at(path) })
 }

@@ -27,26 +27,88 @@ fn unsupported(source: &str) -> cornflakes_build::Unsupported {
 }
 
 #[test]
-fn oneof_is_rejected_with_its_line() {
+fn oneof_map_and_enums_generate_code() {
+    let files = generate(
+        "syntax = \"proto3\";\nenum Color { COLOR_UNSPECIFIED = 0; COLOR_RED = 1; }\nmessage M {\n  oneof choice {\n    uint32 a = 1;\n    string b = 2;\n  }\n  map<string, bytes> m = 3;\n  Color c = 4;\n  enum E { A = 0; }\n  E e = 5;\n}\n",
+    )
+    .unwrap();
+    let code = &files[0].code;
+    assert!(code.contains("pub enum Choice<'a>"), "{code}");
+    assert!(code.contains("pub enum Color"), "{code}");
+    assert!(code.contains("Red = 1"), "prefix stripped as prost does: {code}");
+    assert!(code.contains("pub fn insert_m("), "{code}");
+    assert!(code.contains("pub fn get_c_raw("), "{code}");
+}
+
+#[test]
+fn extensions_are_rejected_with_their_line() {
     let u = unsupported(
-        "syntax = \"proto3\";\nmessage M {\n  oneof choice {\n    uint32 a = 1;\n    string b = 2;\n  }\n}\n",
+        "syntax = \"proto3\";\nimport \"google/protobuf/descriptor.proto\";\nextend google.protobuf.FieldOptions {\n  uint32 my_option = 50000;\n}\nmessage M { uint32 x = 1; }\n",
     );
-    assert_eq!((u.file.as_str(), u.line, u.feature), ("s.proto", 3, "oneof"));
-    assert!(u.to_string().starts_with("s.proto:3:3: oneof is not supported"), "{u}");
+    assert_eq!((u.line, u.feature), (4, "extension"));
+    assert!(u.line > 0 && u.column > 0);
 }
 
 #[test]
-fn map_is_rejected_with_its_line() {
-    let u = unsupported("syntax = \"proto3\";\nmessage M {\n  uint32 x = 1;\n  map<string, bytes> m = 2;\n}\n");
-    assert_eq!((u.line, u.feature), (4, "map"));
+fn proto2_groups_are_rejected_with_a_line() {
+    let u = unsupported("syntax = \"proto2\";\nmessage M {\n  optional group G = 1 { optional uint32 x = 2; }\n}\n");
+    assert_eq!(u.feature, "non-proto3 syntax");
+    assert!(u.line > 0 && u.column > 0, "{u}");
 }
 
 #[test]
-fn enums_are_rejected() {
-    let u = unsupported("syntax = \"proto3\";\nenum Color {\n  RED = 0;\n}\nmessage M { uint32 x = 1; }\n");
-    assert_eq!((u.line, u.feature), (2, "enum"));
-    let u = unsupported("syntax = \"proto3\";\nmessage M {\n  enum E { A = 0; }\n  uint32 x = 1;\n}\n");
-    assert_eq!((u.line, u.feature), (3, "enum"));
+fn unused_and_well_known_imports_are_accepted() {
+    let files = generate(
+        "syntax = \"proto3\";\nimport \"google/protobuf/struct.proto\";\nimport \"google/protobuf/timestamp.proto\";\nmessage M { google.protobuf.Timestamp t = 1; }\n",
+    )
+    .unwrap();
+    assert!(files[0].code.contains("::cornflakes::well_known::Timestamp<'a>"), "{}", files[0].code);
+}
+
+#[test]
+fn keyword_packages_are_escaped() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.join("a.proto"),
+        "syntax = \"proto3\";\npackage acme.type;\nmessage Money { int64 units = 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.proto"),
+        "syntax = \"proto3\";\npackage acme.shop;\nimport \"a.proto\";\nmessage Price { acme.type.Money money = 1; }\n",
+    )
+    .unwrap();
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false);
+    let files = config.generate(&[dir.join("a.proto"), dir.join("b.proto")], &[&dir]).unwrap();
+    assert!(files[0].code.contains("super::r#type::Money<'a>"), "{}", files[0].code);
+}
+
+#[test]
+fn accessor_collisions_are_reported_with_both_names() {
+    for (a, b, method) in [
+        ("foo", "foo_copied", "set_foo_copied"),
+        ("bar", "bar_field", "set_bar_field"),
+        ("items", "mut_items", "get_mut_items"),
+    ] {
+        let source = format!(
+            "syntax = \"proto3\";\nmessage M {{\n  {} {a} = 1;\n  string {b} = 2;\n}}\n",
+            if a == "items" { "repeated string" } else { "string" }
+        );
+        let u = unsupported(&source);
+        assert_eq!(u.feature, "a Rust name collision");
+        assert_eq!(u.line, 2, "{u}");
+        assert!(u.detail.contains(method) && u.detail.contains(a) && u.detail.contains(b), "{u}");
+    }
+}
+
+#[test]
+fn internal_names_cannot_collide_with_fields() {
+    let files = generate(
+        "syntax = \"proto3\";\nmessage M {\n  uint32 arena = 1;\n  uint32 bitmap = 2;\n  uint32 __cf_arena = 3;\n}\n",
+    )
+    .unwrap();
+    assert!(files[0].code.contains("pub fn get_arena"));
 }
 
 #[test]
@@ -82,4 +144,26 @@ fn imports_across_packages_resolve_to_relative_paths() {
     let names: Vec<_> = files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["pa.inner.rs", "pb.rs"]);
     assert!(files[1].code.contains("super::pa::inner::A<'a>"), "{}", files[1].code);
+}
+
+#[test]
+fn extern_paths_map_packages_to_rust_paths() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.join("a.proto"),
+        "syntax = \"proto3\";\npackage acme.common;\nmessage Id { uint64 v = 1; message Sub { uint32 x = 1; } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.proto"),
+        "syntax = \"proto3\";\npackage shop;\nimport \"a.proto\";\nmessage Order { acme.common.Id id = 1; acme.common.Id.Sub sub = 2; }\n",
+    )
+    .unwrap();
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false).extern_path(".acme", "::acme_types");
+    let files = config.generate(&[dir.join("b.proto")], &[&dir]).unwrap();
+    assert_eq!(files.len(), 1, "only the requested file is generated");
+    let code = &files[0].code;
+    assert!(code.contains("::acme_types::common::Id<'a>"), "{code}");
+    assert!(code.contains("::acme_types::common::id::Sub<'a>"), "{code}");
 }

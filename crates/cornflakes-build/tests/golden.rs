@@ -24,3 +24,20 @@ fn example_matches_golden_file() {
         golden.display()
     );
 }
+
+/// `::cornflakes::well_known` is this generator's output for Google's
+/// well-known types (bundled by protox), checked in. Regenerate with
+/// `UPDATE_GOLDEN=1 cargo test -p cornflakes-build`.
+#[test]
+fn well_known_types_match_the_runtime() {
+    let mut config = cornflakes_build::Config::new();
+    config.emit_rerun_if_changed(false).clear_extern_paths().test_samples(true);
+    let files = config.generate(&cornflakes_build::WELL_KNOWN_FILES, &[] as &[&str]).unwrap();
+    assert_eq!(files.len(), 1);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cornflakes/src/well_known/google.protobuf.rs");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &files[0].code).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).expect("checked-in file exists (UPDATE_GOLDEN=1 creates it)");
+    assert!(files[0].code == expected, "generated code differs from {}; rerun with UPDATE_GOLDEN=1", path.display());
+}

@@ -13,6 +13,15 @@ pub mod wide {
     include!(concat!(env!("OUT_DIR"), "/wide.rs"));
 }
 
+/// Types generated from the schema corpus (`proto/corpus`): one module per
+/// proto package (`acme::r#type`, `acme::pubsub::v1`, ...). Built with
+/// `#[deny(warnings, missing_docs)]`: the generated code must compile
+/// without any warning, and document every public item.
+#[deny(warnings, missing_docs)]
+pub mod corpus {
+    include!(concat!(env!("OUT_DIR"), "/corpus/mod.rs"));
+}
+
 #[cfg(test)]
 mod tests {
     /// The build script's output is the checked-in golden file.

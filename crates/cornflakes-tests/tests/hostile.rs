@@ -233,10 +233,11 @@ fn empty_bytes_offset_past_the_end() {
         Inner::deserialize_from_slice(&past, &arena).unwrap_err(),
         DecodeError::OutOfBounds { at: 17, need: 0, len: 16 }
     );
-    // Exactly at the end is a valid empty field.
+    // Exactly at the end is a valid empty field, which proto3 reads as
+    // unset (an empty `bytes` is its default).
     let at_end = Wire::new().header(&[0b10]).u32(16).u32(0).bytes();
     let m = Inner::deserialize_from_slice(&at_end, &arena).unwrap();
-    assert!(m.has_data() && m.get_data().is_empty());
+    assert!(!m.has_data() && m.get_data().is_empty());
 }
 
 /// Attack: a list count of 0xFFFFFFFF in a 16-byte message. A decoder that
@@ -319,7 +320,7 @@ fn nested_offset_points_to_itself() {
 
     let no_budget = DecodeOptions { traversal_limit: 1 << 20, ..DecodeOptions::default() };
     assert_eq!(Node::deserialize_with_options(&msg, None, &arena, no_budget).unwrap_err(), DecodeError::TooDeep(64));
-    let shallow = DecodeOptions { max_depth: 3, traversal_limit: 1 << 20 };
+    let shallow = DecodeOptions { max_depth: 3, traversal_limit: 1 << 20, ..DecodeOptions::default() };
     assert_eq!(Node::deserialize_with_options(&msg, None, &arena, shallow).unwrap_err(), DecodeError::TooDeep(3));
 
     // A two-node cycle (0 -> 12 -> 0) through a nested field of Everything.
@@ -553,7 +554,11 @@ fn unknown_bits_and_words_from_a_newer_schema_are_ignored() {
     let data_at = inner_at + 16 + 12 + 8;
     w.header(&[0b11, u32::MAX, u32::MAX]).u32(42).u32(data_at).u32(3).u64(0).raw(b"abc");
     let nested = w.bytes();
-    let m = Everything::deserialize_from_slice(&nested, &arena).unwrap();
+    // The shared header is charged twice (prefix and entries), so this
+    // aliasing needs a traversal limit above 1.
+    assert!(matches!(Everything::deserialize_from_slice(&nested, &arena), Err(DecodeError::TraversalLimit(_))));
+    let twice = cornflakes::DecodeOptions { traversal_limit: 2, ..Default::default() };
+    let m = Everything::deserialize_with_options(&nested, None, &arena, twice).unwrap();
     assert_eq!(m.get_inner(), Some(&expected));
     assert_eq!(&m.get_r_inner()[..], std::slice::from_ref(&expected));
 }
@@ -713,4 +718,38 @@ fn serialize_to_vec_of_an_aliased_message_does_not_panic() {
     let mut small = [0u8; 16];
     assert!(matches!(m.serialize_into(&mut small), Err(cornflakes::EncodeError::BufferTooSmall { .. })));
     assert!(matches!(m.serialize_to_vec(), Err(cornflakes::EncodeError::TooLarge(_))));
+}
+
+/// Issue 11: a list whose entries all alias one small header (entries
+/// included) used to decode and re-encode to many times the input length.
+/// The header's entries are now charged every time the header is decoded,
+/// so with the default limits a decoded message re-encodes to at most the
+/// input length, whatever the number of aliases.
+#[test]
+fn aliased_headers_never_re_encode_larger_than_the_input() {
+    let arena = Arena::copying();
+    for count in 0..40u32 {
+        // Everything at 0 (16 bytes: r_inner = (count, table at 16)), the
+        // table, then one Inner { a = 7, data = "hi" } that every entry names.
+        let inner_at = 16 + 4 * count;
+        let mut w = Wire::new();
+        w.header(&[1 << 19]).u32(count).u32(16);
+        for _ in 0..count {
+            w.u32(inner_at);
+        }
+        w.header(&[0b11]).u32(7).u32(inner_at + 20).u32(2).raw(b"hi");
+        let input = w.bytes();
+        match Everything::deserialize_from_slice(&input, &arena) {
+            Ok(m) => {
+                let out = m.serialize_to_vec().unwrap();
+                assert!(
+                    out.len() <= input.len(),
+                    "{count} aliases: {} bytes re-encoded from {}",
+                    out.len(),
+                    input.len()
+                );
+            }
+            Err(e) => assert!(matches!(e, DecodeError::TraversalLimit(_)), "{count}: {e:?}"),
+        };
+    }
 }

@@ -280,15 +280,16 @@ fn check_bytes(got: &cornflakes::CfBytes<'_>, want: &[u8], zc_expected: impl Fn(
 }
 
 fn check_inner(got: &Inner<'_>, want: &InnerModel<RcBuf>, zc: &impl Fn(usize) -> bool) {
-    assert_eq!(got.has_a(), want.a.is_some());
+    // proto3: a field without `optional` is present when not its default.
+    assert_eq!(got.has_a(), want.a.is_some_and(|a| a != 0));
     assert_eq!(got.get_a(), want.a.unwrap_or(0));
-    assert_eq!(got.has_data(), want.data.is_some());
+    assert_eq!(got.has_data(), want.data.as_ref().is_some_and(|d| !d.is_empty()));
     check_bytes(got.get_data(), want.data.as_deref().unwrap_or(&[]), zc);
 }
 
 fn check_node(got: &Node<'_>, want: &NodeModel<RcBuf>, zc: &impl Fn(usize) -> bool) {
     assert_eq!(got.get_value(), want.value.unwrap_or(0));
-    assert_eq!(got.has_value(), want.value.is_some());
+    assert_eq!(got.has_value(), want.value.is_some_and(|v| v != 0));
     match (&want.left, got.get_left()) {
         (Some(w), Some(g)) => check_node(g, w, zc),
         (None, None) => {}
@@ -299,11 +300,11 @@ fn check_node(got: &Node<'_>, want: &NodeModel<RcBuf>, zc: &impl Fn(usize) -> bo
         (None, None) => {}
         other => panic!("right presence differs: {other:?}"),
     }
-    assert_eq!(got.has_leaves(), want.leaves.is_some());
+    assert_eq!(got.has_leaves(), want.leaves.as_ref().is_some_and(|l| !l.is_empty()));
     let leaves = want.leaves.as_deref().unwrap_or(&[]);
     assert_eq!(got.get_leaves().len(), leaves.len());
     for (g, w) in got.get_leaves().iter().zip(leaves) {
-        assert_eq!(g.has_type(), w.is_some());
+        assert_eq!(g.has_type(), w.as_ref().is_some_and(|t| !t.is_empty()));
         assert_eq!(g.get_type().as_str().unwrap(), w.as_ref().map(s).unwrap_or(""));
         check_bytes(g.get_type().as_cf_bytes(), w.as_deref().unwrap_or(&[]), zc);
     }
@@ -312,18 +313,33 @@ fn check_node(got: &Node<'_>, want: &NodeModel<RcBuf>, zc: &impl Fn(usize) -> bo
 fn check(got: &Everything<'_>, want: &Model<RcBuf>, zc: impl Fn(usize) -> bool) {
     macro_rules! scalar {
         ($($f:ident => $get:ident, $has:ident);*) => {$(
-            assert_eq!(got.$has(), want.$f.is_some(), stringify!($f));
+            // proto3: present when not the default.
+            assert_eq!(got.$has(), want.$f.is_some_and(|v| v != Default::default()), stringify!($f));
             assert_eq!(got.$get(), want.$f.unwrap_or_default(), stringify!($f));
         )*};
     }
     scalar!(i32 => get_i32, has_i32; i64 => get_i64, has_i64; u32 => get_u32, has_u32; u64 => get_u64, has_u64;
-            flag => get_flag, has_flag; maybe => get_maybe, has_maybe; far => get_far, has_far);
-    // Floats compare by bits, so NaN payloads must survive too.
-    assert_eq!(got.get_f32().to_bits(), want.f32.unwrap_or_default().to_bits());
-    assert_eq!(got.get_f64().to_bits(), want.f64.unwrap_or_default().to_bits());
-    assert_eq!(got.has_text(), want.text.is_some());
+            flag => get_flag, has_flag; far => get_far, has_far);
+    // `optional`: present whenever set, even to 0.
+    assert_eq!(got.has_maybe(), want.maybe.is_some());
+    assert_eq!(got.get_maybe(), want.maybe.unwrap_or_default());
+    // Floats compare by bits, so NaN payloads must survive too; -0.0 equals
+    // the default 0.0, so it is not sent and reads back as 0.0 (as in prost).
+    // (a message built in memory still holds the -0.0 it was given).
+    let (f32_want, f64_want) = (want.f32.unwrap_or_default(), want.f64.unwrap_or_default());
+    if f32_want == 0.0 {
+        assert_eq!(got.get_f32(), 0.0);
+    } else {
+        assert_eq!(got.get_f32().to_bits(), f32_want.to_bits());
+    }
+    if f64_want == 0.0 {
+        assert_eq!(got.get_f64(), 0.0);
+    } else {
+        assert_eq!(got.get_f64().to_bits(), f64_want.to_bits());
+    }
+    assert_eq!(got.has_text(), want.text.as_ref().is_some_and(|t| !t.is_empty()));
     check_bytes(got.get_text().as_cf_bytes(), want.text.as_deref().unwrap_or(&[]), &zc);
-    assert_eq!(got.has_data(), want.data.is_some());
+    assert_eq!(got.has_data(), want.data.as_ref().is_some_and(|d| !d.is_empty()));
     check_bytes(got.get_data(), want.data.as_deref().unwrap_or(&[]), &zc);
     match (&want.inner, got.get_inner()) {
         (Some(w), Some(g)) => check_inner(g, w, &zc),
@@ -337,7 +353,7 @@ fn check(got: &Everything<'_>, want: &Model<RcBuf>, zc: impl Fn(usize) -> bool) 
     }
     macro_rules! list {
         ($($f:ident => $get:ident, $has:ident);*) => {$(
-            assert_eq!(got.$has(), want.$f.is_some(), stringify!($f));
+            assert_eq!(got.$has(), want.$f.as_ref().is_some_and(|l| !l.is_empty()), stringify!($f));
             assert_eq!(&got.$get()[..], want.$f.as_deref().unwrap_or(&[]), stringify!($f));
         )*};
     }

@@ -128,7 +128,8 @@ pub mod example {
             at: usize,
         ) -> Result<Self, ::cornflakes::DecodeError> {
             let mut m = Self::new_in(r.arena());
-            let mut pos = r.enter_object(at, &mut m.bitmap, 2)?;
+            let start = r.enter_object(at, &mut m.bitmap, 2)?;
+            let mut pos = start;
             if m.has_a() {
                 m.a = ::cornflakes::__private::Field::read_entry(r, pos)?;
                 pos += <u32 as ::cornflakes::__private::Field>::ENTRY_LEN;
@@ -137,8 +138,7 @@ pub mod example {
                 m.data = ::cornflakes::__private::Field::read_entry(r, pos)?;
                 pos += <::cornflakes::CfBytes as ::cornflakes::__private::Field>::ENTRY_LEN;
             }
-            let _ = pos;
-            r.leave_object();
+            r.leave_object(start, pos)?;
             Ok(m)
         }
     }

@@ -9,7 +9,7 @@ use clap::Parser;
 ///
 /// Writes one `<package>.rs` per proto package into the output directory;
 /// include each in a module of the same name. Unsupported schema features
-/// (oneof, map, enums, proto2) are reported with file and line.
+/// (proto2 syntax, groups, extensions) are reported with file and line.
 #[derive(Parser, Debug)]
 #[command(version, about, long_about)]
 struct Args {

@@ -222,6 +222,26 @@ impl<'a> CfString<'a> {
         CfString(CfBytes::copy_in(s.as_bytes(), arena))
     }
 
+    /// Applies the hybrid rule to a pool buffer holding text (see
+    /// [`CfBytes::from_rcbuf`]): adopted as a zero-copy reference when at
+    /// least the threshold long, else copied into the arena. UTF-8 is not
+    /// checked here; [`CfString::as_str`] checks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{Arena, CfString, Pool};
+    /// let pool = Pool::new().unwrap();
+    /// let arena = Arena::new(&pool);
+    /// let s = CfString::from_rcbuf(pool.alloc_copy(b"user:42").unwrap(), &arena);
+    /// assert_eq!(s.as_str(), Ok("user:42"));
+    /// assert!(!s.is_zero_copy());
+    /// ```
+    #[inline]
+    pub fn from_rcbuf(buf: RcBuf, arena: &'a Arena) -> Self {
+        CfString(CfBytes::from_rcbuf(buf, arena))
+    }
+
     /// Wraps bytes that have not been checked to be UTF-8 (as decoded).
     /// Nothing is checked here; [`CfString::as_str`] checks.
     ///

@@ -7,7 +7,7 @@ use super::Arena;
 /// A `repeated` field: a vector in the request's arena. Dropping it drops
 /// the elements (releasing zero-copy references) but returns no memory;
 /// the arena's reset does that.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct List<'a, T>(BumpVec<'a, T>);
 
 impl<'a, T> List<'a, T> {

@@ -7,13 +7,46 @@ use super::Arena;
 
 /// A nested message as a field holds it: boxed in the arena, so recursive
 /// schemas have a finite size, and dropped (releasing its buffers) with the
-/// parent.
-pub type Nested<'a, T> = bumpalo::boxed::Box<'a, T>;
+/// parent. Cloning a message clones it into the message's own arena.
+pub struct Nested<'a, T>(bumpalo::boxed::Box<'a, T>);
 
 /// Boxes `value` in `arena` as a nested field.
 #[inline(always)]
 pub fn nested_in<T>(value: T, arena: &Arena) -> Nested<'_, T> {
-    Nested::new_in(value, arena.bump())
+    Nested(bumpalo::boxed::Box::new_in(value, arena.bump()))
+}
+
+impl<T> std::ops::Deref for Nested<'_, T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Nested<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<'a, T: crate::Message<'a> + Clone> Clone for Nested<'a, T> {
+    fn clone(&self) -> Self {
+        nested_in((*self.0).clone(), self.0.arena())
+    }
+}
+
+impl<T: PartialEq> PartialEq for Nested<'_, T> {
+    fn eq(&self, other: &Self) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Nested<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (*self.0).fmt(f)
+    }
 }
 
 /// The arena a generated message was created in. Compares equal to any

@@ -31,9 +31,11 @@
 // reader and the writer) is reachable only through `crate::__private`.
 pub(crate) mod field;
 pub(crate) mod object;
+mod owned;
 pub(crate) mod reader;
 pub(crate) mod writer;
 
+pub use owned::PacketOwner;
 pub use reader::{DecodeOptions, MAX_DEPTH_CAP};
 
 use object::MessageImpl;
@@ -377,7 +379,8 @@ pub trait Message<'a>: MessageImpl<'a> {
     ///
     /// A [`DecodeError`] when `pkt` is not a well-formed message within the
     /// default [`DecodeOptions`]: an offset, length or count outside the
-    /// buffer, nesting deeper than 64, more bytes visited than received, or
+    /// buffer, nesting deeper than 64 (or than fits in the 1 MiB stack
+    /// budget), more bytes visited than received, or
     /// a bool that is not 0 or 1. Decoding never panics on bad input.
     ///
     /// # Examples

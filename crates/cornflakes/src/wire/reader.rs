@@ -17,6 +17,18 @@ pub struct DecodeOptions {
     /// into visited headers or data fail instead of multiplying work and
     /// memory. Default 1.
     pub traversal_limit: usize,
+    /// Most stack bytes a decode may use below the frame that started it,
+    /// checked each time an object is entered (a nested message is one
+    /// recursion). Frames differ by schema and build (a 41-field recursive
+    /// message takes about 18 KiB per level in a debug build, measured by
+    /// `cornflakes-tests/tests/stack_depth.rs`), so the depth counter alone
+    /// cannot keep a decode inside a thread's stack; this can. Default
+    /// 1 MiB: half of Rust's default 2 MiB thread stack, leaving a margin
+    /// of more than 50 of the deepest frames we know (and a recursive
+    /// 4-field message decodes more than 64 levels in debug builds). Exceeding it is
+    /// [`DecodeError::TooDeep`] with the depth reached. (Not checked under
+    /// Miri, whose locals have no stack addresses.)
+    pub max_stack: usize,
 }
 
 /// The deepest nesting any decode accepts, whatever the options say.
@@ -24,7 +36,7 @@ pub const MAX_DEPTH_CAP: u32 = 1000;
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        Self { max_depth: 64, traversal_limit: 1 }
+        Self { max_depth: 64, traversal_limit: 1, max_stack: 1024 * 1024 }
     }
 }
 
@@ -39,6 +51,16 @@ pub struct Reader<'a> {
     max_depth: u32,
     budget: usize,
     limit: usize,
+    /// Address of a local in the frame that created the reader.
+    stack_base: usize,
+    max_stack: usize,
+}
+
+/// The address of a local of the calling frame: where the stack is now.
+#[inline(never)]
+fn stack_position() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 impl<'a> Reader<'a> {
@@ -55,6 +77,8 @@ impl<'a> Reader<'a> {
             max_depth: options.max_depth.min(MAX_DEPTH_CAP),
             budget: limit,
             limit,
+            stack_base: stack_position(),
+            max_stack: options.max_stack,
         }
     }
 
@@ -184,6 +208,11 @@ impl<'a> Reader<'a> {
     /// (clearing bits of fields it does not know), and returns the offset of
     /// the first entry. Call [`Reader::leave_object`] when done.
     ///
+    /// The header prefix is charged to the traversal budget at the larger of
+    /// its length on the wire and the length this schema re-encodes it with
+    /// (`bitmap.len()` words), so that a decoded message never re-encodes
+    /// larger than the budget.
+    ///
     /// # Errors
     ///
     /// [`DecodeError::TooDeep`] past the depth limit,
@@ -194,6 +223,10 @@ impl<'a> Reader<'a> {
         if self.depth >= self.max_depth {
             return Err(DecodeError::TooDeep(self.max_depth));
         }
+        #[cfg(not(miri))]
+        if stack_position().abs_diff(self.stack_base) > self.max_stack {
+            return Err(DecodeError::TooDeep(self.depth));
+        }
         self.depth += 1;
         let words = self.u32(at)? as usize;
         let prefix = words.checked_mul(4).and_then(|b| b.checked_add(4)).ok_or(DecodeError::OutOfBounds {
@@ -202,7 +235,7 @@ impl<'a> Reader<'a> {
             len: self.buf.len(),
         })?;
         self.slice(at, prefix)?;
-        self.charge(prefix)?;
+        self.charge(prefix.max(4 + 4 * bitmap.len()))?;
         let known = words.min(bitmap.len());
         for (i, word) in bitmap.iter_mut().enumerate() {
             *word = if i < known { self.u32(at + 4 + 4 * i)? } else { 0 };
@@ -217,9 +250,17 @@ impl<'a> Reader<'a> {
         Ok(at + prefix)
     }
 
-    /// Leaves the object entered last.
+    /// Leaves the object entered last, whose entries (those this schema
+    /// knows) occupy `start..end`: they are charged to the traversal budget,
+    /// so that entries shared by several objects (offsets pointing at one
+    /// header from many places) count each time they are decoded.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::TraversalLimit`] if the entries exhaust the budget.
     #[inline(always)]
-    pub fn leave_object(&mut self) {
+    pub fn leave_object(&mut self, start: usize, end: usize) -> Result<(), DecodeError> {
         self.depth -= 1;
+        self.charge(end.saturating_sub(start))
     }
 }
