@@ -97,7 +97,14 @@ fn a_client_that_never_reads_does_not_stall_the_others() {
     // take minutes; without, well under a second. 20 s leaves room for a
     // loaded machine and debug builds.
     assert!(took < Duration::from_secs(20), "2000 round trips took {took:?}");
-    assert!(stats.dropped_full > 2000, "the silent client's responses beyond its parking were dropped: {stats:?}");
+    // What fits in its ring (small records: the value goes by descriptor)
+    // and its parking was delivered; the rest dropped, not waited for.
+    assert!(stats.dropped_full >= 1000, "the silent client's responses beyond its parking were dropped: {stats:?}");
+    // (5001 if the wake-up request got in before the stop was seen.)
+    assert!(
+        (5000..=5001).contains(&(stats.handled + stats.dropped_full)),
+        "every request answered or counted: {stats:?}"
+    );
     drop(silent);
     let _ = std::fs::remove_file(&path);
 }
