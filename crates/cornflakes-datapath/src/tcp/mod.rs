@@ -167,6 +167,9 @@ pub struct TcpDatapath {
     // Field order is drop order: the ring goes before everything whose
     // memory it references (Drop waits for or leaks outstanding requests).
     ring: IoUring,
+    /// Boxed: the kernel holds pointers into each op while the vector
+    /// grows.
+    #[allow(clippy::vec_box)]
     send_ops: Vec<Box<SendOp>>,
     free_ops: Vec<u32>,
     conns: ConnTable,
