@@ -29,7 +29,7 @@ fn u64_of(json: &serde_json::Value, key: &str) -> u64 {
 
 #[test]
 fn pingpong_over_every_transport() {
-    for transport in ["shm", "udp", "tcp", "bare"] {
+    for transport in ["shm", "udp", "tcp", "std-tcp", "bare"] {
         for size in ["8", "2048"] {
             let out = cf(&["pingpong", "--transport", transport, "--size", size, "--iters", "2000", "--warmup", "200"]);
             let json = last_json(&out);

@@ -99,7 +99,10 @@ fn plain(size: usize, count: u64) -> f64 {
 
 fn main() {
     let mib: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2048);
-    println!("{:>10} {:>12} {:>14} {:>16}   (GB/s, {mib} MiB per case)", "size", "plain", "dp sendmsg", "dp sendmsg_zc");
+    println!(
+        "{:>10} {:>12} {:>14} {:>16}   (GB/s, {mib} MiB per case)",
+        "size", "plain", "dp sendmsg", "dp sendmsg_zc"
+    );
     for size in [4 << 10, 16 << 10, 64 << 10, 256 << 10, MAX_TCP_MESSAGE] {
         let count = ((mib << 20) / size as u64).max(16);
         let p = plain(size, count);

@@ -37,6 +37,8 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
     match link {
         Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
         Link::Bare => pingpong::serve_bare(addr),
+        Link::StdTcp if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
+        Link::StdTcp => pingpong::serve_std_tcp(),
         Link::Shm => {
             let mut dp = transport::shm_server(addr)?;
             println!("READY {addr}");

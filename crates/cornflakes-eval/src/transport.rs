@@ -45,6 +45,9 @@ pub enum Link {
     Udp,
     /// The TCP datapath over io_uring, on 127.0.0.1.
     Tcp,
+    /// Blocking `std::net` TCP sockets on 127.0.0.1, framed the same way
+    /// (what a Rust program without a datapath gets; the bound for `tcp`).
+    StdTcp,
     /// A bare shared-memory ring of the same design, without the datapath
     /// layers (the lower bound for `shm`).
     Bare,
@@ -57,6 +60,7 @@ impl Link {
             Link::Shm => "shm",
             Link::Udp => "udp",
             Link::Tcp => "tcp",
+            Link::StdTcp => "std-tcp",
             Link::Bare => "bare",
         }
     }
