@@ -174,6 +174,7 @@ impl TcpDatapath {
     fn enqueue(&mut self, i: usize, m: OutMsg) {
         let c = self.conns.get_mut(i).expect("checked open");
         c.queued_bytes += m.len;
+        self.stats.zero_copy_segments += m.zero_copy.iter().filter(|&&z| z).count() as u64;
         c.queue.push_back(m);
         self.stats.sent += 1;
         self.mark_send(i);
@@ -270,7 +271,6 @@ impl TcpDatapath {
         self.kernel_ops += 1;
         if zc {
             self.tcp.sendmsg_zc += 1;
-            self.stats.zero_copy_segments += 1;
         } else {
             self.tcp.sendmsg += 1;
         }
