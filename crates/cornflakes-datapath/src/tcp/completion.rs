@@ -308,11 +308,16 @@ impl Drop for TcpDatapath {
             // The kernel may still write receive buffers or read send
             // buffers: keep the ring open and the memory allocated.
             self.tcp.leaked_on_drop = self.kernel_ops as u64;
-            let ring = std::mem::replace(&mut self.ring, io_uring::IoUring::new(8).expect("a small ring"));
-            std::mem::forget(ring);
+            // The ring (a ManuallyDrop) is not dropped: its descriptor stays
+            // open and its requests pending.
             std::mem::forget(std::mem::take(&mut self.send_ops));
             std::mem::forget(std::mem::take(&mut self.conns));
             std::mem::forget(self.pool.clone());
+        } else {
+            // SAFETY: the ring is dropped once, here, and not used after;
+            // no request is left in it, so nothing it references is freed
+            // under the kernel when the fields drop next.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.ring) };
         }
     }
 }

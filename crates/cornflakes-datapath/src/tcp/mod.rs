@@ -109,6 +109,7 @@ mod send;
 mod sys;
 
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -166,7 +167,9 @@ pub struct TcpStats {
 pub struct TcpDatapath {
     // Field order is drop order: the ring goes before everything whose
     // memory it references (Drop waits for or leaks outstanding requests).
-    ring: IoUring,
+    /// Dropped by hand in `Drop`, or leaked when the kernel still holds
+    /// requests.
+    ring: ManuallyDrop<IoUring>,
     /// Boxed: the kernel holds pointers into each op while the vector
     /// grows.
     #[allow(clippy::vec_box)]
@@ -238,7 +241,7 @@ impl TcpDatapath {
         let zc_supported =
             ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(opcode::SendMsgZc::CODE);
         Ok(Self {
-            ring,
+            ring: ManuallyDrop::new(ring),
             send_ops: Vec::new(),
             free_ops: Vec::new(),
             conns: ConnTable::default(),
