@@ -113,15 +113,21 @@ pub fn parse_udp_addr(addr: &str) -> Result<SocketAddr, Error> {
         .map_err(|e| Error::Invalid(format!("bad UDP address {addr:?}: {e}; give IP:port, e.g. 127.0.0.1:7000")))
 }
 
-/// Parses an IP:port (IPv4, or IPv6 in brackets) for the TCP datapath.
+/// Parses a host:port for the TCP datapath: an IP (IPv6 in brackets) or a
+/// name, resolved now (the first address it resolves to).
 ///
 /// # Errors
 ///
 /// [`Error::Invalid`], saying what is expected.
 pub fn parse_tcp_addr(addr: &str) -> Result<SocketAddr, Error> {
-    addr.parse().map_err(|e| {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = addr.parse() {
+        return Ok(a);
+    }
+    let bad = |e: &dyn std::fmt::Display| {
         Error::Invalid(format!("bad TCP address {addr:?}: {e}; give host:port, e.g. 127.0.0.1:7000 or [::1]:7000"))
-    })
+    };
+    addr.to_socket_addrs().map_err(|e| bad(&e))?.next().ok_or_else(|| bad(&"resolves to no address"))
 }
 
 /// A Unix socket path no other call, in this process or another, returns:
@@ -242,5 +248,6 @@ mod tests {
         assert_eq!(Target::new(Transport::Shm, "/tmp/x.sock").unwrap(), Target::Shm("/tmp/x.sock".into()));
         assert!(Target::new(Transport::Tcp, "localhost").unwrap_err().is_invalid());
         assert_eq!(Target::new(Transport::Tcp, "[::1]:9").unwrap(), Target::Tcp("[::1]:9".parse().unwrap()));
+        assert!(matches!(Target::new(Transport::Tcp, "localhost:9").unwrap(), Target::Tcp(a) if a.ip().is_loopback()));
     }
 }
