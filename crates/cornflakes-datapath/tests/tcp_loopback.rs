@@ -318,3 +318,51 @@ fn cpu_time() -> Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
+
+#[test]
+fn frames_across_tiny_receive_buffers_are_reassembled_in_order() {
+    // 64-byte receive buffers: nearly every frame spans buffers, many
+    // buffers hold several frames and a partial one.
+    let (mut server, addr) = server("127.0.0.1:0", TcpConfig { recv_buffer: 64, ..config() });
+    let mut client = TcpDatapath::new(TcpConfig { max_queued_messages: 4000, ..config() }).unwrap();
+    let conn = client.connect(addr).unwrap();
+    let sizes: Vec<usize> = (0..3000u32).map(|i| ((i * 7919) % 301) as usize).collect();
+    for (i, &n) in sizes.iter().enumerate() {
+        client.push_buf(conn, i as u32, &pattern(n, i as u32)).unwrap();
+        if i % 100 == 99 {
+            client.flush().unwrap();
+        }
+    }
+    let got = recv_n(&mut client, &mut server, sizes.len());
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.msg_id, i as u32, "in order");
+        assert!(r.payload[..] == pattern(sizes[i], i as u32)[..], "message {i}");
+    }
+    assert!(server.tcp_stats().reassembled > 0, "{:?}", server.tcp_stats());
+}
+
+#[test]
+fn closing_a_connection_ends_the_peers_stream_and_is_not_reported_here() {
+    let (mut server, addr) = server("127.0.0.1:0", config());
+    let mut raw = TcpStream::connect(addr).unwrap();
+    raw.write_all(&[4, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut out = Vec::new();
+    while out.is_empty() {
+        assert!(Instant::now() < deadline);
+        server.wait(Duration::from_millis(10)).unwrap();
+        server.recv_batch(&mut out, 8).unwrap();
+    }
+    let conn = out[0].conn;
+    assert_eq!((out[0].msg_id, out[0].payload.len()), (4, 0), "an empty message");
+    server.close(conn);
+    assert!(server.connections().next().is_none());
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(raw.read(&mut buf).unwrap(), 0, "the peer sees the end of the stream");
+    for _ in 0..10 {
+        assert!(server.recv_batch(&mut out, 8).is_ok(), "a close we asked for is not reported");
+        server.wait(Duration::from_millis(5)).unwrap();
+    }
+    assert!(matches!(server.push_buf(conn, 1, b"x"), Err(SendError::Closed(_))));
+}
