@@ -1,5 +1,6 @@
 //! The serialization micro-benchmark: Cornflakes against prost (protobuf),
-//! FlatBuffers and Cap'n Proto, on six message shapes, for two operations.
+//! FlatBuffers, Cap'n Proto and rkyv, on six message shapes, for two
+//! operations.
 //!
 //! Both front ends drive the code here, so they measure the same thing:
 //! the criterion bench `benches/shapes.rs` (time) and the binary
@@ -119,11 +120,13 @@ pub enum System {
     Flatbuffers,
     /// Cap'n Proto 0.27.
     Capnp,
+    /// rkyv 0.8 (zero-copy deserialization).
+    Rkyv,
 }
 
 impl System {
     /// Every system, in table order.
-    pub const ALL: [System; 4] = [System::Cornflakes, System::Prost, System::Flatbuffers, System::Capnp];
+    pub const ALL: [System; 5] = [System::Cornflakes, System::Prost, System::Flatbuffers, System::Capnp, System::Rkyv];
 
     /// The name used on the command line and in criterion's ids.
     pub fn name(self) -> &'static str {
@@ -132,6 +135,7 @@ impl System {
             System::Prost => "prost",
             System::Flatbuffers => "flatbuffers",
             System::Capnp => "capnp",
+            System::Rkyv => "rkyv",
         }
     }
 }
@@ -269,6 +273,7 @@ pub fn with_case<F: WithCase>(system: System, shape: Shape, f: F) -> F::Output {
         System::Prost => systems::prost::with_case(&mut fixture, &input, checked),
         System::Flatbuffers => systems::flatbuffers::with_case(&mut fixture, &input, checked),
         System::Capnp => systems::capnp::with_case(&mut fixture, &input, checked),
+        System::Rkyv => systems::rkyv::with_case(&mut fixture, &input, checked),
     }
 }
 

@@ -220,14 +220,24 @@ fn close_trial(n: u32) -> usize {
 /// corrupted messages.
 fn drop_trial(n: u32, k: usize) -> usize {
     let path = std::env::temp_dir().join(format!("cf-drop-{}-{k}.sock", std::process::id()));
-    let mut a = ShmDatapath::listen(&path, ShmConfig { ring_size: 64 << 10, ..ShmConfig::default() }).unwrap();
+    // A linger long enough that a reader slowed down by a busy machine
+    // still acknowledges in time (past it, the buffers would be leaked, and
+    // leaking pools over many trials ends in allocation failures).
+    let config = ShmConfig { ring_size: 64 << 10, close_linger: Duration::from_secs(5), ..ShmConfig::default() };
+    let mut a = ShmDatapath::listen(&path, config).unwrap();
     let p = path.clone();
     let reader = std::thread::spawn(move || {
         let mut b = ShmDatapath::connect(&p, ShmConfig::default()).unwrap();
         let mut out = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(5);
         while out.len() < n as usize {
-            assert!(Instant::now() < deadline, "{} of {n} delivered after drop", out.len());
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} delivered after drop; {:?} {:?}",
+                out.len(),
+                b.stats(),
+                b.shm_stats()
+            );
             let _ = b.recv_batch(&mut out, 64);
         }
         corrupted(&out)

@@ -50,6 +50,7 @@ pub fn default_systems(workload: &str) -> Vec<System> {
             System::Protobuf,
             System::Flatbuffers,
             System::Capnp,
+            System::Rkyv,
             System::Raw,
         ]
     } else {

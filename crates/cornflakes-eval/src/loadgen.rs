@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use cornflakes::RcBuf;
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
-use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient};
+use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, Status, System};
 use cornflakes_workloads::{check_value, fill_value, Generator, Transaction, Workload};
 use hdrhistogram::Histogram;
@@ -181,6 +181,7 @@ fn with_codec<D: Datapath>(
         System::Protobuf => Client::new(dp, conn, ProstClient::new(&pool), workload, cfg)?.run(),
         System::Flatbuffers => Client::new(dp, conn, FlatbuffersClient::new(&pool), workload, cfg)?.run(),
         System::Capnp => Client::new(dp, conn, CapnpClient::new(&pool), workload, cfg)?.run(),
+        System::Rkyv => Client::new(dp, conn, RkyvClient::new(&pool), workload, cfg)?.run(),
     }
 }
 

@@ -188,7 +188,7 @@ impl Ratios {
     /// The ratios of `metric`, a system's figure (`None`: not run).
     pub fn of(metric: impl Fn(System) -> Option<f64>) -> Ratios {
         let cf = metric(System::Cornflakes);
-        let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp]
+        let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp, System::Rkyv]
             .into_iter()
             .filter_map(|s| metric(s).map(|m| (s, m)))
             .max_by(|a, b| a.1.total_cmp(&b.1));

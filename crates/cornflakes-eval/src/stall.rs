@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes_datapath::{ConnId, Datapath, SendError};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
-use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient};
+use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, System};
 use cornflakes_workloads::{Workload, WorkloadSpec};
 
@@ -240,6 +240,7 @@ fn stalled_client<D: Datapath>(
         System::Protobuf => send_gets(&mut dp, conn, &mut ProstClient::new(&pool), keys, requests),
         System::Flatbuffers => send_gets(&mut dp, conn, &mut FlatbuffersClient::new(&pool), keys, requests),
         System::Capnp => send_gets(&mut dp, conn, &mut CapnpClient::new(&pool), keys, requests),
+        System::Rkyv => send_gets(&mut dp, conn, &mut RkyvClient::new(&pool), keys, requests),
     };
     let _ = ready.send(sent);
     while !stop.load(Ordering::Relaxed) {

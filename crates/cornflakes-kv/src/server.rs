@@ -26,13 +26,15 @@ pub enum System {
     Flatbuffers,
     /// Cap'n Proto.
     Capnp,
+    /// rkyv (zero-copy deserialization).
+    Rkyv,
     /// Echo of the received bytes without serialization (echo only).
     Raw,
 }
 
 impl System {
     /// Every system, in the order tables list them.
-    pub const ALL: [System; 8] = [
+    pub const ALL: [System; 9] = [
         System::Cornflakes,
         System::CornflakesOnlySg,
         System::CornflakesOnlyCopy,
@@ -40,6 +42,7 @@ impl System {
         System::Protobuf,
         System::Flatbuffers,
         System::Capnp,
+        System::Rkyv,
         System::Raw,
     ];
 
@@ -53,6 +56,7 @@ impl System {
             System::Protobuf => "protobuf",
             System::Flatbuffers => "flatbuffers",
             System::Capnp => "capnp",
+            System::Rkyv => "rkyv",
             System::Raw => "raw",
         }
     }
@@ -65,7 +69,7 @@ impl System {
     /// Whether this is one of the serialization libraries Cornflakes is
     /// compared against.
     pub fn is_baseline_library(self) -> bool {
-        matches!(self, System::Protobuf | System::Flatbuffers | System::Capnp)
+        matches!(self, System::Protobuf | System::Flatbuffers | System::Capnp | System::Rkyv)
     }
 }
 
@@ -160,6 +164,7 @@ pub fn serve<D: Datapath>(
             run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)
         }
         System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going),
+        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going),
     }
 }
 

@@ -14,6 +14,7 @@ use cornflakes_kv::codec::capnp::{CapnpClient, CapnpServer};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, CornflakesServer};
 use cornflakes_kv::codec::flatbuffers::{FlatbuffersClient, FlatbuffersServer};
 use cornflakes_kv::codec::prost::{ProstClient, ProstServer};
+use cornflakes_kv::codec::rkyv::{RkyvClient, RkyvServer};
 use cornflakes_kv::{ClientCodec, HandleError, Limits, Op, Request, ServerCodec, Status, Store, System};
 
 /// Largest message the test datapaths accept: responses above it must come
@@ -337,6 +338,11 @@ fn capnp() {
     suite(System::Capnp, |s, c| (CapnpServer::new(s), CapnpClient::new(c)));
 }
 
+#[test]
+fn rkyv() {
+    suite(System::Rkyv, |s, c| (RkyvServer::new(s), RkyvClient::new(c)));
+}
+
 /// Every system of the table has its test above (`raw` only echoes).
 #[test]
 fn the_table_covers_every_system() {
@@ -348,6 +354,7 @@ fn the_table_covers_every_system() {
         System::Protobuf,
         System::Flatbuffers,
         System::Capnp,
+        System::Rkyv,
     ];
     for system in System::ALL {
         assert!(tested.contains(&system) || system == System::Raw, "{} has no test", system.name());
@@ -385,4 +392,5 @@ fn serve_runs_the_baselines() {
     serve_one(System::Protobuf, ProstClient::new);
     serve_one(System::Flatbuffers, FlatbuffersClient::new);
     serve_one(System::Capnp, CapnpClient::new);
+    serve_one(System::Rkyv, RkyvClient::new);
 }

@@ -10,6 +10,7 @@ pub mod capnp;
 pub mod cornflakes;
 pub mod flatbuffers;
 pub mod prost;
+pub mod rkyv;
 
 use ::cornflakes::{Pool, RcBuf};
 

@@ -24,10 +24,11 @@ impl ShmDatapath {
             return Ok(true);
         }
         let start = Instant::now();
-        let spin = self.config.spin.min(timeout);
+        let spin = self.adaptive_spin().min(timeout);
         let mut i = 0u32;
         loop {
             if self.ready() {
+                self.note_idle_gap(start.elapsed());
                 return Ok(true);
             }
             i = i.wrapping_add(1);
@@ -61,9 +62,29 @@ impl ShmDatapath {
             let happened = self.poll_sockets(left);
             self.set_sleeping(false);
             if happened? || self.ready() {
+                self.note_idle_gap(start.elapsed());
                 return Ok(true);
             }
         }
+    }
+
+    /// How long to spin now: 4x the average idle gap, within
+    /// [`ShmConfig::spin`](super::ShmConfig::spin) and
+    /// [`ShmConfig::max_spin`](super::ShmConfig::max_spin).
+    #[inline]
+    fn adaptive_spin(&self) -> Duration {
+        let floor = self.config.spin;
+        let ceiling = self.config.max_spin.max(floor);
+        Duration::from_nanos(self.idle_gap_ns.saturating_mul(4)).clamp(floor, ceiling)
+    }
+
+    /// Folds an idle gap that ended with a record into the average (1/8
+    /// weight); gaps are capped at 10 ms so one long idle period does not
+    /// dominate.
+    #[inline]
+    fn note_idle_gap(&mut self, gap: Duration) {
+        let gap = (gap.as_nanos() as u64).min(10_000_000);
+        self.idle_gap_ns = self.idle_gap_ns - self.idle_gap_ns / 8 + gap / 8;
     }
 
     /// Takes a connection out of the table. With `report` (the peer went

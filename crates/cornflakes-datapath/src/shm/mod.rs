@@ -230,8 +230,15 @@ pub struct ShmConfig {
     /// Data bytes of each inbound ring (a power of two, 4 KiB to 1 GiB).
     /// Default 1 MiB. A message body in the ring is at most half of it.
     pub ring_size: usize,
-    /// How long [`Datapath::wait`] busy-polls before sleeping. Default 50 µs.
+    /// How long [`Datapath::wait`] busy-polls before sleeping, at least.
+    /// Default 50 µs. The spin adapts to the traffic: it lasts 4x the
+    /// recent average idle gap (the time from a `wait` to the record that
+    /// ended it), between `spin` and [`max_spin`](Self::max_spin), so a
+    /// server under steady load does not pay a wake-up per request while
+    /// an idle one still sleeps.
     pub spin: Duration,
+    /// The longest adaptive spin. Default 1 ms.
+    pub max_spin: Duration,
     /// Largest message accepted (payload after the packet header); at most
     /// the pool's largest buffer (2 MiB), the default.
     pub max_message: usize,
@@ -269,6 +276,7 @@ impl Default for ShmConfig {
         Self {
             ring_size: DEFAULT_RING_SIZE,
             spin: Duration::from_micros(50),
+            max_spin: Duration::from_millis(1),
             max_message: MAX_ALLOC,
             handshake_timeout: Duration::from_secs(5),
             idle_polls_per_check: 16384,
@@ -380,6 +388,9 @@ pub struct ShmDatapath {
     closing_polls: u32,
     /// Non-empty receive batches since the sockets were last looked at.
     busy_batches: u32,
+    /// Moving average of the idle gaps that ended with a record, ns: what
+    /// the adaptive spin follows.
+    idle_gap_ns: u64,
     /// Accepted connections waiting for the peer's hello.
     accepting: Vec<setup::Accepting>,
     listener: Option<(UnixListener, PathBuf)>,
@@ -465,6 +476,7 @@ impl ShmDatapath {
             closing: Vec::new(),
             closing_polls: 0,
             busy_batches: 0,
+            idle_gap_ns: 0,
             accepting: Vec::new(),
             listener: None,
             config,

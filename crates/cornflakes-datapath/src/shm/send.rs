@@ -341,6 +341,8 @@ fn unpark(
 ) -> Result<(), SendError> {
     if publish_parked(c, shm) {
         *parked_conns -= 1;
+    } else if c.dead {
+        return Err(SendError::Closed(id));
     } else if c.parked.len() >= config.max_parked_messages {
         // Still the liveness check of a full ring (a dead peer is Closed).
         reserve_failed(c, id, PushError::Full, shm)?;
