@@ -287,8 +287,10 @@ impl TcpDatapath {
             self.maybe_free(i);
             return;
         }
-        if res < 0 {
-            if matches!(-res, libc::EAGAIN | libc::EINTR | libc::ENOBUFS) {
+        // A send of at least one byte that took none would be posted
+        // again forever: treat it as the error it is.
+        if res <= 0 {
+            if res < 0 && matches!(-res, libc::EAGAIN | libc::EINTR | libc::ENOBUFS) {
                 self.mark_send(i);
             } else {
                 self.tcp.errors += 1;
