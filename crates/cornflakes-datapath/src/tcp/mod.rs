@@ -448,3 +448,19 @@ impl Datapath for TcpDatapath {
         self.stats
     }
 }
+
+/// What the fuzz targets in `fuzz/` call; not part of the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    /// The receive path's frame scan (see the `recv` module) of the bytes
+    /// one connection has received: the complete frames as (message id,
+    /// offset of the message, its length), the bytes they use, the bytes
+    /// the next frame needs, and whether a frame announced more than
+    /// `max_message` (which closes the connection).
+    pub fn scan_frames(bytes: &[u8], max_message: usize) -> (Vec<(u32, usize, usize)>, usize, usize, bool) {
+        let mut out = Vec::new();
+        let s = super::recv::scan(bytes, max_message, &mut out);
+        debug_assert_eq!(s.frames, out.len());
+        (out, s.consumed, s.next_frame, s.bad)
+    }
+}
