@@ -37,7 +37,7 @@ pub(crate) enum Command {
     /// Prints ns per operation and the ratio of the fastest baseline to
     /// Cornflakes (above 1: Cornflakes is faster).
     Shapes(ShapesArgs),
-    /// Round-trip latency between two processes over shm, udp or a bare ring.
+    /// Round-trip latency between two processes over shm, udp, tcp or a bare ring.
     ///
     /// Round-trip latency between two processes on different cores, over
     /// the shared-memory datapath, the UDP datapath (127.0.0.1) or a bare
@@ -316,7 +316,7 @@ pub(crate) struct CompareArgs {
     #[arg(long, default_value_t = 1)]
     client_core: usize,
     /// Datapath between the load generator and the server: `shm` (the
-    /// paper's targets are for it) or `udp` (io_uring on 127.0.0.1).
+    /// paper's targets are for it), `udp` or `tcp` (io_uring on 127.0.0.1).
     #[arg(long, value_enum, default_value = "shm")]
     transport: Transport,
     /// Sweeps per system; the table and ratios use the median maximum.
@@ -372,7 +372,7 @@ pub(crate) struct ServerArgs {
     /// Datapath.
     #[arg(long, value_enum, default_value = "shm")]
     transport: Transport,
-    /// Unix socket path (shm) or IP:port to bind (udp).
+    /// Unix socket path (shm) or IP:port to bind (udp, tcp; IPv6 as [::1]:port).
     #[arg(long, default_value = "/tmp/cf-kv.sock")]
     addr: String,
     /// Core to pin the server to.
@@ -409,7 +409,7 @@ pub(crate) struct LoadgenArgs {
     /// Datapath.
     #[arg(long, value_enum, default_value = "shm")]
     transport: Transport,
-    /// Server's Unix socket path (shm) or IP:port (udp).
+    /// Server's Unix socket path (shm) or IP:port (udp, tcp; IPv6 as [::1]:port).
     #[arg(long, default_value = "/tmp/cf-kv.sock")]
     addr: String,
     /// Offered load, transactions per second; without it, sweep.
@@ -527,7 +527,8 @@ pub(crate) struct ServeArgs {
     pub(crate) transport: Link,
     #[arg(long, value_enum)]
     pub(crate) role: Role,
-    /// Unix socket path (shm) or pid:fd:fd (bare); unused for udp.
+    /// Unix socket path (shm) or pid:fd:fd (bare); unused for udp; IP:port to listen on for tcp
+    /// (default 127.0.0.1 with a port the kernel picks).
     #[arg(long, default_value = "")]
     pub(crate) addr: String,
     #[arg(long)]

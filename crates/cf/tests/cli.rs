@@ -29,7 +29,7 @@ fn u64_of(json: &serde_json::Value, key: &str) -> u64 {
 
 #[test]
 fn pingpong_over_every_transport() {
-    for transport in ["shm", "udp", "bare"] {
+    for transport in ["shm", "udp", "tcp", "std-tcp", "bare"] {
         for size in ["8", "2048"] {
             let out = cf(&["pingpong", "--transport", transport, "--size", size, "--iters", "2000", "--warmup", "200"]);
             let json = last_json(&out);
@@ -52,8 +52,8 @@ fn pingpong_over_every_transport() {
 }
 
 #[test]
-fn echo_in_every_mode_over_both_datapaths() {
-    for transport in ["shm", "udp"] {
+fn echo_in_every_mode_over_every_datapath() {
+    for transport in ["shm", "udp", "tcp"] {
         for mode in ["hybrid", "no-sas", "raw"] {
             let out = cf(&["echo", "--transport", transport, "--mode", mode, "--seconds", "0.3", "--warmup", "0.1"]);
             let json = last_json(&out);
@@ -152,6 +152,37 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
         }
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn compare_over_tcp() {
+    let out = std::env::temp_dir().join(format!("cf-compare-tcp-test-{}", std::process::id()));
+    cf(&[
+        "compare",
+        "--transport",
+        "tcp",
+        "--workload",
+        "echo:fields=2,size=2048",
+        "--systems",
+        "cornflakes,protobuf",
+        "--seconds",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--refine",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary.json written"))
+            .expect("summary.json is JSON");
+    for s in summary["workloads"][0]["systems"].as_array().expect("systems") {
+        assert!(s["max_achieved_rps"].as_f64().expect("max_achieved_rps") > 0.0, "{s}");
+        assert_eq!(s["errors"], 0, "{s}");
+        assert_eq!(s["server"]["malformed"], 0, "{s}");
     }
     std::fs::remove_dir_all(&out).ok();
 }

@@ -14,6 +14,8 @@
 //! Backends, each in its own folder:
 //! - [`shm`]: processes on one host, SocksDirect-style rings in shared memory.
 //! - [`udp`]: any two hosts, Linux UDP through io_uring with zero-copy send.
+//! - [`tcp`]: any two hosts, Linux TCP through io_uring: messages up to the
+//!   pool's largest buffer, many connections, zero-copy send.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -23,6 +25,8 @@ use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 
 #[allow(unsafe_code)]
 pub mod shm;
+#[allow(unsafe_code)]
+pub mod tcp;
 #[allow(unsafe_code)]
 pub mod udp;
 
@@ -60,7 +64,7 @@ pub enum SendError {
     #[error("send queue full; retry after processing completions")]
     Full,
     /// The message exceeds what one send can carry on this datapath.
-    #[error("message of {len} bytes exceeds this datapath's limit of {max}")]
+    #[error("message of {len} bytes exceeds this datapath's limit of {max} (a UDP datagram carries one message; the tcp datapath carries larger ones, up to 2 MiB)")]
     TooLarge {
         /// Message length with all segments.
         len: usize,

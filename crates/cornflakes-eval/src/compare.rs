@@ -247,7 +247,7 @@ fn run_system(
 ) -> Result<(SweepResult, ServerStats), Error> {
     let path = match args.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp => "127.0.0.1:0".to_owned(),
+        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
     eprintln!("{label}: starting server (preloading)");
     let t0 = Instant::now();

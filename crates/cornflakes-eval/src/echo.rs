@@ -165,6 +165,12 @@ pub fn run(args: &Config) -> Result<(), Error> {
             let (mut dp, conn) = transport::udp_client(transport::parse_udp_addr(&server.addr)?)?;
             client(&mut dp, conn, args)?
         }
+        Transport::Tcp => {
+            let server = ServerChild::spawn(&serve_args)?;
+            crate::pin::pin_to_core(args.client_core)?;
+            let (mut dp, conn) = transport::tcp_client(transport::parse_tcp_addr(&server.addr)?)?;
+            client(&mut dp, conn, args)?
+        }
     };
     println!("{}", serde_json::to_string(&report).expect("reports serialize"));
     Ok(())
@@ -325,7 +331,12 @@ pub fn serve<D: Datapath>(dp: &mut D, mode: Mode) -> Result<(), Error> {
     let mut rx: Vec<Received> = Vec::with_capacity(32);
     let (mut malformed, mut dropped) = (0u64, 0u64);
     loop {
-        if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
+        // A client that goes away (tcp) is not the server's failure.
+        let got = match dp.recv_batch(&mut rx, 32) {
+            Err(cornflakes_datapath::RecvError::Closed(_)) => continue,
+            r => r.map_err(|e| format!("receive failed: {e}"))?,
+        };
+        if got == 0 {
             dp.wait(SERVER_WAIT).map_err(|e| format!("wait failed: {e}"))?;
             continue;
         }

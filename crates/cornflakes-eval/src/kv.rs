@@ -137,6 +137,13 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let local = dp.local_addr().to_string();
             serve(&mut dp, args, workload.as_ref(), &local)
         }
+        Transport::Tcp => {
+            let addr = crate::transport::parse_tcp_addr(&args.addr)?;
+            let pool = pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref()));
+            let mut dp = crate::transport::tcp_server(addr, pool)?;
+            let local = dp.local_addrs()[0].to_string();
+            serve(&mut dp, args, workload.as_ref(), &local)
+        }
     }
 }
 

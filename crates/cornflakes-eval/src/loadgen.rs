@@ -155,6 +155,10 @@ fn thread_main(
             let (mut dp, conn) = crate::transport::udp_client(*addr)?;
             with_codec(&mut dp, conn, system, workload, cfg)
         }
+        Target::Tcp(addr) => {
+            let (mut dp, conn) = crate::transport::tcp_client(*addr)?;
+            with_codec(&mut dp, conn, system, workload, cfg)
+        }
     }
 }
 

@@ -57,6 +57,10 @@ pub struct PingpongReport {
     /// Wall-clock seconds of the whole run (warm-up and set-up included):
     /// the measured round trips fit in it.
     pub seconds: Option<f64>,
+    /// For `tcp`: the p50 round trip of blocking `std::net` sockets
+    /// measured in the same run (`std-tcp`), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std_tcp_p50_ns: Option<u64>,
 }
 
 /// A round trip that takes longer than this is reported as lost.
@@ -97,6 +101,7 @@ pub fn run(args: &Config) -> Result<(), Error> {
         args.server_core
     );
     let started = Instant::now();
+    let mut std_tcp_p50_ns = None;
     match args.transport {
         Link::Shm => {
             let path = transport::shm_socket_path();
@@ -111,6 +116,32 @@ pub fn run(args: &Config) -> Result<(), Error> {
             crate::pin::pin_to_core(args.client_core)?;
             let (mut dp, conn) = transport::udp_client(transport::parse_udp_addr(&server.addr)?)?;
             client(&mut dp, conn, &payload, args, &mut hist)?;
+        }
+        Link::Tcp => {
+            let server = ServerChild::spawn(&serve_args)?;
+            crate::pin::pin_to_core(args.client_core)?;
+            let (mut dp, conn) = transport::tcp_client(transport::parse_tcp_addr(&server.addr)?)?;
+            client(&mut dp, conn, &payload, args, &mut hist)?;
+            drop((dp, server));
+            // The baseline, in the same run: blocking std::net sockets.
+            let mut base = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
+            let mut base_args = serve_args.clone();
+            let at = base_args.iter().position(|a| a == "tcp").expect("transport argument");
+            base_args[at] = Link::StdTcp.name().to_owned();
+            let server = ServerChild::spawn(&base_args)?;
+            std_tcp_client(transport::parse_tcp_addr(&server.addr)?, &payload, args, &mut base)?;
+            let p50 = base.value_at_quantile(0.5);
+            println!(
+                "std::net baseline round trip: p50 {p50} ns, p99 {} ns; tcp datapath p50 / baseline p50 = {:.2}",
+                base.value_at_quantile(0.99),
+                hist.value_at_quantile(0.5) as f64 / p50.max(1) as f64
+            );
+            std_tcp_p50_ns = Some(p50);
+        }
+        Link::StdTcp => {
+            let server = ServerChild::spawn(&serve_args)?;
+            crate::pin::pin_to_core(args.client_core)?;
+            std_tcp_client(transport::parse_tcp_addr(&server.addr)?, &payload, args, &mut hist)?;
         }
         Link::Bare => {
             let (mut req_tx, req_rx) = Ring::create(1 << 20).map_err(|e| e.to_string())?;
@@ -144,6 +175,7 @@ pub fn run(args: &Config) -> Result<(), Error> {
         max_ns: hist.max(),
         round_trips: hist.len(),
         seconds: rounded(secs, 3),
+        std_tcp_p50_ns,
     };
     println!("{}", serde_json::to_string(&report).expect("reports serialize"));
     Ok(())
@@ -246,7 +278,12 @@ fn bare_client(
 pub fn serve<D: Datapath>(dp: &mut D) -> Result<(), Error> {
     let mut rx: Vec<Received> = Vec::with_capacity(32);
     loop {
-        if dp.recv_batch(&mut rx, 32).map_err(|e| format!("receive failed: {e}"))? == 0 {
+        // A client that goes away (tcp) is not the server's failure.
+        let got = match dp.recv_batch(&mut rx, 32) {
+            Err(cornflakes_datapath::RecvError::Closed(_)) => continue,
+            r => r.map_err(|e| format!("receive failed: {e}"))?,
+        };
+        if got == 0 {
             dp.wait(SERVER_WAIT).map_err(|e| format!("wait failed: {e}"))?;
             continue;
         }
@@ -255,6 +292,71 @@ pub fn serve<D: Datapath>(dp: &mut D) -> Result<(), Error> {
         }
         dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
     }
+}
+
+/// Server of `std-tcp`: blocking `std::net` sockets on 127.0.0.1, one
+/// connection at a time, echoing each frame (the 8-byte header with the
+/// length, then the message) with one `write`.
+///
+/// # Errors
+///
+/// When the socket cannot be bound.
+pub fn serve_std_tcp() -> Result<(), Error> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind: {e}"))?;
+    println!("READY {}", listener.local_addr().map_err(|e| e.to_string())?);
+    for stream in listener.incoming() {
+        let Ok(mut s) = stream else { continue };
+        let _ = s.set_nodelay(true);
+        let mut buf = Vec::new();
+        loop {
+            let mut header = [0u8; 8];
+            if s.read_exact(&mut header).is_err() {
+                break;
+            }
+            let Some((_, len)) = cornflakes_datapath::tcp::read_frame_header(&header) else { break };
+            if len > cornflakes_datapath::tcp::MAX_TCP_MESSAGE {
+                break;
+            }
+            buf.clear();
+            buf.extend_from_slice(&header);
+            buf.resize(8 + len, 0);
+            if s.read_exact(&mut buf[8..]).is_err() || s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Client of `std-tcp`: one frame written, one read, per round trip.
+fn std_tcp_client(
+    server: std::net::SocketAddr,
+    payload: &[u8],
+    args: &Config,
+    hist: &mut Histogram<u64>,
+) -> Result<(), Error> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(server).map_err(|e| format!("cannot connect to {server}: {e}"))?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(LOST_AFTER)).map_err(|e| e.to_string())?;
+    let mut msg = vec![0u8; 8 + payload.len()];
+    msg[8..].copy_from_slice(payload);
+    let mut reply = vec![0u8; msg.len()];
+    for i in 0..args.warmup + args.iters {
+        cornflakes_datapath::tcp::write_frame_header(&mut msg, i as u32, payload.len());
+        let start = Instant::now();
+        s.write_all(&msg).map_err(|e| format!("send failed: {e}"))?;
+        s.read_exact(&mut reply).map_err(|e| format!("no response to round trip {i}: {e}"))?;
+        let rtt = start.elapsed();
+        if reply != msg {
+            return Err(Error::Failed(format!("wrong response to round trip {i}")));
+        }
+        if i >= args.warmup {
+            hist.record(rtt.as_nanos() as u64).expect("within histogram bounds");
+        }
+    }
+    Ok(())
 }
 
 /// Server of the bare ring: `addr` is `pid:request_fd:response_fd` of the

@@ -35,8 +35,10 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
     }
     let mode = echo_mode(role);
     match link {
-        Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm or udp".into())),
+        Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
         Link::Bare => pingpong::serve_bare(addr),
+        Link::StdTcp if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
+        Link::StdTcp => pingpong::serve_std_tcp(),
         Link::Shm => {
             let mut dp = transport::shm_server(addr)?;
             println!("READY {addr}");
@@ -48,6 +50,17 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
         Link::Udp => {
             let mut dp = transport::udp_server()?;
             println!("READY {}", dp.local_addr());
+            match mode {
+                None => pingpong::serve(&mut dp),
+                Some(m) => echo::serve(&mut dp, m),
+            }
+        }
+        Link::Tcp => {
+            // `addr` names the address to listen on; 127.0.0.1, port
+            // chosen by the kernel, when it is not IP:port.
+            let listen = transport::parse_tcp_addr(addr).unwrap_or_else(|_| ([127, 0, 0, 1], 0).into());
+            let mut dp = transport::tcp_server(listen, cornflakes::PoolConfig::default())?;
+            println!("READY {}", dp.local_addrs()[0]);
             match mode {
                 None => pingpong::serve(&mut dp),
                 Some(m) => echo::serve(&mut dp, m),

@@ -58,7 +58,7 @@ pub fn run(cfg: &StallConfig) -> Result<(), Error> {
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let addr = match cfg.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp => "127.0.0.1:0".to_owned(),
+        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
     eprintln!("stall: starting the {} server ({}, {})", cfg.system.name(), cfg.transport.name(), workload.name());
     let mut server = ServerChild::spawn_subcommand(
@@ -184,6 +184,9 @@ impl Stall {
                             .map_err(|e| e.to_string())
                             .map(|(dp, conn)| stalled_client(dp, conn, system, &keys, requests, &ready, &stop)),
                         Target::Udp(addr) => crate::transport::udp_client(*addr)
+                            .map_err(|e| e.to_string())
+                            .map(|(dp, conn)| stalled_client(dp, conn, system, &keys, requests, &ready, &stop)),
+                        Target::Tcp(addr) => crate::transport::tcp_client(*addr)
                             .map_err(|e| e.to_string())
                             .map(|(dp, conn)| stalled_client(dp, conn, system, &keys, requests, &ready, &stop)),
                     };

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cornflakes_datapath::shm::{ShmConfig, ShmDatapath};
+use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath};
 use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
 use cornflakes_datapath::ConnId;
 
@@ -18,6 +19,8 @@ pub enum Transport {
     Shm,
     /// The UDP datapath over io_uring, on 127.0.0.1.
     Udp,
+    /// The TCP datapath over io_uring (127.0.0.1 unless `--addr` says).
+    Tcp,
 }
 
 impl Transport {
@@ -26,6 +29,7 @@ impl Transport {
         match self {
             Transport::Shm => "shm",
             Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
         }
     }
 }
@@ -39,6 +43,11 @@ pub enum Link {
     Shm,
     /// The UDP datapath over io_uring, on 127.0.0.1.
     Udp,
+    /// The TCP datapath over io_uring, on 127.0.0.1.
+    Tcp,
+    /// Blocking `std::net` TCP sockets on 127.0.0.1, framed the same way
+    /// (what a Rust program without a datapath gets; the bound for `tcp`).
+    StdTcp,
     /// A bare shared-memory ring of the same design, without the datapath
     /// layers (the lower bound for `shm`).
     Bare,
@@ -50,6 +59,8 @@ impl Link {
         match self {
             Link::Shm => "shm",
             Link::Udp => "udp",
+            Link::Tcp => "tcp",
+            Link::StdTcp => "std-tcp",
             Link::Bare => "bare",
         }
     }
@@ -60,6 +71,7 @@ impl From<Transport> for Link {
         match t {
             Transport::Shm => Link::Shm,
             Transport::Udp => Link::Udp,
+            Transport::Tcp => Link::Tcp,
         }
     }
 }
@@ -71,6 +83,8 @@ pub enum Target {
     Shm(String),
     /// The UDP datapath, at this address.
     Udp(SocketAddr),
+    /// The TCP datapath, at this address.
+    Tcp(SocketAddr),
 }
 
 impl Target {
@@ -84,6 +98,7 @@ impl Target {
         match transport {
             Transport::Shm => Ok(Target::Shm(addr.to_owned())),
             Transport::Udp => parse_udp_addr(addr).map(Target::Udp),
+            Transport::Tcp => parse_tcp_addr(addr).map(Target::Tcp),
         }
     }
 }
@@ -96,6 +111,23 @@ impl Target {
 pub fn parse_udp_addr(addr: &str) -> Result<SocketAddr, Error> {
     addr.parse()
         .map_err(|e| Error::Invalid(format!("bad UDP address {addr:?}: {e}; give IP:port, e.g. 127.0.0.1:7000")))
+}
+
+/// Parses a host:port for the TCP datapath: an IP (IPv6 in brackets) or a
+/// name, resolved now (the first address it resolves to).
+///
+/// # Errors
+///
+/// [`Error::Invalid`], saying what is expected.
+pub fn parse_tcp_addr(addr: &str) -> Result<SocketAddr, Error> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = addr.parse() {
+        return Ok(a);
+    }
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::Invalid(format!("bad TCP address {addr:?}: {e}; give host:port, e.g. 127.0.0.1:7000 or [::1]:7000"))
+    };
+    addr.to_socket_addrs().map_err(|e| bad(&e))?.next().ok_or_else(|| bad(&"resolves to no address"))
 }
 
 /// A Unix socket path no other call, in this process or another, returns:
@@ -165,6 +197,35 @@ pub fn udp_client(server: SocketAddr) -> Result<(UdpDatapath, ConnId), Error> {
     Ok((dp, conn))
 }
 
+/// The TCP configuration of the evaluation's clients and servers: plain
+/// `sendmsg` (the kernel copies zero-copy sends on loopback and veth
+/// anyway; see the `tcp` module docs), with `pool_config` for the pool.
+pub fn tcp_config(pool_config: cornflakes::PoolConfig) -> TcpConfig {
+    TcpConfig { pool_config, ..TcpConfig::loopback() }
+}
+
+/// A TCP server listening on `addr` (port 0: the kernel picks).
+///
+/// # Errors
+///
+/// When the socket or the io_uring cannot be set up.
+pub fn tcp_server(addr: SocketAddr, pool_config: cornflakes::PoolConfig) -> Result<TcpDatapath, Error> {
+    TcpDatapath::bind(addr, tcp_config(pool_config))
+        .map_err(|e| Error::Failed(format!("cannot start a TCP datapath on {addr}: {e}")))
+}
+
+/// A TCP client connected to `server`.
+///
+/// # Errors
+///
+/// When the io_uring cannot be set up or the connection fails.
+pub fn tcp_client(server: SocketAddr) -> Result<(TcpDatapath, ConnId), Error> {
+    let mut dp = TcpDatapath::new(tcp_config(cornflakes::PoolConfig::default()))
+        .map_err(|e| format!("cannot create a TCP datapath: {e}"))?;
+    let conn = dp.connect(server).map_err(|e| format!("{e} (is the server running with --addr {server}?)"))?;
+    Ok((dp, conn))
+}
+
 /// How long a server waits in one `wait` call before checking again.
 pub const SERVER_WAIT: Duration = Duration::from_millis(100);
 
@@ -185,5 +246,8 @@ mod tests {
         assert!(Target::new(Transport::Udp, "/tmp/x.sock").unwrap_err().is_invalid());
         assert_eq!(Target::new(Transport::Udp, "127.0.0.1:9").unwrap(), Target::Udp(([127, 0, 0, 1], 9).into()));
         assert_eq!(Target::new(Transport::Shm, "/tmp/x.sock").unwrap(), Target::Shm("/tmp/x.sock".into()));
+        assert!(Target::new(Transport::Tcp, "localhost").unwrap_err().is_invalid());
+        assert_eq!(Target::new(Transport::Tcp, "[::1]:9").unwrap(), Target::Tcp("[::1]:9".parse().unwrap()));
+        assert!(matches!(Target::new(Transport::Tcp, "localhost:9").unwrap(), Target::Tcp(a) if a.ip().is_loopback()));
     }
 }
