@@ -131,9 +131,15 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
         }
         Transport::Udp => {
             let addr = crate::transport::parse_udp_addr(&args.addr)?;
-            let mut dp =
-                cornflakes_datapath::udp::UdpDatapath::bind(addr, cornflakes_datapath::udp::UdpConfig::loopback())
-                    .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
+            // Like shm: hugepages only when enough are free for the values
+            // (with 128 MiB of hugepages reserved, google:max=4 used to fail
+            // its preload over UDP).
+            let config = cornflakes_datapath::udp::UdpConfig {
+                pool_config: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
+                ..cornflakes_datapath::udp::UdpConfig::loopback()
+            };
+            let mut dp = cornflakes_datapath::udp::UdpDatapath::bind(addr, config)
+                .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
             let local = dp.local_addr().to_string();
             serve(&mut dp, args, workload.as_ref(), &local)
         }
