@@ -15,7 +15,7 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn run(cli: &Cli) -> Result<(), CliError> {
-    use cornflakes_eval::{compare, echo, kv, pingpong, serve, shapes};
+    use cornflakes_eval::{compare, echo, kv, overload, pingpong, serve, shapes};
     match &cli.command {
         Command::Shapes(args) => shapes::run(&args.config())?,
         Command::Pingpong(args) => pingpong::run(&args.config())?,
@@ -23,6 +23,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Compare(args) => compare::run(&args.config()?)?,
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
+        Command::Overload(args) => {
+            overload::run(&args.config())?;
+        }
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
     }
     Ok(())

@@ -14,6 +14,8 @@
 //!   [`compare`]: the paper's comparisons (every system on every workload);
 //!   [`report`]: what they print and write (the JSON objects, built with
 //!   serde; the tables); [`plot`]: the PNG charts.
+//! - [`overload`]: `cf overload`, a soak at a multiple of the server's
+//!   capacity (goodput, memory and recovery), built from load points.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -29,6 +31,7 @@ pub mod echo;
 mod error;
 pub mod kv;
 pub mod loadgen;
+pub mod overload;
 pub mod pin;
 pub mod pingpong;
 pub mod plot;
