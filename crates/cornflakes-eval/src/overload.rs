@@ -125,6 +125,10 @@ pub struct Sample {
     pub rss: Option<u64>,
     /// The server's counters (`None` if it did not answer).
     pub report: Option<ServerReport>,
+    /// UDP datagrams the kernel dropped for lack of socket buffer, all
+    /// sockets of the machine (`RcvbufErrors` of `/proc/net/snmp`): with
+    /// the server's own count, tells the load generator's drops.
+    pub udp_rcvbuf_errors: Option<u64>,
 }
 
 /// The figures of a run.
@@ -170,6 +174,10 @@ pub struct Summary {
     pub overload_server_received: Option<u64>,
     /// See `overload_server_received`.
     pub overload_server_dropped_no_buffer: Option<u64>,
+    /// Datagrams dropped for lack of socket buffer by other UDP sockets of
+    /// the machine (the load generator's, unless something else runs)
+    /// during the overload.
+    pub overload_other_socket_drops: Option<u64>,
     /// Median p99 of the normal-load windows before the overload, µs.
     pub reference_p99_us: Option<f64>,
     /// Seconds from the end of the overload to the end of the first
@@ -352,33 +360,40 @@ fn soak(cfg: &OverloadConfig, server: &mut ServerChild, workload: &dyn Workload)
             });
         }
         drop(tx);
-        // This thread: one server sample per second, one line per second.
+        // This thread: one server sample per second; the line of a second
+        // once its points are in (the lanes lag up to a timeout behind)
+        // and the sample at its end is taken.
         let first = -(before.ceil() as i64);
         let last = (seconds + after).ceil() as i64;
+        let window_s = cfg.window.as_secs_f64();
         let mut printed = first;
+        let mut print = |intervals: &[Interval], samples: &[Sample], upto: i64, force: bool| {
+            while printed < upto {
+                let phase_end = if printed < 0 { 0.0 } else { seconds + after };
+                if !force && !second_complete(intervals, printed as f64, seconds, phase_end, window_s) {
+                    break;
+                }
+                eprintln!("{}", second_line(printed as f64, seconds, intervals, samples));
+                printed += 1;
+            }
+        };
         for k in first..=last {
-            sleep_until(at(k as f64));
-            let report = server.report().ok().and_then(|l| ServerReport::from_json_line(&l));
-            samples.push(Sample { at: k as f64, rss: rss_of(pid), report });
-            // Print each second once its points are in (the lanes' lag a
-            // timeout behind).
-            let deadline = Instant::now() + cfg.timeout + Duration::from_millis(300);
-            while printed < k {
+            loop {
                 while let Ok(msg) = rx.try_recv() {
                     match msg {
                         Msg::Point(iv) => intervals.push(iv),
                         Msg::Failed(e) => return Err(e),
                     }
                 }
-                let phase_end = if printed < 0 { 0.0 } else { seconds + after };
-                let done = second_complete(&intervals, printed as f64, seconds, phase_end, cfg.window.as_secs_f64());
-                if !done && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
+                print(&intervals, &samples, k - 1, false);
+                let now = Instant::now();
+                if now >= at(k as f64) {
+                    break;
                 }
-                eprintln!("{}", second_line(printed as f64, &intervals, &samples));
-                printed += 1;
+                std::thread::sleep((at(k as f64) - now).min(Duration::from_millis(10)));
             }
+            let report = server.report().ok().and_then(|l| ServerReport::from_json_line(&l));
+            samples.push(Sample { at: k as f64, rss: rss_of(pid), udp_rcvbuf_errors: udp_rcvbuf_errors(), report });
         }
         for msg in rx.iter() {
             match msg {
@@ -386,6 +401,7 @@ fn soak(cfg: &OverloadConfig, server: &mut ServerChild, workload: &dyn Workload)
                 Msg::Failed(e) => return Err(e),
             }
         }
+        print(&intervals, &samples, last, true);
         Ok(())
     })?;
     intervals.sort_by(|a, b| a.begin.total_cmp(&b.begin));
@@ -433,6 +449,18 @@ fn rss_of(pid: u32) -> Option<u64> {
     parse_vm_rss(&status)
 }
 
+/// `RcvbufErrors` of the `Udp:` lines of `/proc/net/snmp`.
+fn udp_rcvbuf_errors() -> Option<u64> {
+    parse_rcvbuf_errors(&std::fs::read_to_string("/proc/net/snmp").ok()?)
+}
+
+fn parse_rcvbuf_errors(snmp: &str) -> Option<u64> {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let column = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+    values.split_whitespace().nth(column)?.parse().ok()
+}
+
 /// `VmRSS` of a `/proc/<pid>/status` text, bytes.
 fn parse_vm_rss(status: &str) -> Option<u64> {
     let kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()?;
@@ -478,11 +506,11 @@ fn aggregate<'a>(points: impl Iterator<Item = &'a Interval>) -> (f64, f64, u64, 
 }
 
 /// The line printed for second `k`.
-fn second_line(k: f64, intervals: &[Interval], samples: &[Sample]) -> String {
+fn second_line(k: f64, seconds: f64, intervals: &[Interval], samples: &[Sample]) -> String {
     let (offered, goodput, timeouts, errors, p99, n) = aggregate(in_second(intervals, k));
     let phase = if k < 0.0 {
         "before"
-    } else if intervals.iter().any(|iv| iv.phase == Phase::Overload && iv.begin == k) {
+    } else if k < seconds {
         "OVERLOAD"
     } else {
         "after"
@@ -508,6 +536,13 @@ fn second_line(k: f64, intervals: &[Interval], samples: &[Sample]) -> String {
                     (r.stats.dropped_full + r.stats.send_failed)
                         .saturating_sub(b.stats.dropped_full + b.stats.send_failed),
                 );
+                let start = sample(k);
+                if let (Some(all_end), Some(all_start)) =
+                    (end.udp_rcvbuf_errors, start.and_then(|s| s.udp_rcvbuf_errors))
+                {
+                    let server = r.dropped_no_buffer.saturating_sub(b.dropped_no_buffer);
+                    line += &format!(", other UDP socket drops {}/s", (all_end - all_start).saturating_sub(server));
+                }
             }
         }
     }
@@ -578,6 +613,11 @@ fn summarize(
         overload_server_dropped_no_buffer: start
             .zip(end)
             .map(|(a, b)| b.dropped_no_buffer.saturating_sub(a.dropped_no_buffer)),
+        overload_other_socket_drops: {
+            let all = |t: f64| samples.iter().find(|s| s.at == t).and_then(|s| s.udp_rcvbuf_errors);
+            let server = start.zip(end).map(|(a, b)| b.dropped_no_buffer.saturating_sub(a.dropped_no_buffer));
+            all(0.0).zip(all(seconds)).zip(server).map(|((a, b), s)| b.saturating_sub(a).saturating_sub(s))
+        },
         reference_p99_us: reference,
         recovery_s: after.iter().find(|iv| ok(iv)).map(|iv| ((iv.begin - seconds + iv.secs) * 1000.0).round() / 1000.0),
         after_windows_ok: after.iter().filter(|iv| ok(iv)).count(),
@@ -691,11 +731,11 @@ mod tests {
             Some(ServerReport { pool_bytes: pool, received, dropped_no_buffer: received / 2, ..Default::default() })
         };
         let samples = vec![
-            Sample { at: -1.0, rss: Some(100), report: report(10, 0) },
-            Sample { at: 0.0, rss: Some(110), report: report(10, 100) },
-            Sample { at: 1.0, rss: Some(150), report: report(12, 2100) },
-            Sample { at: 2.0, rss: Some(120), report: report(12, 4100) },
-            Sample { at: 3.0, rss: Some(115), report: report(12, 4600) },
+            Sample { at: -1.0, rss: Some(100), udp_rcvbuf_errors: Some(0), report: report(10, 0) },
+            Sample { at: 0.0, rss: Some(110), udp_rcvbuf_errors: Some(50), report: report(10, 100) },
+            Sample { at: 1.0, rss: Some(150), udp_rcvbuf_errors: Some(1100), report: report(12, 2100) },
+            Sample { at: 2.0, rss: Some(120), udp_rcvbuf_errors: Some(2100), report: report(12, 4100) },
+            Sample { at: 3.0, rss: Some(115), udp_rcvbuf_errors: Some(2400), report: report(12, 4600) },
         ];
         let s = summarize(&config(), 1000.0, false, "echo", &points, &samples);
         assert_eq!(s.overload_goodput_rps, 925.0);
@@ -706,6 +746,8 @@ mod tests {
         assert_eq!((s.overload_pool_min, s.overload_pool_max), (Some(10), Some(12)));
         assert_eq!((s.rss_before, s.rss_end), (Some(110), Some(115)));
         assert_eq!(s.overload_server_received, Some(4000));
+        assert_eq!(s.overload_server_dropped_no_buffer, Some(2000));
+        assert_eq!(s.overload_other_socket_drops, Some(50), "2050 dropped on the machine, 2000 of them by the server");
         assert_eq!(s.reference_p99_us, Some(120.0));
         assert_eq!(s.recovery_s, Some(0.3), "the window from 2.2 s (230 µs <= 240 µs) ends 0.3 s after");
         assert_eq!((s.after_windows_ok, s.after_windows), (2, 4));
@@ -722,6 +764,14 @@ mod tests {
         assert_eq!(s.recovery_s, None);
         assert_eq!(s.overload_goodput_pct, 1.0);
         assert_eq!(s.overload_rss_max, None);
+    }
+
+    #[test]
+    fn rcvbuf_errors_are_read_from_the_udp_lines() {
+        let snmp = "Tcp: RtoAlgorithm RtoMin\nTcp: 1 200\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n\
+                    Udp: 10 2 3 9 242136\nUdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdpLite: 0 0 0 0 0\n";
+        assert_eq!(parse_rcvbuf_errors(snmp), Some(242136));
+        assert_eq!(parse_rcvbuf_errors("Udp: InDatagrams\nUdp: 1\n"), None);
     }
 
     #[test]
