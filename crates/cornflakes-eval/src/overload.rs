@@ -169,6 +169,11 @@ pub struct Summary {
     pub overload_pool_min: Option<u64>,
     /// See `overload_pool_min`.
     pub overload_pool_max: Option<u64>,
+    /// Requests handled per second of the server's busy time during the
+    /// overload: what it could serve if nothing else held it up.
+    pub overload_server_busy_capacity_rps: Option<f64>,
+    /// Requests the server handled during the overload, per second.
+    pub overload_server_handled_rps: Option<f64>,
     /// Requests the server received, and datagrams the kernel dropped for
     /// lack of socket buffer (UDP), during the overload.
     pub overload_server_received: Option<u64>,
@@ -536,6 +541,9 @@ fn second_line(k: f64, seconds: f64, intervals: &[Interval], samples: &[Sample])
                     (r.stats.dropped_full + r.stats.send_failed)
                         .saturating_sub(b.stats.dropped_full + b.stats.send_failed),
                 );
+                if let Some(cap) = r.stats.since(&b.stats).busy_capacity_rps() {
+                    line += &format!(", busy capacity {cap:.0}/s");
+                }
                 let start = sample(k);
                 if let (Some(all_end), Some(all_start)) =
                     (end.udp_rcvbuf_errors, start.and_then(|s| s.udp_rcvbuf_errors))
@@ -609,6 +617,13 @@ fn summarize(
         rss_end: samples.last().and_then(|s| s.rss),
         overload_pool_min: pool.iter().copied().min(),
         overload_pool_max: pool.iter().copied().max(),
+        overload_server_busy_capacity_rps: start
+            .zip(end)
+            .and_then(|(a, b)| b.stats.since(&a.stats).busy_capacity_rps())
+            .map(f64::round),
+        overload_server_handled_rps: start
+            .zip(end)
+            .map(|(a, b)| (b.stats.handled.saturating_sub(a.stats.handled) as f64 / seconds).round()),
         overload_server_received: start.zip(end).map(|(a, b)| b.received.saturating_sub(a.received)),
         overload_server_dropped_no_buffer: start
             .zip(end)
@@ -647,6 +662,9 @@ fn print_summary(s: &Summary) {
         mb(s.overload_pool_min),
         mb(s.overload_pool_max)
     );
+    if let (Some(h), Some(c)) = (s.overload_server_handled_rps, s.overload_server_busy_capacity_rps) {
+        eprintln!("the server handled {h:.0} requests/s during the overload; per second of its busy time, {c:.0}/s");
+    }
     if let (Some(r), Some(d)) = (s.overload_server_received, s.overload_server_dropped_no_buffer) {
         eprintln!(
             "during the overload the server received {r} requests; the kernel dropped {d} for lack of socket buffer"
