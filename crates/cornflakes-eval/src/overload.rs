@@ -510,9 +510,12 @@ fn aggregate<'a>(points: impl Iterator<Item = &'a Interval>) -> (f64, f64, u64, 
     (offered as f64 / secs, completed as f64 / secs, timeouts, errors, p99, n)
 }
 
-/// The line printed for second `k`.
+/// The line printed for second `k`. Offered load and goodput are rates
+/// over the recorded time of the second's points: normal-load windows
+/// leave gaps (each connects a new client), so they cover part of it.
 fn second_line(k: f64, seconds: f64, intervals: &[Interval], samples: &[Sample]) -> String {
     let (offered, goodput, timeouts, errors, p99, n) = aggregate(in_second(intervals, k));
+    let covered: f64 = in_second(intervals, k).map(|iv| iv.secs).sum();
     let phase = if k < 0.0 {
         "before"
     } else if k < seconds {
@@ -522,8 +525,9 @@ fn second_line(k: f64, seconds: f64, intervals: &[Interval], samples: &[Sample])
     };
     let mut line = format!(
         "t={k:+4.0}s {phase:8} offered {offered:8.0}/s goodput {goodput:8.0}/s timeouts {timeouts:7} errors {errors} \
-         p99 {} ({n} points)",
-        format_us(p99)
+         p99 {} ({n} points, {:.0} % of the second)",
+        format_us(p99),
+        covered * 100.0
     );
     let sample = |t: f64| samples.iter().find(|s| s.at == t);
     if let Some(end) = sample(k + 1.0) {
