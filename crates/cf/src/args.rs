@@ -76,7 +76,8 @@ pub(crate) enum Command {
     /// A soak of the key-value server at a multiple of its capacity.
     ///
     /// Starts `cf kv-server` on --server-core, measures its capacity (a
-    /// sweep of 1 s points: the highest load kept up with; or takes
+    /// sweep of 1 s points: the highest load achieved without falling
+    /// behind, i.e. 95 % of it achieved and no timeout; or takes
     /// --capacity), then offers --normal x capacity for --before seconds
     /// in 100 ms windows, --factor x capacity for --seconds in 1 s points,
     /// and --normal x capacity again for --after seconds. Prints one line
