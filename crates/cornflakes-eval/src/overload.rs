@@ -432,7 +432,7 @@ fn measure_capacity(cfg: &OverloadConfig, target: &Target, workload: &dyn Worklo
     // the default bound scales from is itself noisy (one run measured
     // 5 k/s where the server handled 60 k/s), so a point counts as kept up
     // when it achieved 95 % of its offered load without a timeout.
-    let sweep_cfg = SweepConfig { bound: LatencyBound::Fixed(f64::MAX), ..SweepConfig::new(point) };
+    let sweep_cfg = SweepConfig { bound: LatencyBound::Fixed(1e9), ..SweepConfig::new(point) };
     let result =
         sweep::sweep(target, cfg.system, workload, &sweep_cfg, Some(cfg.client_core), |m| eprintln!("  {m}"), || None)?;
     let best = result.best().ok_or("the capacity sweep ran no point")?;
