@@ -76,9 +76,9 @@ pub(crate) enum Command {
     /// A soak of the key-value server at a multiple of its capacity.
     ///
     /// Starts `cf kv-server` on --server-core, measures its capacity (a
-    /// sweep of 1 s points: the highest load achieved without falling
-    /// behind, i.e. 95 % of it achieved and no timeout; or takes
-    /// --capacity), then offers --normal x capacity for --before seconds
+    /// closed-loop probe, then 1 s points at 20 %, 40 %, ... of it: the
+    /// highest load with 95 % of it achieved and at most 0.1 % timed out;
+    /// or takes --capacity), then offers --normal x capacity for --before seconds
     /// in 100 ms windows, --factor x capacity for --seconds in 1 s points,
     /// and --normal x capacity again for --after seconds. Prints one line
     /// per second: offered load, goodput (correct responses within the
