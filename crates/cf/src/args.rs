@@ -13,7 +13,7 @@ use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
 use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{compare, echo, kv, pingpong, shapes, stall};
+use cornflakes_eval::{compare, echo, kv, overload, pingpong, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -81,6 +81,23 @@ pub(crate) enum Command {
     /// response. Prints each pair, the medians and the ratios (a server
     /// that isolates its clients keeps throughput >= 0.9x and p99 <= 2x).
     Stall(StallArgs),
+    /// A soak of the key-value server at a multiple of its capacity.
+    ///
+    /// Starts `cf kv-server` on --server-core, measures its capacity (a
+    /// closed-loop probe, then 1 s points at 20 %, 40 %, ... of it: the
+    /// highest load with 95 % of it achieved and at most 0.1 % timed out;
+    /// or takes --capacity), then offers --normal x capacity for --before seconds
+    /// in 100 ms windows, --factor x capacity for --seconds in 1 s points,
+    /// and --normal x capacity again for --after seconds. Prints one line
+    /// per second: offered load, goodput (correct responses within the
+    /// timeout per second), timeouts, worst p99, and the server's resident
+    /// memory (/proc/<pid>/status), pool bytes, requests handled and
+    /// received, and drops. Ends with a summary: goodput during the
+    /// overload as % of capacity, smallest and largest RSS and pool during
+    /// it, and the recovery time: from the end of the overload to the end
+    /// of the first window with no timeout and a p99 within 2x the median
+    /// p99 before it. The last line is the summary as JSON.
+    Overload(OverloadArgs),
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
@@ -378,6 +395,13 @@ pub(crate) struct ServerArgs {
     /// Core to pin the server to.
     #[arg(long)]
     core: Option<usize>,
+    /// UDP: socket buffer to ask for, bytes (the kernel doubles it, up to
+    /// net.core.rmem_max). It is the queue of requests waiting for the
+    /// server, so it bounds their queueing delay under overload: on
+    /// loopback a small request takes ~830 bytes of it, so 1 MiB queues
+    /// ~2500 requests, 25 ms at 100 k/s (4 MiB: ~100 ms).
+    #[arg(long, default_value_t = 1 << 20)]
+    udp_socket_buffer: usize,
     /// Take commands on standard input (set by `cf compare`): a line asks
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
@@ -392,6 +416,7 @@ impl ServerArgs {
             transport: self.transport,
             addr: self.addr.clone(),
             core: self.core,
+            udp_socket_buffer: self.udp_socket_buffer,
             controlled_by_parent: self.exit_with_parent,
         }
     }
@@ -516,6 +541,81 @@ impl StallArgs {
             repeats: self.repeats as usize,
             server_core: self.server_core,
             client_core: self.client_core,
+        }
+    }
+}
+
+/// Options of `cf overload`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct OverloadArgs {
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "udp")]
+    transport: Transport,
+    /// Serializer.
+    #[arg(long, value_enum, default_value = "cornflakes")]
+    system: SystemArg,
+    /// Workload (see `cf compare --help`).
+    #[arg(long, value_parser = parse_workload, default_value = "google:max=4")]
+    workload: WorkloadSpec,
+    /// Seconds of overload.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..))]
+    seconds: u32,
+    /// Overload as a multiple of the capacity.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    factor: f64,
+    /// Capacity in requests per second; without it, measured first.
+    #[arg(long, value_parser = positive)]
+    capacity: Option<f64>,
+    /// Normal load before and after the overload, as a fraction of the
+    /// capacity.
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    normal: f64,
+    /// Seconds of normal load before the overload (its median window p99
+    /// is the reference of the recovery).
+    #[arg(long, default_value_t = 3.0, value_parser = positive)]
+    before: f64,
+    /// Seconds of normal load after the overload.
+    #[arg(long, default_value_t = 5.0, value_parser = positive)]
+    after: f64,
+    /// Length of a normal-load window, milliseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..))]
+    window_ms: u64,
+    /// A request without a correct response after this long is a timeout
+    /// (below 1000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..1000))]
+    timeout_ms: u64,
+    /// Client threads per load point (all on the client core).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// UDP: the server's socket buffer, bytes (see `cf kv-server --help`).
+    #[arg(long, default_value_t = 1 << 20)]
+    udp_socket_buffer: usize,
+}
+
+impl OverloadArgs {
+    pub(crate) fn config(&self) -> overload::OverloadConfig {
+        overload::OverloadConfig {
+            transport: self.transport,
+            system: self.system.0,
+            workload: self.workload.clone(),
+            seconds: self.seconds,
+            factor: self.factor,
+            capacity: self.capacity,
+            normal_fraction: self.normal,
+            before: Duration::from_secs_f64(self.before),
+            after: Duration::from_secs_f64(self.after),
+            window: Duration::from_millis(self.window_ms),
+            timeout: Duration::from_millis(self.timeout_ms),
+            threads: self.threads as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            udp_socket_buffer: self.udp_socket_buffer,
         }
     }
 }

@@ -260,3 +260,53 @@ fn loadgen_against_a_server_started_by_hand() {
     assert_eq!(counters["malformed"], 0, "{counters}");
     assert!(u64_of(&final_counters, "handled") >= u64_of(&counters, "handled"), "{final_counters}");
 }
+
+/// `cf overload`, short: a given capacity, 2 s at twice it, windows before
+/// and after. Checks the summary's accounting, not the machine's speed:
+/// no wrong response, the server's memory sampled every second and its
+/// pool flat, goodput and what the server handled consistent.
+#[test]
+fn overload_soak_reports_goodput_memory_and_recovery() {
+    let out = cf(&[
+        "overload",
+        "--transport",
+        "udp",
+        "--workload",
+        "echo",
+        "--capacity",
+        "2000",
+        "--seconds",
+        "2",
+        "--before",
+        "0.5",
+        "--after",
+        "1",
+        "--timeout-ms",
+        "200",
+    ]);
+    let json = last_json(&out);
+    assert_eq!(json["transport"], "udp");
+    assert_eq!(u64_of(&json, "errors"), 0, "{json}");
+    assert_eq!(json["capacity_measured"], false);
+    let (rss_min, rss_max) = (u64_of(&json, "overload_rss_min"), u64_of(&json, "overload_rss_max"));
+    assert!(0 < rss_min && rss_min <= rss_max, "{json}");
+    assert_eq!(u64_of(&json, "overload_pool_min"), u64_of(&json, "overload_pool_max"), "{json}");
+    let offered = json["overload_offered_rps"].as_f64().expect("offered");
+    assert!((3000.0..5000.0).contains(&offered), "offered about 2 x 2000/s: {json}");
+    // The server answered (almost) everything the client counted, in the
+    // same two seconds, give or take a point's tail.
+    let goodput = json["overload_goodput_rps"].as_f64().expect("goodput");
+    let handled = json["overload_server_handled_rps"].as_f64().expect("handled");
+    assert!(goodput > 0.0 && goodput <= handled * 1.1, "{json}");
+    assert!(u64_of(&json, "after_windows") > 0, "{json}");
+}
+
+#[test]
+fn overload_refuses_settings_that_cannot_work() {
+    for args in
+        [&["overload", "--seconds", "0"][..], &["overload", "--timeout-ms", "1000"], &["overload", "--factor", "-1"]]
+    {
+        let (code, err) = cf_fails(args);
+        assert_eq!(code, 2, "cf {args:?}: {err}");
+    }
+}

@@ -555,3 +555,60 @@ fn receive_buffers_are_bounded_while_the_application_falls_behind() {
     assert_eq!(s.received as usize, got);
     eprintln!("received {got} of 2000; the kernel dropped {} (SO_RXQ_OVFL)", s.dropped_no_buffer);
 }
+
+/// Issue 10, item 1: a flood of tiny datagrams (a 9-byte packet each, as
+/// fast as a plain socket sends them) at a datapath whose application only
+/// reaps completions for a while must not grow its pool: each datagram
+/// held for the application pins a `max_payload + 1` buffer (64 KiB on
+/// loopback), so before receives were bounded 20 000 queued datagrams
+/// mapped over a gigabyte, and every growth re-registered the fixed
+/// buffers. The pool's mapped bytes and the fixed-buffer registrations stay
+/// where they were after bind, and afterwards the datapath serves normally.
+#[test]
+fn a_flood_while_the_application_does_not_read_maps_no_memory() {
+    let mut server = bind(config());
+    let to = server.local_addr();
+    let mapped = server.pool().stats().mapped_bytes;
+    let updates = server.udp_stats().fixed_buffer_updates;
+    let flooder = UdpSocket::bind(LOCAL).unwrap();
+    flooder.set_nonblocking(true).unwrap();
+    let mut sent = 0u32;
+    for burst in 0..200u32 {
+        for i in 0..100u32 {
+            let mut pkt = [0u8; 9];
+            pkt[..4].copy_from_slice(&(burst * 100 + i).to_le_bytes());
+            if flooder.send_to(&pkt, to).is_ok() {
+                sent += 1;
+            }
+        }
+        // A loop busy elsewhere: it reaps but takes no message.
+        server.poll_completions().unwrap();
+        if burst % 20 == 0 {
+            server.wait(Duration::from_millis(1)).unwrap();
+        }
+    }
+    let stats = server.pool().stats();
+    let u = server.udp_stats();
+    eprintln!("sent {sent}; pool {mapped} -> {} bytes, {} live slots; {u:?}", stats.mapped_bytes, stats.live_slots);
+    assert!(sent > 10_000, "the flood reached the socket: {sent}");
+    assert_eq!(stats.mapped_bytes, mapped, "receiving mapped no pool memory: {server:?}");
+    assert!(stats.live_slots <= config().recv_buffers, "{} buffers held: {server:?}", stats.live_slots);
+    assert_eq!(u.fixed_buffer_updates, updates, "no fixed-buffer registration while receiving");
+    assert!(u.recv_held_back > 0, "receiving was held back: {u:?}");
+    // Reading again drains what the socket kept; then a normal exchange.
+    let mut out = Vec::new();
+    while server.recv_batch(&mut out, usize::MAX).unwrap() > 0 || server.wait(Duration::from_millis(50)).unwrap() {
+        out.clear();
+    }
+    let mut client = bind(config());
+    let conn = client.connect(to);
+    client.push_buf(conn, 77, b"after the flood").unwrap();
+    client.flush().unwrap();
+    let got = recv_one(&mut server);
+    assert_eq!((got.msg_id, &got.payload[..]), (77, &b"after the flood"[..]));
+    server.push_buf(got.conn, 78, b"served").unwrap();
+    server.flush().unwrap();
+    let back = recv_one(&mut client);
+    assert_eq!((back.msg_id, &back.payload[..]), (78, &b"served"[..]));
+    assert_eq!(server.pool().stats().mapped_bytes, mapped);
+}

@@ -74,6 +74,12 @@ impl ServerChild {
         Ok(ServerChild { addr: addr.to_owned(), child, stdout })
     }
 
+    /// The server's process id (for reading its memory use from
+    /// `/proc/<pid>/status`).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Asks the server for a line of counters (a newline on its stdin; see
     /// [`control_from_parent`]) and returns its answer.
     pub fn report(&mut self) -> Result<String, Error> {

@@ -1,11 +1,17 @@
 //! `cf kv-server` and `cf loadgen`: the two halves of the key-value
 //! experiments, to run by hand (on two hosts, or against other clients).
 
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cornflakes_datapath::Datapath;
-use cornflakes_kv::{Limits, Store, System};
+use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
+use cornflakes_datapath::shm::ShmDatapath;
+use cornflakes_datapath::udp::UdpDatapath;
+use cornflakes_datapath::{ConnId, Datapath, DatapathStats, Received, RecvError, Segment, SendError};
+use cornflakes_kv::{Limits, ServerStats, Store, System};
 use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
 use crate::loadgen;
@@ -27,6 +33,13 @@ pub struct ServerOptions {
     pub addr: String,
     /// Core to pin the server to.
     pub core: Option<usize>,
+    /// Bytes of socket receive (and send) buffer to ask for on UDP (the
+    /// kernel doubles it and caps it at `net.core.rmem_max`): the server's
+    /// queue of requests that wait for it. Under overload every request
+    /// served has waited through a full queue, so it bounds the queueing
+    /// delay: on loopback a small request takes about 830 bytes of it, so
+    /// the default 1 MiB holds about 2500 requests, 25 ms at 100 k/s.
+    pub udp_socket_buffer: usize,
     /// Take commands from standard input (see [`crate::child`]): a line asks
     /// for the counters (one JSON line on standard output), end of input
     /// stops the server, which then prints its final counters.
@@ -127,34 +140,52 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
                 .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-            serve(&mut dp, args, workload.as_ref(), &args.addr)
+            serve(&mut dp, args, workload.as_ref(), &args.addr, shm_counters)
         }
         Transport::Udp => {
             let addr = crate::transport::parse_udp_addr(&args.addr)?;
-            let mut dp =
-                cornflakes_datapath::udp::UdpDatapath::bind(addr, cornflakes_datapath::udp::UdpConfig::loopback())
-                    .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
+            // Like shm: hugepages only when enough are free for the values
+            // (with 128 MiB of hugepages reserved, google:max=4 used to fail
+            // its preload over UDP).
+            let config = cornflakes_datapath::udp::UdpConfig {
+                pool_config: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
+                socket_buffer: args.udp_socket_buffer,
+                ..cornflakes_datapath::udp::UdpConfig::loopback()
+            };
+            let mut dp = cornflakes_datapath::udp::UdpDatapath::bind(addr, config)
+                .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
             let local = dp.local_addr().to_string();
-            serve(&mut dp, args, workload.as_ref(), &local)
+            serve(&mut dp, args, workload.as_ref(), &local, udp_counters)
         }
         Transport::Tcp => {
             let addr = crate::transport::parse_tcp_addr(&args.addr)?;
             let pool = pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref()));
             let mut dp = crate::transport::tcp_server(addr, pool)?;
             let local = dp.local_addrs()[0].to_string();
-            serve(&mut dp, args, workload.as_ref(), &local)
+            serve(&mut dp, args, workload.as_ref(), &local, tcp_counters)
         }
     }
 }
 
-fn serve<D: Datapath>(dp: &mut D, args: &ServerOptions, workload: &dyn Workload, addr: &str) -> Result<(), Error> {
+fn serve<D: Datapath>(
+    dp: &mut D,
+    args: &ServerOptions,
+    workload: &dyn Workload,
+    addr: &str,
+    extra: fn(&D) -> Vec<(&'static str, u64)>,
+) -> Result<(), Error> {
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
     eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
     println!("READY {addr}");
     let mut last = Instant::now();
     let mut reported = (0, 0);
-    let stats = cornflakes_kv::server::serve(dp, &mut store, args.system, |stats| {
+    let mut armed = false;
+    let (pool, scratch) = (dp.pool().clone(), dp.scratch_pool().clone());
+    let snapshot = Rc::new(Cell::new(DatapathStats::default()));
+    let extra_snapshot = Rc::new(RefCell::new(Vec::new()));
+    let mut dp = Observed { inner: dp, stats: snapshot.clone(), extra, extra_out: extra_snapshot.clone() };
+    let stats = cornflakes_kv::server::serve(&mut dp, &mut store, args.system, |stats| {
         let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
         if problems != reported && last.elapsed() > Duration::from_secs(10) {
             eprintln!(
@@ -165,10 +196,17 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerOptions, workload: &dyn Workload,
         }
         // A load first: this runs once per loop pass, and a swap is a
         // locked instruction.
-        if REPORT.load(Ordering::Relaxed) && REPORT.swap(false, Ordering::Relaxed) {
+        // Asked for a report: first let one receive pass copy the
+        // datapath's counters out (see `Observed`), then answer.
+        if REPORT.load(Ordering::Relaxed) && !std::mem::replace(&mut armed, true) {
+            return !STOP.load(Ordering::Relaxed);
+        }
+        if armed && REPORT.swap(false, Ordering::Relaxed) {
+            armed = false;
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", stats.to_json_line()).and_then(|()| out.flush());
+            let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
+            let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
         }
         !STOP.load(Ordering::Relaxed)
     })
@@ -177,6 +215,174 @@ fn serve<D: Datapath>(dp: &mut D, args: &ServerOptions, workload: &dyn Workload,
     // For `cf compare`, which collects it into summary.json.
     println!("{}", stats.to_json_line());
     Ok(())
+}
+
+/// What a `cf kv-server` run by a parent answers when asked for its
+/// counters (one JSON line): the serving loop's [`ServerStats`] (at the top
+/// level, so [`ServerStats::from_json_line`] reads the same line), the
+/// pools' mapped memory and the datapath's counters, for watching memory
+/// and drops during an overload (`cf overload`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerReport {
+    /// The serving loop's counters.
+    #[serde(flatten)]
+    pub stats: ServerStats,
+    /// Bytes mapped by the datapath's pool (values, and on UDP receive and
+    /// send buffers). A pool never unmaps, so this only grows.
+    pub pool_bytes: u64,
+    /// Slots allocated in that pool now.
+    pub pool_live_slots: u64,
+    /// Bytes mapped by the scratch pool (on shm: private receive and
+    /// per-message buffers; on UDP the same pool as `pool_bytes`).
+    pub scratch_bytes: u64,
+    /// Messages the datapath received.
+    pub received: u64,
+    /// Messages it sent.
+    pub sent: u64,
+    /// Received packets dropped as malformed.
+    pub dropped_malformed: u64,
+    /// Received packets dropped for lack of buffers (UDP: the kernel's
+    /// count of datagrams that did not fit the socket buffer).
+    pub dropped_no_buffer: u64,
+    /// The transport's own counters (`UdpStats`, `ShmStats`), by name.
+    pub transport: BTreeMap<String, u64>,
+}
+
+impl ServerReport {
+    fn new(
+        stats: ServerStats,
+        pool: &Pool,
+        scratch: &Pool,
+        dp: DatapathStats,
+        extra: &[(&'static str, u64)],
+    ) -> ServerReport {
+        let (p, s) = (pool.stats(), scratch.stats());
+        ServerReport {
+            stats,
+            pool_bytes: p.mapped_bytes as u64,
+            pool_live_slots: p.live_slots as u64,
+            scratch_bytes: s.mapped_bytes as u64,
+            received: dp.received,
+            sent: dp.sent,
+            dropped_malformed: dp.dropped_malformed,
+            dropped_no_buffer: dp.dropped_no_buffer,
+            transport: extra.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
+        }
+    }
+
+    /// The report as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("integer fields always serialize")
+    }
+
+    /// Parses a line [`to_json_line`](Self::to_json_line) wrote; `None`
+    /// for any other line.
+    pub fn from_json_line(line: &str) -> Option<Self> {
+        serde_json::from_str(line.trim()).ok()
+    }
+}
+
+fn udp_counters(dp: &UdpDatapath) -> Vec<(&'static str, u64)> {
+    let u = dp.udp_stats();
+    vec![
+        ("recv_held_back", u.recv_held_back),
+        ("recv_errors", u.recv_errors),
+        ("send_errors", u.send_errors),
+        ("fixed_buffer_updates", u.fixed_buffer_updates),
+        ("submits", u.submits),
+        ("dropped_unknown_peer", u.dropped_unknown_peer),
+        ("in_flight", dp.in_flight() as u64),
+    ]
+}
+
+fn shm_counters(dp: &ShmDatapath) -> Vec<(&'static str, u64)> {
+    let s = dp.shm_stats();
+    vec![
+        ("accepted", s.accepted),
+        ("peers_closed", s.peers_closed),
+        ("handshake_failures", s.handshake_failures),
+        ("sleeps", s.sleeps),
+        ("wakeups_sent", s.wakeups_sent),
+        ("parked", s.parked),
+        ("backlogged", s.backlogged),
+        ("parked_lost", s.parked_lost),
+    ]
+}
+
+fn tcp_counters(dp: &cornflakes_datapath::tcp::TcpDatapath) -> Vec<(&'static str, u64)> {
+    let t = dp.tcp_stats();
+    vec![
+        ("accepted", t.accepted),
+        ("peer_closed", t.peer_closed),
+        ("errors", t.errors),
+        ("bad_frames", t.bad_frames),
+        ("truncated_frames", t.truncated_frames),
+        ("partial_sends", t.partial_sends),
+        ("backlogged", t.backlogged),
+    ]
+}
+
+/// The server's datapath, with its counters copied out after each receive
+/// so that the serving loop's callback, which cannot reach the datapath,
+/// can report them. Every other call is passed through.
+struct Observed<'d, D: Datapath> {
+    inner: &'d mut D,
+    stats: Rc<Cell<DatapathStats>>,
+    extra: fn(&D) -> Vec<(&'static str, u64)>,
+    extra_out: Rc<RefCell<Vec<(&'static str, u64)>>>,
+}
+
+impl<D: Datapath> Observed<'_, D> {
+    /// Copies the counters out (cheap: a few words; the transport's own
+    /// only when a report was asked for).
+    #[inline]
+    fn snapshot(&self) {
+        self.stats.set(self.inner.stats());
+        if REPORT.load(Ordering::Relaxed) {
+            *self.extra_out.borrow_mut() = (self.extra)(self.inner);
+        }
+    }
+}
+
+impl<D: Datapath> Datapath for Observed<'_, D> {
+    fn pool(&self) -> &Pool {
+        self.inner.pool()
+    }
+    fn scratch_pool(&self) -> &Pool {
+        self.inner.scratch_pool()
+    }
+    fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
+        self.inner.alloc(len)
+    }
+    fn recover(&self, data: &[u8]) -> Option<RcBuf> {
+        self.inner.recover(data)
+    }
+    fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError> {
+        let n = self.inner.recv_batch(out, max);
+        self.snapshot();
+        n
+    }
+    fn wait(&mut self, timeout: Duration) -> Result<bool, RecvError> {
+        self.inner.wait(timeout)
+    }
+    fn push_message<'a, M: Message<'a>>(&mut self, conn: ConnId, msg_id: u32, msg: &M) -> Result<(), SendError> {
+        self.inner.push_message(conn, msg_id, msg)
+    }
+    fn push_segments(&mut self, conn: ConnId, msg_id: u32, segments: &[Segment<'_>]) -> Result<(), SendError> {
+        self.inner.push_segments(conn, msg_id, segments)
+    }
+    fn push_buf(&mut self, conn: ConnId, msg_id: u32, data: &[u8]) -> Result<(), SendError> {
+        self.inner.push_buf(conn, msg_id, data)
+    }
+    fn flush(&mut self) -> Result<(), SendError> {
+        self.inner.flush()
+    }
+    fn poll_completions(&mut self) -> Result<usize, SendError> {
+        self.inner.poll_completions()
+    }
+    fn stats(&self) -> DatapathStats {
+        self.inner.stats()
+    }
 }
 
 /// What `cf loadgen` runs.

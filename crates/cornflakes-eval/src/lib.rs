@@ -16,6 +16,8 @@
 //!   serde; the tables); [`plot`]: the PNG charts.
 //! - [`stall`]: `cf stall`, other clients' service while one stops
 //!   reading.
+//! - [`overload`]: `cf overload`, a soak at a multiple of the server's
+//!   capacity (goodput, memory and recovery), built from load points.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -31,6 +33,7 @@ pub mod echo;
 mod error;
 pub mod kv;
 pub mod loadgen;
+pub mod overload;
 pub mod pin;
 pub mod pingpong;
 pub mod plot;
