@@ -214,6 +214,9 @@ impl ThreadResult {
     }
 }
 
+/// Transactions `Client::send_backlog` sends per pass at most.
+const SEND_BUDGET: usize = 256;
+
 /// A request on the wire, waiting for its response.
 #[derive(Clone, Copy)]
 struct InFlight {
@@ -374,7 +377,12 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     /// limit allow; requests are flushed together.
     fn send_backlog(&mut self) -> Result<(), Error> {
         let mut sent_any = false;
-        while self.outstanding_txns < self.cfg.max_outstanding {
+        // At most this many per pass, so that a large backlog (an overloaded
+        // server) never keeps the loop from reading responses and watching
+        // the clock for long.
+        let mut budget = SEND_BUDGET;
+        while self.outstanding_txns < self.cfg.max_outstanding && budget > 0 {
+            budget -= 1;
             let Some((arrival, t)) = self.backlog.front() else { break };
             let (arrival, n) = (*arrival, t.requests.len());
             // Every request of the transaction needs a free slot.
@@ -439,6 +447,13 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         loop {
             match self.codec.send_request(self.dp, self.conn, msg_id, &view) {
                 Ok(()) => break,
+                Err(SendError::Full | SendError::Backlogged(_))
+                    if Instant::now() > self.record_until + self.cfg.timeout =>
+                {
+                    // The point is over: leave it unsent; it counts as timed
+                    // out (a point never runs past its end waiting for room).
+                    break;
+                }
                 Err(SendError::Full | SendError::Backlogged(_)) => {
                     // Make room: flush, take completions and responses.
                     self.dp.flush().map_err(|e| format!("flush failed: {e}"))?;
