@@ -29,6 +29,8 @@ pub mod shm;
 pub mod tcp;
 #[allow(unsafe_code)]
 pub mod udp;
+#[allow(unsafe_code)]
+mod uring;
 
 /// A peer of a datapath: a connection (shared memory) or a remote address
 /// (UDP), numbered by the datapath.

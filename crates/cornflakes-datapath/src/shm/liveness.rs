@@ -121,16 +121,14 @@ impl ShmDatapath {
     }
 
     /// Releases what closing connections' peers acknowledged; forgets the
-    /// connections that are done or whose peer went away (looked at every
-    /// 64th call: one system call each).
-    pub(super) fn reap_closing(&mut self) {
-        self.closing_polls = self.closing_polls.wrapping_add(1);
-        let look = self.closing_polls % 64 == 0;
+    /// connections that are done or, with `look_at_sockets` (one system
+    /// call each), whose peer went away.
+    pub(super) fn reap_closing(&mut self, look_at_sockets: bool) {
         let mut k = 0;
         while k < self.closing.len() {
             let c = &mut self.closing[k];
             c.release_acked();
-            if c.inflight.is_empty() || (look && !socket_alive(&c.sock)) {
+            if c.inflight.is_empty() || (look_at_sockets && !socket_alive(&c.sock)) {
                 self.closing.swap_remove(k);
                 self.shm.closes_drained += 1;
             } else {
@@ -150,9 +148,7 @@ impl ShmDatapath {
         }
         let deadline = Instant::now() + self.config.close_linger;
         while !self.closing.is_empty() {
-            // Every pass looks at the sockets.
-            self.closing_polls = 63;
-            self.reap_closing();
+            self.reap_closing(true);
             if self.closing.is_empty() || Instant::now() >= deadline {
                 break;
             }

@@ -3,39 +3,10 @@
 //! the standard library lacks.
 
 use std::io;
-use std::mem::zeroed;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 
-use io_uring::{squeue, IoUring};
-
-/// `IORING_SEND_ZC_REPORT_USAGE` (Linux 6.2): the notification's `res`
-/// says whether the kernel copied after all. Private in the `io-uring`
-/// crate.
-pub(super) const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
-/// `IORING_NOTIF_USAGE_ZC_COPIED`: set in a notification's `res` when the
-/// data was copied (loopback, veth).
-pub(super) const NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
-
-/// Pushes `entry` on the submission queue; false when it is full.
-///
-/// # Safety
-///
-/// Every pointer in `entry` (message header, iovecs, buffers) must stay
-/// valid, and memory the kernel writes must not be accessed by Rust, until
-/// the entry's last completion (including a zero-copy notification) has
-/// been reaped.
-pub(super) unsafe fn push(ring: &mut IoUring, entry: &squeue::Entry) -> bool {
-    // SAFETY: forwarded to our caller.
-    unsafe { ring.submission().push(entry) }.is_ok()
-}
-
-/// An all-zero `msghdr`.
-pub(super) fn empty_msghdr() -> libc::msghdr {
-    // SAFETY: `msghdr` is pointers and integers; all-zero (null, 0) is a
-    // valid value.
-    unsafe { zeroed() }
-}
+pub(super) use crate::uring::{empty_msghdr, push, NOTIF_USAGE_ZC_COPIED, SEND_ZC_REPORT_USAGE};
 
 /// Adopts a descriptor an `ACCEPT` completion returned.
 ///

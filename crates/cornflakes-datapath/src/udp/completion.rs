@@ -21,22 +21,12 @@ use io_uring::{cqueue, types};
 use super::{sys, TaskRun, UdpDatapath};
 use crate::{RecvError, SendError};
 
-const KIND_SHIFT: u32 = 56;
 pub(super) const KIND_RECV: u64 = 1;
 pub(super) const KIND_SEND: u64 = 2;
 pub(super) const KIND_CANCEL: u64 = 3;
 
-/// The `user_data` of a request of `kind` for slot `index`.
-#[inline(always)]
-pub(super) fn user_data(kind: u64, index: usize) -> u64 {
-    (kind << KIND_SHIFT) | index as u64
-}
-
-/// The kind and slot a `user_data` names.
-#[inline(always)]
-fn kind_and_index(user_data: u64) -> (u64, usize) {
-    (user_data >> KIND_SHIFT, (user_data & ((1 << KIND_SHIFT) - 1)) as usize)
-}
+use crate::uring::kind_and_index;
+pub(super) use crate::uring::user_data;
 
 impl UdpDatapath {
     /// Processes every completion in the queue; reposts receives.

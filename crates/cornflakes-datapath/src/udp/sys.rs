@@ -10,17 +10,12 @@ use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::AsRawFd;
 
-use io_uring::{squeue, IoUring, Submitter};
+use io_uring::{squeue, Submitter};
 
 /// `IORING_RECVSEND_FIXED_BUF` (uapi `io_uring.h`): the send's buffers lie in
 /// the registered buffer `buf_index`. Private in the `io-uring` crate.
 pub(super) const RECVSEND_FIXED_BUF: u16 = 1 << 2;
-/// `IORING_SEND_ZC_REPORT_USAGE` (Linux 6.2): the notification's `res`
-/// says whether the kernel copied after all.
-pub(super) const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
-/// `IORING_NOTIF_USAGE_ZC_COPIED`: bit of a notification's `res` set when
-/// the data was copied (loopback, veth, devices without scatter-gather).
-pub(super) const NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+pub(super) use crate::uring::{empty_msghdr, push, NOTIF_USAGE_ZC_COPIED, SEND_ZC_REPORT_USAGE};
 
 /// `SO_RXQ_OVFL` (not in the `libc` crate for Linux): ask for a control
 /// message carrying the socket's cumulative count of datagrams dropped for
@@ -144,29 +139,9 @@ impl RawAddr {
     pub(super) const CAPACITY: libc::socklen_t = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
 }
 
-/// An all-zero `msghdr`.
-pub(super) fn empty_msghdr() -> libc::msghdr {
-    // SAFETY: `msghdr` is pointers and integers; all-zero (null, 0) is a
-    // valid value.
-    unsafe { zeroed() }
-}
-
 /// An all-zero `iovec`.
 pub(super) fn empty_iovec() -> libc::iovec {
     libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }
-}
-
-/// Pushes `entry` on the submission queue; false when it is full.
-///
-/// # Safety
-///
-/// Every pointer in `entry` (message header, iovecs, addresses, buffers)
-/// must stay valid, and the memory it receives into unused by Rust, until
-/// the entry's last completion (including a zero-copy notification) has
-/// been reaped.
-pub(super) unsafe fn push(ring: &mut IoUring, entry: &squeue::Entry) -> bool {
-    // SAFETY: forwarded to our caller.
-    unsafe { ring.submission().push(entry) }.is_ok()
 }
 
 /// Registers `len` bytes at `addr` as fixed buffer `index` of a sparse

@@ -46,7 +46,7 @@ use cornflakes_baselines::fb_alloc::{Backing, PinnedAlloc};
 use cornflakes_baselines::flatbuffers::{self, Allocator, FlatBufferBuilder, VerifierOptions, WIPOffset};
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
-use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec, ZERO_COPY_MIN};
+use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec, ZERO_COPY_MIN};
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -203,20 +203,6 @@ impl Tx {
         msg.build(&mut self.heap, &mut self.offsets);
         let data = self.heap.finished_data();
         push(dp, retry, |dp| dp.push_segments(conn, msg_id, &[Segment::Copy(data)]))
-    }
-}
-
-/// Pushes with [`retry_full`] (server) or once (client).
-#[inline]
-fn push<D: Datapath>(
-    dp: &mut D,
-    retry: bool,
-    mut f: impl FnMut(&mut D) -> Result<(), SendError>,
-) -> Result<(), SendError> {
-    if retry {
-        retry_full(dp, f)
-    } else {
-        f(dp)
     }
 }
 

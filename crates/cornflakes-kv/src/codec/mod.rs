@@ -77,6 +77,22 @@ pub trait ClientCodec {
 #[error("malformed response")]
 pub struct Malformed;
 
+/// Pushes with [`retry_full`] (a server, which must answer) or once (a
+/// client: its caller handles back-pressure). Shared by the codecs that
+/// build their own segment lists.
+#[inline]
+pub(crate) fn push<D: Datapath>(
+    dp: &mut D,
+    retry: bool,
+    mut f: impl FnMut(&mut D) -> Result<(), SendError>,
+) -> Result<(), SendError> {
+    if retry {
+        retry_full(dp, f)
+    } else {
+        f(dp)
+    }
+}
+
 /// How long [`retry_full`] keeps retrying before giving up.
 pub const RETRY_FOR: std::time::Duration = std::time::Duration::from_millis(50);
 

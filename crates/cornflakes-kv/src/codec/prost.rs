@@ -54,7 +54,7 @@ use ::cornflakes::{Pool, RcBuf};
 use cornflakes_baselines::prost;
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
-use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -307,21 +307,6 @@ fn push_encoded<D: Datapath, M: prost::Message>(
             let segments = [Segment::Copy(heap)];
             push(dp, retry, |dp| dp.push_segments(conn, msg_id, &segments))
         }
-    }
-}
-
-/// Pushes with [`retry_full`] (server) or once (client: the caller handles
-/// back-pressure).
-#[inline]
-fn push<D: Datapath>(
-    dp: &mut D,
-    retry: bool,
-    mut f: impl FnMut(&mut D) -> Result<(), SendError>,
-) -> Result<(), SendError> {
-    if retry {
-        retry_full(dp, f)
-    } else {
-        f(dp)
     }
 }
 

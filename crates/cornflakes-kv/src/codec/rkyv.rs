@@ -37,7 +37,7 @@ use rkyv::util::AlignedVec;
 use rkyv::with::{InlineAsBox, Map};
 use rkyv::{Archive, Serialize};
 
-use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -126,20 +126,6 @@ where
     T: for<'x> Serialize<HighSerializer<Buffer<'b>, ArenaHandle<'x>, Error>>,
 {
     rkyv::api::high::to_bytes_in::<_, Error>(msg, Buffer::from(out)).expect("the archive fits its computed bound").len()
-}
-
-/// Pushes with [`retry_full`] (server) or once (client).
-#[inline]
-fn push<D: Datapath>(
-    dp: &mut D,
-    retry: bool,
-    mut f: impl FnMut(&mut D) -> Result<(), SendError>,
-) -> Result<(), SendError> {
-    if retry {
-        retry_full(dp, f)
-    } else {
-        f(dp)
-    }
 }
 
 /// Sends `status` and `vals` in reply to `rx`; a response the datapath
