@@ -366,3 +366,45 @@ fn closing_a_connection_ends_the_peers_stream_and_is_not_reported_here() {
     }
     assert!(matches!(server.push_buf(conn, 1, b"x"), Err(SendError::Closed(_))));
 }
+
+#[test]
+fn raw_framing_passes_the_byte_stream_through_unchanged() {
+    // A std::net peer on the other side: what it writes arrives in pieces
+    // (ids 0) whose concatenation is the stream, and what we send (copies
+    // and a zero-copy value, no header) is exactly what it reads.
+    use cornflakes_datapath::tcp::Framing;
+    let (mut server, addr) = server("127.0.0.1:0", TcpConfig { framing: Framing::Raw, recv_buffer: 100, ..config() });
+    let mut peer = TcpStream::connect(addr).unwrap();
+    let sent = pattern(10_000, 7);
+    peer.write_all(&sent).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut stream, mut out) = (Vec::new(), Vec::new());
+    while stream.len() < sent.len() {
+        assert!(Instant::now() < deadline, "{} of {} bytes", stream.len(), sent.len());
+        out.clear();
+        server.recv_batch(&mut out, usize::MAX).unwrap();
+        for r in &out {
+            assert_eq!(r.msg_id, 0);
+            assert!(r.payload.len() <= 100);
+            stream.extend_from_slice(&r.payload);
+        }
+        server.wait(Duration::from_millis(1)).unwrap();
+    }
+    assert_eq!(stream, sent);
+    let conn = server.connections().next().expect("the peer's connection");
+    let value = server.pool().alloc_copy(&pattern(4096, 9)).unwrap();
+    let segments = [Segment::Copy(b"$4096\r\n"), Segment::ZeroCopy(value), Segment::Copy(b"\r\n")];
+    server.push_segments(conn, 0, &segments).unwrap();
+    server.flush().unwrap();
+    let mut want = b"$4096\r\n".to_vec();
+    want.extend_from_slice(&pattern(4096, 9));
+    want.extend_from_slice(b"\r\n");
+    let mut got = vec![0u8; want.len()];
+    peer.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut at = 0;
+    while at < got.len() {
+        server.poll_completions().unwrap();
+        at += peer.read(&mut got[at..]).unwrap();
+    }
+    assert_eq!(got, want);
+}

@@ -14,6 +14,21 @@ use crate::PACKET_HEADER_LEN;
 /// the pool's largest buffer is [`MAX_ALLOC`] (2 MiB).
 pub const MAX_TCP_MESSAGE: usize = MAX_ALLOC - PACKET_HEADER_LEN;
 
+/// How a [`TcpDatapath`](super::TcpDatapath) finds messages in the byte
+/// stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// Each message is preceded by the 8-byte frame header (id, length);
+    /// see [`write_frame_header`](super::write_frame_header).
+    #[default]
+    Length,
+    /// No framing: a send writes the message's bytes as they are, and
+    /// every receive completion is delivered as one message (id 0) holding
+    /// what arrived. For protocols that delimit themselves, such as RESP;
+    /// the application joins and splits the pieces.
+    Raw,
+}
+
 /// Settings of a [`TcpDatapath`](super::TcpDatapath).
 #[derive(Clone, Debug)]
 pub struct TcpConfig {
@@ -26,6 +41,9 @@ pub struct TcpConfig {
     /// announces more is disconnected and counted. Default and maximum
     /// [`MAX_TCP_MESSAGE`].
     pub max_message: usize,
+    /// How messages are delimited on the byte stream. Default
+    /// [`Framing::Length`].
+    pub framing: Framing,
     /// Bytes of each connection's receive buffer (a pool buffer); messages
     /// that fit arrive in place, larger ones are reassembled into a buffer
     /// of their size. Default 64 KiB.
@@ -72,6 +90,7 @@ impl Default for TcpConfig {
             pool: None,
             pool_config: PoolConfig::default(),
             max_message: MAX_TCP_MESSAGE,
+            framing: Framing::Length,
             recv_buffer: 64 << 10,
             max_ready: 4096,
             max_connections: 4096,

@@ -10,10 +10,12 @@
 //!   [`TcpDatapath::connections`] and as the `conn` of their messages.
 //!   [`TcpDatapath::connect`] dials (blocking until the handshake is done).
 //!   Every socket has `TCP_NODELAY`.
-//! - **Framing**: each message is the crate's 8-byte packet header, whose
-//!   second word carries the message length (see [`read_frame_header`]),
-//!   then the message. A peer that announces more than
-//!   [`TcpConfig::max_message`] (at most [`MAX_TCP_MESSAGE`], 2 MiB − 8:
+//! - **Framing** ([`Framing::Length`], the default): each message is the
+//!   crate's 8-byte packet header, whose second word carries the message
+//!   length (see [`read_frame_header`]), then the message.
+//!   [`Framing::Raw`] carries a self-delimiting protocol (RESP) instead:
+//!   no header is sent, and each receive is delivered as it arrived.
+//!   A peer that announces more than [`TcpConfig::max_message`] (at most [`MAX_TCP_MESSAGE`], 2 MiB − 8:
 //!   a received message is one pool buffer and the pool's largest is
 //!   2 MiB) is disconnected and counted ([`TcpStats::bad_frames`]); a peer
 //!   that closes mid-message is counted ([`TcpStats::truncated_frames`]).
@@ -116,7 +118,7 @@ use std::time::Duration;
 use cornflakes::{Message, Pool};
 use io_uring::{opcode, IoUring};
 
-pub use self::config::{TcpConfig, TcpError, MAX_TCP_MESSAGE};
+pub use self::config::{Framing, TcpConfig, TcpError, MAX_TCP_MESSAGE};
 pub use self::frame::{read_frame_header, write_frame_header};
 
 use self::conn::{Conn, ConnTable, State};

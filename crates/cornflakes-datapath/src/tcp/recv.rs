@@ -12,7 +12,7 @@ use io_uring::{opcode, types};
 
 use super::completion::{user_data, KIND_RECV};
 use super::conn::State;
-use super::{read_frame_header, sys, TcpDatapath};
+use super::{read_frame_header, sys, Framing, TcpDatapath};
 use crate::{Received, PACKET_HEADER_LEN};
 
 /// What the bytes received so far hold.
@@ -75,6 +75,9 @@ impl TcpDatapath {
             return self.post_recv(i);
         };
         let filled = c.rfilled;
+        if self.config.framing == Framing::Raw {
+            return self.deliver_raw(i, buf, filled);
+        }
         let mut frames = std::mem::take(&mut self.frames);
         frames.clear();
         let s = scan(&buf.as_slice()[..filled], self.config.max_message, &mut frames);
@@ -133,6 +136,29 @@ impl TcpDatapath {
             self.begin_close(i, true);
             return true;
         }
+        self.post_recv(i)
+    }
+
+    /// [`Framing::Raw`]: whatever arrived is delivered as it is (one
+    /// message, id 0, no copy) and the next receive goes into a new buffer;
+    /// the application finds its own message boundaries.
+    fn deliver_raw(&mut self, i: usize, buf: cornflakes::RcBufMut, filled: usize) -> bool {
+        if filled == 0 {
+            self.conns.slots[i].conn.as_mut().expect("live").rbuf = Some(buf);
+            return self.post_recv(i);
+        }
+        let Ok(next) = self.pool.alloc(self.config.recv_buffer) else {
+            self.conns.slots[i].conn.as_mut().expect("live").rbuf = Some(buf);
+            self.tcp.recv_held_back += 1;
+            self.stats.dropped_no_buffer += 1;
+            return false;
+        };
+        let c = self.conns.slots[i].conn.as_mut().expect("live");
+        c.rbuf = Some(next);
+        c.rfilled = 0;
+        let conn = self.conns.id(i);
+        self.ready.push_back(Received { conn, msg_id: 0, payload: buf.freeze().slice(..filled) });
+        self.stats.received += 1;
         self.post_recv(i)
     }
 

@@ -15,7 +15,7 @@ use io_uring::{opcode, types};
 
 use super::completion::{user_data, KIND_SEND};
 use super::conn::{OutMsg, State};
-use super::{sys, write_frame_header, TcpDatapath};
+use super::{sys, write_frame_header, Framing, TcpDatapath};
 use crate::{ConnId, Segment, SendError, PACKET_HEADER_LEN};
 
 /// Iovecs in one send (Linux takes up to 1024).
@@ -78,7 +78,7 @@ impl TcpDatapath {
         let c = self.conns.slots[i].conn.as_ref().expect("open");
         if !c.queue.is_empty()
             && (c.queue.len() >= self.config.max_queued_messages
-                || c.queued_bytes + PACKET_HEADER_LEN + len > self.config.max_queued_bytes)
+                || c.queued_bytes + self.frame_header_len() + len > self.config.max_queued_bytes)
         {
             self.tcp.backlogged += 1;
             return Err(SendError::Backlogged(conn));
@@ -96,9 +96,12 @@ impl TcpDatapath {
         let layout = msg.layout();
         let len = layout.total_len();
         let i = self.check_room(conn, len)?;
-        let mut first = self.pool.alloc(PACKET_HEADER_LEN + layout.first_segment_len())?;
-        write_frame_header(&mut first, msg_id, len);
-        msg.write_header_and_copies(&layout, &mut first[PACKET_HEADER_LEN..])?;
+        let hdr = self.frame_header_len();
+        let mut first = self.pool.alloc(hdr + layout.first_segment_len())?;
+        if hdr > 0 {
+            write_frame_header(&mut first, msg_id, len);
+        }
+        msg.write_header_and_copies(&layout, &mut first[hdr..])?;
         let mut bufs = Vec::with_capacity(1 + layout.zero_copy_entries);
         let mut zero_copy = Vec::with_capacity(1 + layout.zero_copy_entries);
         bufs.push(first.freeze());
@@ -109,7 +112,7 @@ impl TcpDatapath {
                 zero_copy.push(true);
             }
         });
-        self.enqueue(i, OutMsg { bufs, zero_copy, len: PACKET_HEADER_LEN + len });
+        self.enqueue(i, OutMsg { bufs, zero_copy, len: hdr + len });
         Ok(())
     }
 
@@ -133,10 +136,13 @@ impl TcpDatapath {
         let i = self.check_room(conn, len)?;
         // All copied bytes go into one buffer; each run of copies between
         // zero-copy segments becomes a view of it, so wire order is kept.
-        let mut first = self.pool.alloc(PACKET_HEADER_LEN + copied)?;
+        let hdr = self.frame_header_len();
+        let mut first = self.pool.alloc(hdr + copied)?;
         let bytes = first.as_mut_slice();
-        write_frame_header(bytes, msg_id, len);
-        let mut at = PACKET_HEADER_LEN;
+        if hdr > 0 {
+            write_frame_header(bytes, msg_id, len);
+        }
+        let mut at = hdr;
         for s in segments {
             if let Segment::Copy(b) = s {
                 bytes[at..at + b.len()].copy_from_slice(b);
@@ -146,7 +152,7 @@ impl TcpDatapath {
         let first = first.freeze();
         let mut bufs = Vec::with_capacity(2 * segments.len() + 1);
         let mut zero_copy = Vec::with_capacity(2 * segments.len() + 1);
-        let (mut run_start, mut at) = (0, PACKET_HEADER_LEN);
+        let (mut run_start, mut at) = (0, hdr);
         for s in segments {
             match s {
                 Segment::Copy(b) => at += b.len(),
@@ -166,8 +172,18 @@ impl TcpDatapath {
             bufs.push(first.slice(run_start..at));
             zero_copy.push(false);
         }
-        self.enqueue(i, OutMsg { bufs, zero_copy, len: PACKET_HEADER_LEN + len });
+        self.enqueue(i, OutMsg { bufs, zero_copy, len: hdr + len });
         Ok(())
+    }
+
+    /// Bytes of framing before each message: the packet header, or none on
+    /// a raw byte stream ([`Framing::Raw`]).
+    #[inline]
+    fn frame_header_len(&self) -> usize {
+        match self.config.framing {
+            Framing::Length => PACKET_HEADER_LEN,
+            Framing::Raw => 0,
+        }
     }
 
     /// Appends a checked message to connection `i`'s queue.
