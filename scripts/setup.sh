@@ -8,9 +8,10 @@ set -euo pipefail
 
 # Real partners: redis-server/redis-cli/redis-benchmark (the RESP server's
 # tests and `cf redis-compare`), protoc (protobuf-wire golden checks),
-# iverilog/verilator (the varint block's testbench), and the programs the
-# drop-in socket layer is measured with (nginx, wrk, sockperf, iperf3).
-PACKAGES=(redis-server redis-tools protobuf-compiler iverilog verilator nginx wrk sockperf iperf3 iproute2)
+# iverilog/verilator/yosys (the varint block: testbench, lint, synthesis),
+# and the programs the drop-in socket layer is measured with (nginx, wrk,
+# sockperf, iperf3).
+PACKAGES=(redis-server redis-tools protobuf-compiler iverilog verilator yosys nginx wrk sockperf iperf3 iproute2)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
