@@ -13,7 +13,7 @@ use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
 use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{compare, echo, kv, overload, pingpong, shapes, stall};
+use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -73,6 +73,20 @@ pub(crate) enum Command {
     /// every response checked, HDR-histogram latencies. The last line is a
     /// JSON object.
     Loadgen(LoadgenArgs),
+    /// The threshold study (paper §5, Figure 5): where zero-copy starts to pay on this machine.
+    ///
+    /// For each cell of a grid — responses of 1..32 list elements, 64 B to
+    /// 64 KiB in total, keys spread over a working set that fits in the
+    /// caches and one far beyond the last-level cache — runs the key-value
+    /// server sending every element zero-copy (only-sg) and copying every
+    /// element (only-copy), each swept as `cf compare` does, and reports
+    /// the ratio of their highest loads kept up with. Prints a heatmap per
+    /// working set and the per-element-size means; draws OUT/heatmap-*.png;
+    /// writes the threshold it finds (the smallest element size from which
+    /// zero-copy never loses) to the calibration file that `cf kv-server`
+    /// and `cornflakes::Arena::calibrated` read. The full grid takes about
+    /// 20 minutes; --quick runs a 3 x 4 grid in about 2.
+    Calibrate(CalibrateArgs),
     /// Does a client that stops reading slow down the others?
     ///
     /// Starts the key-value server and alternates two load points at the
@@ -402,6 +416,12 @@ pub(crate) struct ServerArgs {
     /// ~2500 requests, 25 ms at 100 k/s (4 MiB: ~100 ms).
     #[arg(long, default_value_t = 1 << 20)]
     udp_socket_buffer: usize,
+    /// Zero-copy threshold of the hybrid systems (cornflakes,
+    /// cornflakes-no-sas), bytes, or `never`. Default: this machine's
+    /// calibration for the transport (`cf calibrate` writes it; see
+    /// `CORNFLAKES_THRESHOLD`, `CORNFLAKES_CALIBRATION`), else the paper's 512.
+    #[arg(long, value_parser = cornflakes_eval::report::parse_threshold)]
+    threshold: Option<usize>,
     /// Take commands on standard input (set by `cf compare`): a line asks
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
@@ -417,6 +437,7 @@ impl ServerArgs {
             addr: self.addr.clone(),
             core: self.core,
             udp_socket_buffer: self.udp_socket_buffer,
+            threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
         }
     }
@@ -480,6 +501,76 @@ impl LoadgenArgs {
             }),
             core: self.core,
         })
+    }
+}
+
+/// Options of `cf calibrate`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct CalibrateArgs {
+    /// Datapath to calibrate.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Numbers of list elements (comma-separated); default 1,2,4,8,16,32.
+    #[arg(long, value_delimiter = ',')]
+    entries: Vec<u32>,
+    /// Total response sizes in bytes (comma-separated); default 64..65536, powers of two.
+    #[arg(long, value_delimiter = ',')]
+    totals: Vec<u32>,
+    /// Working sets in MiB (comma-separated); default 1 (in cache) and 512 (far beyond the LLC).
+    #[arg(long, value_delimiter = ',')]
+    working_sets_mib: Vec<u64>,
+    /// A small grid (1, 4, 16 entries x 256 B, 1 KiB, 4 KiB, 16 KiB; both working sets) for a first look.
+    #[arg(long)]
+    quick: bool,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.25, value_parser = positive)]
+    seconds: f64,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Directory for summary.json and the heatmaps.
+    #[arg(long, default_value = "cf-calibrate")]
+    out: std::path::PathBuf,
+    /// Calibration file to write (default: $CORNFLAKES_CALIBRATION, else
+    /// $XDG_CONFIG_HOME/cornflakes/calibration or ~/.config/cornflakes/calibration).
+    #[arg(long)]
+    write_to: Option<std::path::PathBuf>,
+    /// Measure and report only; write no calibration file.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl CalibrateArgs {
+    pub(crate) fn config(&self) -> calibrate::CalibrateConfig {
+        use calibrate::CalibrateConfig as C;
+        let or = |given: &Vec<u32>, quick: &[u32], full: &[u32]| {
+            if !given.is_empty() {
+                given.clone()
+            } else if self.quick {
+                quick.to_vec()
+            } else {
+                full.to_vec()
+            }
+        };
+        C {
+            transport: self.transport,
+            entries: or(&self.entries, &[1, 4, 16], &C::ENTRIES),
+            totals: or(&self.totals, &[256, 1024, 4096, 16384], &C::TOTALS),
+            working_sets: if self.working_sets_mib.is_empty() {
+                vec![C::IN_CACHE, C::BEYOND_LLC]
+            } else {
+                self.working_sets_mib.iter().map(|m| m << 20).collect()
+            },
+            seconds: self.seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            out: self.out.clone(),
+            write_to: self.write_to.clone(),
+            dry_run: self.dry_run,
+        }
     }
 }
 

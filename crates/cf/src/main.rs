@@ -15,7 +15,7 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn run(cli: &Cli) -> Result<(), CliError> {
-    use cornflakes_eval::{compare, echo, kv, overload, pingpong, serve, shapes, stall};
+    use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, serve, shapes, stall};
     match &cli.command {
         Command::Shapes(args) => shapes::run(&args.config())?,
         Command::Pingpong(args) => pingpong::run(&args.config())?,
@@ -24,6 +24,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
+        Command::Calibrate(args) => {
+            calibrate::run(&args.config())?;
+        }
         Command::Overload(args) => {
             overload::run(&args.config())?;
         }

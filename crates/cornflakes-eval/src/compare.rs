@@ -114,6 +114,13 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         eprintln!("warning: fewer cores than --server-core/--client-core; pinning will fail");
     }
     let started = Instant::now();
+    let calibrated = cornflakes::field::machine_threshold();
+    eprintln!(
+        "zero-copy threshold of the hybrid systems on {}: {} (from {})",
+        args.transport.name(),
+        report::threshold_text(calibrated.for_datapath(args.transport.name())),
+        calibrated.source
+    );
     let mut summary = Summary::default();
     for spec in &args.workloads {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;

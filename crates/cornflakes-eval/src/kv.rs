@@ -40,6 +40,9 @@ pub struct ServerOptions {
     /// delay: on loopback a small request takes about 830 bytes of it, so
     /// the default 1 MiB holds about 2500 requests, 25 ms at 100 k/s.
     pub udp_socket_buffer: usize,
+    /// Zero-copy threshold of the hybrid systems; `None`: this machine's
+    /// calibration for the transport ([`cornflakes::field::machine_threshold`]).
+    pub threshold: Option<usize>,
     /// Take commands from standard input (see [`crate::child`]): a line asks
     /// for the counters (one JSON line on standard output), end of input
     /// stops the server, which then prints its final counters.
@@ -176,7 +179,16 @@ fn serve<D: Datapath>(
 ) -> Result<(), Error> {
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
-    eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
+    let calibrated = cornflakes::field::machine_threshold();
+    let threshold = args.threshold.unwrap_or_else(|| calibrated.for_datapath(args.transport.name()));
+    eprintln!(
+        "kv-server: {} on {} at {addr}, workload {}, zero-copy threshold {} (from {})",
+        args.system.name(),
+        args.transport.name(),
+        workload.name(),
+        crate::report::threshold_text(threshold),
+        if args.threshold.is_some() { "--threshold".to_owned() } else { calibrated.source.to_string() }
+    );
     println!("READY {addr}");
     let mut last = Instant::now();
     let mut reported = (0, 0);
@@ -185,7 +197,7 @@ fn serve<D: Datapath>(
     let snapshot = Rc::new(Cell::new(DatapathStats::default()));
     let extra_snapshot = Rc::new(RefCell::new(Vec::new()));
     let mut dp = Observed { inner: dp, stats: snapshot.clone(), extra, extra_out: extra_snapshot.clone() };
-    let stats = cornflakes_kv::server::serve(&mut dp, &mut store, args.system, |stats| {
+    let stats = cornflakes_kv::server::serve_with_threshold(&mut dp, &mut store, args.system, threshold, |stats| {
         let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
         if problems != reported && last.elapsed() > Duration::from_secs(10) {
             eprintln!(

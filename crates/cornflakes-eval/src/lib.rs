@@ -14,6 +14,8 @@
 //!   [`compare`]: the paper's comparisons (every system on every workload);
 //!   [`report`]: what they print and write (the JSON objects, built with
 //!   serde; the tables); [`plot`]: the PNG charts.
+//! - [`calibrate`]: `cf calibrate`, the threshold study (paper §5) and the
+//!   calibration file it writes.
 //! - [`stall`]: `cf stall`, other clients' service while one stops
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
@@ -27,6 +29,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod child;
 pub mod compare;
 pub mod echo;

@@ -24,6 +24,24 @@ pub fn rounded(x: f64, decimals: i32) -> Option<f64> {
     finite((x * scale).round() / scale)
 }
 
+/// A zero-copy threshold for people: `512 B`, or `never` for copy-always.
+pub fn threshold_text(threshold: usize) -> String {
+    if threshold == cornflakes::field::ONLY_COPY {
+        "never".to_owned()
+    } else {
+        format!("{threshold} B")
+    }
+}
+
+/// Parses a zero-copy threshold given on the command line: bytes, or
+/// `never` (copy every field).
+pub fn parse_threshold(s: &str) -> Result<usize, String> {
+    if s == "never" {
+        return Ok(cornflakes::field::ONLY_COPY);
+    }
+    s.parse().map_err(|_| format!("`{s}` is not a byte count or `never`"))
+}
+
 /// One line about a load point.
 pub fn describe_point(p: &PointResult, unit: &str) -> String {
     let offered = p.offered.map_or("closed loop".to_owned(), |o| format!("{o:>9.0}/s"));

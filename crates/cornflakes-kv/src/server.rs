@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cornflakes::field::{DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes::field::{machine_threshold, ONLY_COPY, ONLY_ZERO_COPY};
 use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
@@ -139,11 +139,25 @@ const WAIT: Duration = Duration::from_millis(100);
 
 /// Serves requests with `system` until `keep_going` returns false or the
 /// datapath fails. Malformed requests are dropped and counted; one request
-/// never stops the server.
+/// never stops the server. The hybrid systems use this machine's default
+/// threshold ([`machine_threshold`]).
 pub fn serve<D: Datapath>(
     dp: &mut D,
     store: &mut Store,
     system: System,
+    keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    serve_with_threshold(dp, store, system, machine_threshold().default, keep_going)
+}
+
+/// [`serve`], with the zero-copy threshold of the hybrid systems
+/// (`cornflakes`, `cornflakes-no-sas`) given; the ablations keep theirs
+/// (0 and never).
+pub fn serve_with_threshold<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    threshold: usize,
     mut keep_going: impl FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
     // Cornflakes' arena recovers the store's values (in `pool`, sent
@@ -152,12 +166,10 @@ pub fn serve<D: Datapath>(
     let pool = dp.pool().clone();
     let scratch = dp.scratch_pool().clone();
     match system {
-        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, true), &mut keep_going),
+        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going),
         System::CornflakesOnlySg => run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going),
         System::CornflakesOnlyCopy => run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going),
-        System::CornflakesNoSas => {
-            run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
-        }
+        System::CornflakesNoSas => run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going),
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
         System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
         System::Flatbuffers => {

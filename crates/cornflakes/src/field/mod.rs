@@ -13,6 +13,7 @@
 mod arena;
 mod bytes;
 mod list;
+mod threshold;
 // Storage helpers of generated structs, reachable only through
 // `crate::__private`.
 pub(crate) mod storage;
@@ -21,3 +22,4 @@ pub use arena::{Arena, DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
 pub use bytes::{CfBytes, CfString};
 pub use list::List;
 pub(crate) use storage::Nested;
+pub use threshold::{calibration_path, load_threshold, machine_threshold, Threshold, ThresholdSource};
