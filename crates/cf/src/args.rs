@@ -87,6 +87,15 @@ pub(crate) enum Command {
     /// and `cornflakes::Arena::calibrated` read. The full grid takes about
     /// 20 minutes; --quick runs a 3 x 4 grid in about 2.
     Calibrate(CalibrateArgs),
+    /// The hybrid system at every static threshold and with the adaptive one (paper Table 5).
+    ///
+    /// Runs `cornflakes` on the workload with thresholds 64 B .. 16 KiB and
+    /// `never`, then with `--threshold adaptive` (which measures the server's
+    /// cost per request at each threshold while serving and follows the
+    /// cheapest), each swept as `cf compare` does, --repeats times
+    /// interleaved. Prints the medians and the adaptive one's ratio to the
+    /// best static threshold.
+    Thresholds(ThresholdsArgs),
     /// Does a client that stops reading slow down the others?
     ///
     /// Starts the key-value server and alternates two load points at the
@@ -417,11 +426,12 @@ pub(crate) struct ServerArgs {
     #[arg(long, default_value_t = 1 << 20)]
     udp_socket_buffer: usize,
     /// Zero-copy threshold of the hybrid systems (cornflakes,
-    /// cornflakes-no-sas), bytes, or `never`. Default: this machine's
-    /// calibration for the transport (`cf calibrate` writes it; see
-    /// `CORNFLAKES_THRESHOLD`, `CORNFLAKES_CALIBRATION`), else the paper's 512.
+    /// cornflakes-no-sas): bytes, `never`, or `adaptive` (measured and
+    /// followed while serving). Default: this machine's calibration for the
+    /// transport (`cf calibrate` writes it; see `CORNFLAKES_THRESHOLD`,
+    /// `CORNFLAKES_CALIBRATION`), else the paper's 512.
     #[arg(long, value_parser = cornflakes_eval::report::parse_threshold)]
-    threshold: Option<usize>,
+    threshold: Option<cornflakes_eval::report::ThresholdChoice>,
     /// Take commands on standard input (set by `cf compare`): a line asks
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
@@ -571,6 +581,41 @@ impl CalibrateArgs {
             write_to: self.write_to.clone(),
             dry_run: self.dry_run,
         }
+    }
+}
+
+/// Options of `cf thresholds`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ThresholdsArgs {
+    /// Workload (see `cf compare --help`).
+    #[arg(long, value_parser = parse_workload, default_value = "google:max=16")]
+    workload: WorkloadSpec,
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Interleaved repeats; medians are reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    seconds: f64,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl ThresholdsArgs {
+    pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let bench = calibrate::Bench {
+            transport: self.transport,
+            seconds: self.seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        };
+        calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
     }
 }
 

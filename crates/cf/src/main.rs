@@ -24,6 +24,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
+        Command::Thresholds(args) => args.run()?,
         Command::Calibrate(args) => {
             calibrate::run(&args.config())?;
         }

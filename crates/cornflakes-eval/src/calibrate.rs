@@ -152,13 +152,13 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
         );
         let mut cell = Cell { entries, total, element, working_set: ws, ..Default::default() };
         for system in [System::CornflakesOnlySg, System::CornflakesOnlyCopy] {
-            match measure(cfg, &spec, system) {
-                Ok((max, capacity, errors)) => {
-                    cell.errors += errors;
+            match measure(&cfg.bench(), &spec, system, &[]) {
+                Ok(m) => {
+                    cell.errors += m.errors;
                     if system == System::CornflakesOnlySg {
-                        (cell.sg_max, cell.sg_capacity) = (max, capacity);
+                        (cell.sg_max, cell.sg_capacity) = (m.max, m.capacity);
                     } else {
-                        (cell.copy_max, cell.copy_capacity) = (max, capacity);
+                        (cell.copy_max, cell.copy_capacity) = (m.max, m.capacity);
                     }
                 }
                 Err(e) => eprintln!("{label}: {} FAILED: {e}", system.name()),
@@ -218,33 +218,152 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
     Ok(report)
 }
 
-/// Starts a server of `system` on `spec`, sweeps it, stops it: (highest load
-/// kept up with, server busy capacity, wrong responses).
-fn measure(
-    cfg: &CalibrateConfig,
-    spec: &WorkloadSpec,
-    system: System,
-) -> Result<(Option<f64>, Option<f64>, u64), Error> {
+/// One row of [`compare_thresholds`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThresholdRow {
+    /// `64 B` ... `never`, or `adaptive`.
+    pub threshold: String,
+    /// Highest load kept up with (median of the repeats).
+    pub max: Option<f64>,
+    /// Server busy capacity (median of the repeats).
+    pub capacity: Option<f64>,
+    /// Wrong responses over the repeats.
+    pub errors: u64,
+}
+
+/// The hybrid system (`cornflakes`) on `spec` with each static threshold of
+/// [`cornflakes::field::ADAPTIVE_CANDIDATES`] and with the adaptive one,
+/// `repeats` times interleaved; prints the table and how the adaptive one
+/// compares with the best static threshold. The paper's threshold sweep
+/// (Table 5), and the check of issue 17's adaptive threshold.
+///
+/// # Errors
+///
+/// None today: a run that fails is reported and counts as no figure.
+pub fn compare_thresholds(cfg: &Bench, spec: &WorkloadSpec, repeats: usize) -> Result<Vec<ThresholdRow>, Error> {
+    let mut choices: Vec<(String, Vec<String>)> = cornflakes::field::ADAPTIVE_CANDIDATES
+        .iter()
+        .map(|&t| {
+            let arg = if t == ONLY_COPY { "never".to_owned() } else { t.to_string() };
+            (threshold_text(t), vec!["--threshold".into(), arg])
+        })
+        .collect();
+    choices.push(("adaptive".into(), vec!["--threshold".into(), "adaptive".into()]));
+    let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); choices.len()];
+    let started = Instant::now();
+    for repeat in 0..repeats.max(1) {
+        for (i, (name, extra)) in choices.iter().enumerate() {
+            let r = measure(cfg, spec, System::Cornflakes, extra).unwrap_or_else(|e| {
+                eprintln!("threshold {name}: FAILED: {e}");
+                Measured::default()
+            });
+            eprintln!(
+                "[repeat {}/{}, {:.0} s] threshold {name}: max {} requests/s, server capacity {}",
+                repeat + 1,
+                repeats.max(1),
+                started.elapsed().as_secs_f64(),
+                num(r.max),
+                num(r.capacity)
+            );
+            runs[i].push(r);
+        }
+    }
+    let median = |mut v: Vec<f64>| -> Option<f64> {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let rows: Vec<ThresholdRow> = choices
+        .iter()
+        .zip(&runs)
+        .map(|((name, _), r)| ThresholdRow {
+            threshold: name.clone(),
+            max: median(r.iter().filter_map(|x| x.max).collect()),
+            capacity: median(r.iter().filter_map(|x| x.capacity).collect()),
+            errors: r.iter().map(|x| x.errors).sum(),
+        })
+        .collect();
+    println!("\n{} on {}: the hybrid system by threshold (medians of {repeats} repeats)", spec, cfg.transport.name());
+    println!("{:>10} {:>14} {:>16} {:>7}", "threshold", "max req/s", "server capacity", "errors");
+    for r in &rows {
+        println!("{:>10} {:>14} {:>16} {:>7}", r.threshold, num(r.max), num(r.capacity), r.errors);
+    }
+    let statics = &rows[..rows.len() - 1];
+    let adaptive = &rows[rows.len() - 1];
+    for (what, get) in
+        [("max", (|r: &ThresholdRow| r.max) as fn(&ThresholdRow) -> Option<f64>), ("server capacity", |r| r.capacity)]
+    {
+        if let (Some(best), Some(a)) =
+            (statics.iter().filter_map(|r| Some((r, get(r)?))).max_by(|a, b| a.1.total_cmp(&b.1)), get(adaptive))
+        {
+            println!(
+                "{what}: best static threshold {} ({:.0}); adaptive {:.0} = {:.3}x of it",
+                best.0.threshold,
+                best.1,
+                a,
+                a / best.1
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Where and how long each sweep runs.
+#[derive(Clone, Debug)]
+pub struct Bench {
+    /// Datapath.
+    pub transport: Transport,
+    /// Measured seconds per load point.
+    pub seconds: f64,
+    /// Core of the server.
+    pub server_core: usize,
+    /// Core of the load generator.
+    pub client_core: usize,
+}
+
+impl CalibrateConfig {
+    fn bench(&self) -> Bench {
+        Bench {
+            transport: self.transport,
+            seconds: self.seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
+    }
+}
+
+/// What one sweep of one server found.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Measured {
+    /// Highest load kept up with, requests/s.
+    pub max: Option<f64>,
+    /// Server busy capacity, requests/s.
+    pub capacity: Option<f64>,
+    /// Wrong responses.
+    pub errors: u64,
+}
+
+/// Starts a server of `system` on `spec` (with `extra` arguments to
+/// `cf kv-server`), sweeps it, stops it.
+pub fn measure(cfg: &Bench, spec: &WorkloadSpec, system: System, extra: &[String]) -> Result<Measured, Error> {
     let addr = match cfg.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
         Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
-    let mut server = ServerChild::spawn_subcommand(
-        "kv-server",
-        &[
-            "--system".into(),
-            system.name().into(),
-            "--workload".into(),
-            spec.to_string(),
-            "--transport".into(),
-            cfg.transport.name().into(),
-            "--addr".into(),
-            addr.clone(),
-            "--core".into(),
-            cfg.server_core.to_string(),
-            "--exit-with-parent".into(),
-        ],
-    )?;
+    let mut args: Vec<String> = vec![
+        "--system".into(),
+        system.name().into(),
+        "--workload".into(),
+        spec.to_string(),
+        "--transport".into(),
+        cfg.transport.name().into(),
+        "--addr".into(),
+        addr.clone(),
+        "--core".into(),
+        cfg.server_core.to_string(),
+        "--exit-with-parent".into(),
+    ];
+    args.extend_from_slice(extra);
+    let mut server = ServerChild::spawn_subcommand("kv-server", &args)?;
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let point = LoadConfig {
         rate: None,
@@ -272,8 +391,11 @@ fn measure(
         let _ = std::fs::remove_file(&addr);
     }
     let result = result?;
-    let max = result.best().map(|p| p.achieved);
-    Ok((max, result.server_busy_capacity(), result.errors()))
+    Ok(Measured {
+        max: result.best().map(|p| p.achieved),
+        capacity: result.server_busy_capacity(),
+        errors: result.errors(),
+    })
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {

@@ -16,9 +16,12 @@ use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
 use crate::loadgen;
 use crate::report::{self, SystemReport};
+use crate::report::{threshold_text, ThresholdChoice};
 use crate::sweep::{self, SweepConfig};
 use crate::transport::{Target, Transport};
 use crate::Error;
+use cornflakes::field::AdaptiveConfig;
+use cornflakes_kv::server::ThresholdPolicy;
 
 /// What `cf kv-server` runs.
 #[derive(Clone, Debug)]
@@ -42,7 +45,7 @@ pub struct ServerOptions {
     pub udp_socket_buffer: usize,
     /// Zero-copy threshold of the hybrid systems; `None`: this machine's
     /// calibration for the transport ([`cornflakes::field::machine_threshold`]).
-    pub threshold: Option<usize>,
+    pub threshold: Option<crate::report::ThresholdChoice>,
     /// Take commands from standard input (see [`crate::child`]): a line asks
     /// for the counters (one JSON line on standard output), end of input
     /// stops the server, which then prints its final counters.
@@ -180,14 +183,23 @@ fn serve<D: Datapath>(
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
     let calibrated = cornflakes::field::machine_threshold();
-    let threshold = args.threshold.unwrap_or_else(|| calibrated.for_datapath(args.transport.name()));
+    let (policy, in_use) = match args.threshold {
+        Some(ThresholdChoice::Adaptive) => {
+            (ThresholdPolicy::Adaptive(AdaptiveConfig::default()), "adaptive (--threshold)".to_owned())
+        }
+        Some(ThresholdChoice::Fixed(t)) => {
+            (ThresholdPolicy::Fixed(t), format!("{} (from --threshold)", threshold_text(t)))
+        }
+        None => {
+            let t = calibrated.for_datapath(args.transport.name());
+            (ThresholdPolicy::Fixed(t), format!("{} (from {})", threshold_text(t), calibrated.source))
+        }
+    };
     eprintln!(
-        "kv-server: {} on {} at {addr}, workload {}, zero-copy threshold {} (from {})",
+        "kv-server: {} on {} at {addr}, workload {}, zero-copy threshold {in_use}",
         args.system.name(),
         args.transport.name(),
         workload.name(),
-        crate::report::threshold_text(threshold),
-        if args.threshold.is_some() { "--threshold".to_owned() } else { calibrated.source.to_string() }
     );
     println!("READY {addr}");
     let mut last = Instant::now();
@@ -197,33 +209,43 @@ fn serve<D: Datapath>(
     let snapshot = Rc::new(Cell::new(DatapathStats::default()));
     let extra_snapshot = Rc::new(RefCell::new(Vec::new()));
     let mut dp = Observed { inner: dp, stats: snapshot.clone(), extra, extra_out: extra_snapshot.clone() };
-    let stats = cornflakes_kv::server::serve_with_threshold(&mut dp, &mut store, args.system, threshold, |stats| {
-        let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
-        if problems != reported && last.elapsed() > Duration::from_secs(10) {
-            eprintln!(
-                "kv-server: {} handled, {} malformed dropped, {} responses dropped",
-                stats.handled, problems.0, problems.1
-            );
-            (last, reported) = (Instant::now(), problems);
-        }
-        // A load first: this runs once per loop pass, and a swap is a
-        // locked instruction.
-        // Asked for a report: first let one receive pass copy the
-        // datapath's counters out (see `Observed`), then answer.
-        if REPORT.load(Ordering::Relaxed) && !std::mem::replace(&mut armed, true) {
-            return !STOP.load(Ordering::Relaxed);
-        }
-        if armed && REPORT.swap(false, Ordering::Relaxed) {
-            armed = false;
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
-            let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
-        }
-        !STOP.load(Ordering::Relaxed)
-    })
-    .map_err(|e| format!("server failed: {e}"))?;
+    let (stats, adaptive) =
+        cornflakes_kv::server::serve_with_policy(&mut dp, &mut store, args.system, policy, |stats| {
+            let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
+            if problems != reported && last.elapsed() > Duration::from_secs(10) {
+                eprintln!(
+                    "kv-server: {} handled, {} malformed dropped, {} responses dropped",
+                    stats.handled, problems.0, problems.1
+                );
+                (last, reported) = (Instant::now(), problems);
+            }
+            // A load first: this runs once per loop pass, and a swap is a
+            // locked instruction.
+            // Asked for a report: first let one receive pass copy the
+            // datapath's counters out (see `Observed`), then answer.
+            if REPORT.load(Ordering::Relaxed) && !std::mem::replace(&mut armed, true) {
+                return !STOP.load(Ordering::Relaxed);
+            }
+            if armed && REPORT.swap(false, Ordering::Relaxed) {
+                armed = false;
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
+                let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
+            }
+            !STOP.load(Ordering::Relaxed)
+        })
+        .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
+    if let Some(a) = adaptive {
+        let costs: Vec<String> = a.costs().map(|(t, ns)| format!("{}: {ns:.0} ns", threshold_text(t))).collect();
+        eprintln!(
+            "kv-server: adaptive threshold ended at {} after {} changes; last cost per request by threshold: {}",
+            threshold_text(a.threshold()),
+            a.changes(),
+            costs.join(", ")
+        );
+    }
     // For `cf compare`, which collects it into summary.json.
     println!("{}", stats.to_json_line());
     Ok(())

@@ -33,13 +33,26 @@ pub fn threshold_text(threshold: usize) -> String {
     }
 }
 
-/// Parses a zero-copy threshold given on the command line: bytes, or
-/// `never` (copy every field).
-pub fn parse_threshold(s: &str) -> Result<usize, String> {
-    if s == "never" {
-        return Ok(cornflakes::field::ONLY_COPY);
+/// A zero-copy threshold as given on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThresholdChoice {
+    /// Bytes (`usize::MAX`: never).
+    Fixed(usize),
+    /// Found while serving ([`cornflakes::field::AdaptiveThreshold`]).
+    Adaptive,
+}
+
+/// Parses a zero-copy threshold given on the command line: bytes, `never`
+/// (copy every field) or `adaptive`.
+pub fn parse_threshold(s: &str) -> Result<ThresholdChoice, String> {
+    match s {
+        "never" => Ok(ThresholdChoice::Fixed(cornflakes::field::ONLY_COPY)),
+        "adaptive" => Ok(ThresholdChoice::Adaptive),
+        _ => s
+            .parse()
+            .map(ThresholdChoice::Fixed)
+            .map_err(|_| format!("`{s}` is not a byte count, `never` or `adaptive`")),
     }
-    s.parse().map_err(|_| format!("`{s}` is not a byte count or `never`"))
 }
 
 /// One line about a load point.

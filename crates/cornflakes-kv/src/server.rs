@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cornflakes::field::{machine_threshold, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes::field::{machine_threshold, AdaptiveConfig, AdaptiveThreshold, ONLY_COPY, ONLY_ZERO_COPY};
 use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
@@ -158,7 +158,50 @@ pub fn serve_with_threshold<D: Datapath>(
     store: &mut Store,
     system: System,
     threshold: usize,
+    keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    serve_with_policy(dp, store, system, ThresholdPolicy::Fixed(threshold), keep_going).map(|(stats, _)| stats)
+}
+
+/// How the hybrid systems choose their zero-copy threshold.
+#[derive(Clone, Copy, Debug)]
+pub enum ThresholdPolicy {
+    /// This many bytes, all along.
+    Fixed(usize),
+    /// Found and followed while serving ([`AdaptiveThreshold`]).
+    Adaptive(AdaptiveConfig),
+}
+
+/// [`serve`], with the hybrid systems' threshold chosen by `policy`.
+/// Returns the controller too when it was adaptive (what it chose, what it
+/// measured).
+pub fn serve_with_policy<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    policy: ThresholdPolicy,
     mut keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<(ServerStats, Option<AdaptiveThreshold>), RecvError> {
+    let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
+    let (threshold, mut adaptive) = match policy {
+        ThresholdPolicy::Fixed(t) => (t, None),
+        ThresholdPolicy::Adaptive(config) if hybrid => {
+            let a = AdaptiveThreshold::new(config);
+            (a.threshold(), Some(a))
+        }
+        ThresholdPolicy::Adaptive(_) => (0, None),
+    };
+    let stats = serve_system(dp, store, system, threshold, adaptive.as_mut(), &mut keep_going)?;
+    Ok((stats, adaptive))
+}
+
+fn serve_system<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    threshold: usize,
+    adaptive: Option<&mut AdaptiveThreshold>,
+    mut keep_going: &mut dyn FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
     // Cornflakes' arena recovers the store's values (in `pool`, sent
     // zero-copy on purpose); the baselines build whole responses per
@@ -166,17 +209,23 @@ pub fn serve_with_threshold<D: Datapath>(
     let pool = dp.pool().clone();
     let scratch = dp.scratch_pool().clone();
     match system {
-        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going),
-        System::CornflakesOnlySg => run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going),
-        System::CornflakesOnlyCopy => run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going),
-        System::CornflakesNoSas => run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going),
-        System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
-        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
-        System::Flatbuffers => {
-            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)
+        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going, adaptive),
+        System::CornflakesOnlySg => {
+            run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going, adaptive)
         }
-        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going),
-        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going),
+        System::CornflakesOnlyCopy => {
+            run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going, adaptive)
+        }
+        System::CornflakesNoSas => {
+            run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, adaptive)
+        }
+        System::Raw => run(dp, store, RawEchoServer, &mut keep_going, adaptive),
+        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going, adaptive),
+        System::Flatbuffers => {
+            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going, adaptive)
+        }
+        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going, adaptive),
+        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going, adaptive),
     }
 }
 
@@ -185,6 +234,7 @@ fn run<D: Datapath, C: ServerCodec>(
     store: &mut Store,
     mut codec: C,
     keep_going: &mut dyn FnMut(&ServerStats) -> bool,
+    mut adaptive: Option<&mut AdaptiveThreshold>,
 ) -> Result<ServerStats, RecvError> {
     let mut stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
@@ -200,6 +250,7 @@ fn run<D: Datapath, C: ServerCodec>(
             Err(RecvError::Closed(_)) => continue,
             Err(e) => return Err(e),
         }
+        let batch = rx.len() as u64;
         for r in rx.drain(..) {
             match codec.handle(dp, store, &r) {
                 Ok(()) => stats.handled += 1,
@@ -216,7 +267,11 @@ fn run<D: Datapath, C: ServerCodec>(
         // receive reports a real failure.
         let _ = dp.flush();
         let _ = dp.poll_completions();
-        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        let busy = batch_start.elapsed().as_nanos() as u64;
+        stats.busy_ns += busy;
+        if let Some(t) = adaptive.as_deref_mut().and_then(|a| a.observe(batch, busy)) {
+            codec.set_threshold(t);
+        }
     }
     Ok(stats)
 }

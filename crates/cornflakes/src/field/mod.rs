@@ -10,6 +10,7 @@
 //! field, Cornflakes takes either the metadata cache miss or the data cache
 //! miss, never both.
 
+mod adaptive;
 mod arena;
 mod bytes;
 mod list;
@@ -18,6 +19,7 @@ mod threshold;
 // `crate::__private`.
 pub(crate) mod storage;
 
+pub use adaptive::{AdaptiveConfig, AdaptiveThreshold, CANDIDATES as ADAPTIVE_CANDIDATES};
 pub use arena::{Arena, DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
 pub use bytes::{CfBytes, CfString};
 pub use list::List;
