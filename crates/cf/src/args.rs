@@ -13,7 +13,7 @@ use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
 use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, shapes, stall};
+use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -96,6 +96,14 @@ pub(crate) enum Command {
     /// interleaved. Prints the medians and the adaptive one's ratio to the
     /// best static threshold.
     Thresholds(ThresholdsArgs),
+    /// Each evaluation result of the paper, made again on this machine.
+    ///
+    /// `cf reproduce fig2`, `... fig5 table2`, or `cf reproduce all`: each
+    /// result gets a folder in OUT with its data, PNGs and a README.md that
+    /// quotes what the paper found and says what was found here (or why it
+    /// cannot be made here); OUT/README.md lists them. Figures 6, 7, 12 and
+    /// Tables 1, 2, 4, 5 share one key-value comparison (OUT/kv).
+    Reproduce(ReproduceArgs),
     /// Does a client that stops reading slow down the others?
     ///
     /// Starts the key-value server and alternates two load points at the
@@ -580,6 +588,77 @@ impl CalibrateArgs {
             out: self.out.clone(),
             write_to: self.write_to.clone(),
             dry_run: self.dry_run,
+        }
+    }
+}
+
+/// Options of `cf reproduce`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReproduceArgs {
+    /// Results to make (`all` for every one).
+    #[arg(required = true, num_args = 1..)]
+    figures: Vec<FigureArg>,
+    /// Directory for the results.
+    #[arg(long, default_value = "cf-reproduce")]
+    out: PathBuf,
+    /// Datapath (Figure 9 always runs over tcp).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    seconds: f64,
+    /// Interleaved repeats of each comparison (medians are reported).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core of the servers.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generators.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+/// A figure name on the command line, or `all`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FigureArg(Option<reproduce::Figure>);
+
+impl ValueEnum for FigureArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [FigureArg; 14] = {
+            let mut v = [FigureArg(None); 14];
+            let mut i = 0;
+            while i < 13 {
+                v[i + 1] = FigureArg(Some(reproduce::Figure::ALL[i]));
+                i += 1;
+            }
+            v
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.map_or("all", |f| f.name())))
+    }
+}
+
+impl ReproduceArgs {
+    pub(crate) fn config(&self) -> reproduce::ReproduceConfig {
+        let mut figures: Vec<reproduce::Figure> = Vec::new();
+        for f in &self.figures {
+            match f.0 {
+                None => figures = reproduce::Figure::ALL.to_vec(),
+                Some(fig) if !figures.contains(&fig) => figures.push(fig),
+                Some(_) => {}
+            }
+        }
+        reproduce::ReproduceConfig {
+            figures,
+            out: self.out.clone(),
+            transport: self.transport,
+            seconds: self.seconds,
+            repeats: self.repeats as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
         }
     }
 }

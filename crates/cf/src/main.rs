@@ -15,7 +15,7 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn run(cli: &Cli) -> Result<(), CliError> {
-    use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, serve, shapes, stall};
+    use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, serve, shapes, stall};
     match &cli.command {
         Command::Shapes(args) => shapes::run(&args.config())?,
         Command::Pingpong(args) => pingpong::run(&args.config())?,
@@ -25,6 +25,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
         Command::Thresholds(args) => args.run()?,
+        Command::Reproduce(args) => reproduce::run(&args.config())?,
         Command::Calibrate(args) => {
             calibrate::run(&args.config())?;
         }

@@ -16,6 +16,8 @@
 //!   serde; the tables); [`plot`]: the PNG charts.
 //! - [`calibrate`]: `cf calibrate`, the threshold study (paper §5) and the
 //!   calibration file it writes.
+//! - [`reproduce`]: `cf reproduce`, each evaluation result of the paper
+//!   made again on this machine.
 //! - [`stall`]: `cf stall`, other clients' service while one stops
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
@@ -41,6 +43,7 @@ pub mod pin;
 pub mod pingpong;
 pub mod plot;
 pub mod report;
+pub mod reproduce;
 pub mod serve;
 pub mod shapes;
 pub mod stall;
