@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use cornflakes_eval::echo::Mode;
 use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
-use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
+use cornflakes_eval::sweep::{BoundRule, LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
 use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, shapes, stall};
 use cornflakes_kv::System;
@@ -301,18 +301,22 @@ impl EchoArgs {
 /// Command-line settings of a sweep's stopping rule.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct SweepArgs {
-    /// Median-latency bound (µs) of a load point that counts as kept up.
-    /// Default: 20x the median latency of the sweep's lowest load point,
-    /// at least 200 µs (see --p50-factor, --p50-floor-us).
+    /// The latency quantile a load point must keep within the SLO to count
+    /// as kept up: p99 (the paper's SLO) or p50 (the median, less sensitive
+    /// to the machine's rare stalls).
+    #[arg(long, value_enum, default_value = "p99")]
+    slo: SloQuantile,
+    /// The SLO in µs. Default: a multiple of the quantile at the sweep's
+    /// lowest load point (--slo-factor), at least --slo-floor-us.
     #[arg(long, value_parser = positive)]
-    p50_bound_us: Option<f64>,
-    /// Without --p50-bound-us: the bound as a multiple of the lowest load's
-    /// median latency ...
-    #[arg(long, default_value_t = 20.0, value_parser = positive)]
-    p50_factor: f64,
-    /// ... but never below this many µs.
-    #[arg(long, default_value_t = 200.0, value_parser = non_negative)]
-    p50_floor_us: f64,
+    slo_us: Option<f64>,
+    /// Without --slo-us: the SLO as a multiple of the lowest load's
+    /// latency (default 10 for p99, 20 for p50) ...
+    #[arg(long, value_parser = positive)]
+    slo_factor: Option<f64>,
+    /// ... but never below this many µs (default 50 for p99, 200 for p50).
+    #[arg(long, value_parser = non_negative)]
+    slo_floor_us: Option<f64>,
     /// Extra points that bisect the step where the system fell behind.
     #[arg(long, default_value_t = 2)]
     refine: usize,
@@ -321,12 +325,33 @@ pub(crate) struct SweepArgs {
 impl SweepArgs {
     /// The sweep these settings describe, around `point`.
     fn sweep_config(&self, point: LoadConfig) -> SweepConfig {
-        let bound = match self.p50_bound_us {
-            Some(us) => LatencyBound::Fixed(us),
-            None => LatencyBound::RelativeToLowLoad { factor: self.p50_factor, floor_us: self.p50_floor_us },
+        let default = match self.slo {
+            SloQuantile::P99 => LatencyBound::p99_default(),
+            SloQuantile::P50 => LatencyBound::p50_default(),
         };
-        SweepConfig { bound, refine: self.refine, ..SweepConfig::new(point) }
+        let rule = match (self.slo_us, default.rule) {
+            (Some(us), _) => BoundRule::Fixed(us),
+            (None, BoundRule::RelativeToLowLoad { factor, floor_us }) => BoundRule::RelativeToLowLoad {
+                factor: self.slo_factor.unwrap_or(factor),
+                floor_us: self.slo_floor_us.unwrap_or(floor_us),
+            },
+            (None, fixed) => fixed,
+        };
+        SweepConfig {
+            bound: LatencyBound { quantile: default.quantile, rule },
+            refine: self.refine,
+            ..SweepConfig::new(point)
+        }
     }
+}
+
+/// `--slo`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SloQuantile {
+    /// The 99th percentile.
+    P99,
+    /// The median.
+    P50,
 }
 
 /// Options of `cf compare`.

@@ -233,7 +233,8 @@ fn runs_report(r: &SystemRuns) -> SystemReport {
     report.repeats_max_rps = Some(r.maxima().iter().map(|x| x.round()).collect());
     report.errors = r.errors();
     report.timeouts = r.timeouts();
-    report.p50_bound_us = median.and_then(|(sweep, _)| report::rounded(sweep.p50_bound_us, 1));
+    report.latency_bound_us = median.and_then(|(sweep, _)| report::rounded(sweep.bound_us, 1));
+    report.latency_bound_quantile = median.map(|(sweep, _)| sweep.quantile);
     report.server = Some(r.server);
     report.failed = r.failures.clone();
     report
@@ -296,11 +297,12 @@ fn run_system(
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
         eprintln!(
-            "{label}: max {:.0} {}/s (p99 {:.1} µs, p50 bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
+            "{label}: max {:.0} {}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
             best.achieved,
             workload.unit(),
             best.p99_us,
-            result.p50_bound_us,
+            result.quantile.name(),
+            result.bound_us,
             result.server_busy_capacity().unwrap_or(f64::NAN),
             result.errors(),
             result.timeouts(),

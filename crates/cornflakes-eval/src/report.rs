@@ -134,9 +134,12 @@ pub struct SystemReport {
     /// `cf compare`: each repeat's highest achieved load, in the order run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats_max_rps: Option<Vec<f64>>,
-    /// `cf compare`: the median-latency bound the points were held to.
+    /// `cf compare`: the latency bound (µs) the points were held to ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_bound_us: Option<f64>,
+    pub latency_bound_us: Option<f64>,
+    /// ... and the quantile it bounds (`p99`, the SLO, or `p50`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_bound_quantile: Option<crate::sweep::Quantile>,
     /// `cf compare`: the server's counters, summed over the repeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerStats>,
@@ -157,7 +160,8 @@ impl SystemReport {
             timeouts: points.iter().map(|p| p.timeouts).sum(),
             points: points.iter().map(PointReport::from).collect(),
             repeats_max_rps: None,
-            p50_bound_us: None,
+            latency_bound_us: None,
+            latency_bound_quantile: None,
             server: None,
             failed: Vec::new(),
         }
@@ -180,7 +184,8 @@ impl SystemReport {
             timeouts: 0,
             points: Vec::new(),
             repeats_max_rps: None,
-            p50_bound_us: None,
+            latency_bound_us: None,
+            latency_bound_quantile: None,
             server: None,
             failed: Vec::new(),
         }
@@ -288,7 +293,7 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
     let cf = rows.iter().find(|r| r.system == System::Cornflakes).and_then(|r| r.best).map(|(b, _)| b.achieved);
     let _ = writeln!(
         out,
-        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, median latency within the bound); \
+        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, latency within the SLO); \
          median of repeats, p99 at that load; server busy capacity: requests per second of the server's busy \
          time, the highest over the loads kept up with"
     );
