@@ -163,6 +163,13 @@ pub struct Ratios {
     /// Cornflakes over the best of protobuf, FlatBuffers and Cap'n Proto.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cornflakes_over_best_library: Option<f64>,
+    /// Cornflakes over the tokio-prost baseline (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_tokio_prost: Option<f64>,
+    /// Cornflakes over the best of protobuf, FlatBuffers and Cap'n Proto on
+    /// our datapath (rkyv left out: the issue 13 target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_best_pb_fb_capnp: Option<f64>,
     /// Cornflakes over echo without serialization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cornflakes_over_raw: Option<f64>,
@@ -193,8 +200,14 @@ impl Ratios {
             .filter_map(|s| metric(s).map(|m| (s, m)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let ratio = |b: Option<f64>| cf.zip(b).and_then(|(a, b)| rounded(a / b, 3));
+        let best_of_three = [System::Protobuf, System::Flatbuffers, System::Capnp]
+            .into_iter()
+            .filter_map(&metric)
+            .max_by(f64::total_cmp);
         Ratios {
             cornflakes_over_best_library: ratio(best_lib.map(|b| b.1)),
+            cornflakes_over_tokio_prost: ratio(metric(System::TokioProst)),
+            cornflakes_over_best_pb_fb_capnp: ratio(best_of_three),
             cornflakes_over_raw: ratio(metric(System::Raw)),
             cornflakes_over_only_sg: ratio(metric(System::CornflakesOnlySg)),
             cornflakes_over_only_copy: ratio(metric(System::CornflakesOnlyCopy)),

@@ -243,7 +243,9 @@ impl ValueStore {
     fn copy_in(&self, elems: &[Bytes]) -> Result<Value, Status> {
         elems
             .iter()
-            .map(|e| if e.len() > self.limits.max_value { Err(Status::TooLarge) } else { Ok(Bytes::copy_from_slice(e)) })
+            .map(
+                |e| if e.len() > self.limits.max_value { Err(Status::TooLarge) } else { Ok(Bytes::copy_from_slice(e)) },
+            )
             .collect()
     }
 

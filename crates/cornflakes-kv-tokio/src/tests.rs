@@ -117,6 +117,7 @@ fn bad_input_is_refused_without_panicking() {
     assert_eq!(err.kind(), io::ErrorKind::InvalidData, "a length over the limit");
     let mut store = ValueStore::default();
     assert!(handle(&mut store, Bytes::from_static(&[0xff, 0xff, 0xff])).is_none(), "not protobuf");
-    let bad_key = pb::KvRequest { op: Op::Get as u32, keys: vec![Bytes::from_static(&[0xc3, 0x28])], ..Default::default() };
+    let bad_key =
+        pb::KvRequest { op: Op::Get as u32, keys: vec![Bytes::from_static(&[0xc3, 0x28])], ..Default::default() };
     assert!(handle(&mut store, Bytes::from(bad_key.encode_to_vec())).is_none(), "a key that is not UTF-8");
 }
