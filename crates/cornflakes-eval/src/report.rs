@@ -360,7 +360,28 @@ mod tests {
         assert_eq!(r.cornflakes_over_best_library, Some(1.5));
         assert_eq!(r.best_library.as_deref(), Some("capnp"));
         assert_eq!(r.cornflakes_over_raw, None);
+        assert_eq!(r.cornflakes_over_best_pb_fb_capnp, Some(1.5));
+        assert_eq!(r.cornflakes_over_tokio_prost, None);
         let v = serde_json::to_value(&r).unwrap();
-        assert_eq!(v, serde_json::json!({ "cornflakes_over_best_library": 1.5, "best_library": "capnp" }));
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "cornflakes_over_best_library": 1.5,
+                "cornflakes_over_best_pb_fb_capnp": 1.5,
+                "best_library": "capnp"
+            })
+        );
+        // rkyv counts among the libraries but not in the issue 13 target;
+        // tokio-prost has its own ratio.
+        let r = Ratios::of(|s| match s {
+            System::Cornflakes => Some(300.0),
+            System::Rkyv => Some(250.0),
+            System::Flatbuffers => Some(120.0),
+            System::TokioProst => Some(60.0),
+            _ => None,
+        });
+        assert_eq!(r.cornflakes_over_best_library, Some(1.2));
+        assert_eq!(r.cornflakes_over_best_pb_fb_capnp, Some(2.5));
+        assert_eq!(r.cornflakes_over_tokio_prost, Some(5.0));
     }
 }
