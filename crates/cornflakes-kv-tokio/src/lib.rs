@@ -53,9 +53,19 @@ pub use cornflakes_baselines::kv_pb as pb;
 /// each), as the tcp datapath writes it.
 pub const HEADER_LEN: usize = 8;
 
-/// The largest message accepted (the tcp datapath's default limit); a
-/// longer length closes the connection.
-pub const MAX_MESSAGE: usize = 64 << 20;
+/// The largest message accepted: the tcp datapath's limit (its clients
+/// cannot send more); a longer length closes the connection.
+///
+/// `LengthDelimitedCodec` reserves a frame's length in the read buffer as
+/// soon as its header arrives. That reservation is virtual memory: only
+/// the bytes actually received are touched. So a peer that announces 2 MiB
+/// and sends 8 bytes costs address space, not memory. Address space is
+/// bounded too, by [`MAX_CONNECTIONS`] x this limit.
+pub const MAX_MESSAGE: usize = cornflakes_datapath::tcp::MAX_TCP_MESSAGE;
+
+/// Connections served at once. Further ones are accepted and closed at
+/// once, so the listener's backlog does not fill up.
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// One response on its way out: the request's id and the message.
 #[derive(Debug)]
@@ -294,6 +304,7 @@ pub fn handle(store: &mut ValueStore, payload: Bytes) -> Option<pb::KvResponse> 
 struct Shared {
     store: RefCell<ValueStore>,
     stats: Cell<ServerStats>,
+    connections: Cell<usize>,
 }
 
 impl Shared {
@@ -327,7 +338,11 @@ pub fn serve(
 ) -> io::Result<ServerStats> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
     let tasks = tokio::task::LocalSet::new();
-    let shared = Rc::new(Shared { store: RefCell::new(store), stats: Cell::new(ServerStats::default()) });
+    let shared = Rc::new(Shared {
+        store: RefCell::new(store),
+        stats: Cell::new(ServerStats::default()),
+        connections: Cell::new(0),
+    });
     listener.set_nonblocking(true)?;
     tasks.block_on(&runtime, async {
         let listener = TcpListener::from_std(listener)?;
@@ -347,8 +362,18 @@ pub fn serve(
 async fn accept_loop(listener: TcpListener, shared: Rc<Shared>) {
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::task::spawn_local(serve_connection(stream, shared.clone()));
+            Ok((stream, peer)) => {
+                if shared.connections.get() >= MAX_CONNECTIONS {
+                    eprintln!("tokio-prost: {MAX_CONNECTIONS} connections open; closing the one from {peer}");
+                    drop(stream);
+                    continue;
+                }
+                shared.connections.set(shared.connections.get() + 1);
+                let shared = shared.clone();
+                tokio::task::spawn_local(async move {
+                    serve_connection(stream, shared.clone()).await;
+                    shared.connections.set(shared.connections.get() - 1);
+                });
             }
             Err(e) => {
                 // Out of descriptors, or a connection reset before accept:

@@ -190,7 +190,7 @@ fn hostile_peers_are_cut_off_and_counted_while_others_are_served() {
             f.extend_from_slice(body);
             f
         };
-        // A length over the 64 MiB limit.
+        // A length over the limit (the tcp datapath's, 2 MiB - 8).
         let mut s = TcpStream::connect(addr).unwrap();
         s.write_all(&frame(1, u32::MAX, b"")).unwrap();
         // A frame that promises 100 bytes, carries 10, and closes.
