@@ -235,6 +235,10 @@ pub(crate) struct PingpongArgs {
     /// Core of the server process.
     #[arg(long, default_value_t = 0)]
     server_core: usize,
+    /// Where the server listens: IP:port for tcp and std-tcp (port 0: the
+    /// kernel picks; default 127.0.0.1:0), a socket path for shm.
+    #[arg(long)]
+    addr: Option<String>,
 }
 
 impl PingpongArgs {
@@ -246,6 +250,7 @@ impl PingpongArgs {
             warmup: self.warmup,
             client_core: self.client_core,
             server_core: self.server_core,
+            addr: self.addr.clone(),
         }
     }
 }
@@ -280,6 +285,10 @@ pub(crate) struct EchoArgs {
     /// Core of the server process.
     #[arg(long, default_value_t = 0)]
     server_core: usize,
+    /// Where the server listens: IP:port for tcp (port 0: the kernel
+    /// picks; default 127.0.0.1:0), a socket path for shm.
+    #[arg(long)]
+    addr: Option<String>,
 }
 
 impl EchoArgs {
@@ -294,6 +303,7 @@ impl EchoArgs {
             warmup: self.warmup,
             client_core: self.client_core,
             server_core: self.server_core,
+            addr: self.addr.clone(),
         }
     }
 }
@@ -396,6 +406,22 @@ pub(crate) struct CompareArgs {
     /// Repeats are interleaved across systems.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
+    /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).
+    /// Default 127.0.0.1:0, or 192.0.2.2:0 with --netns.
+    #[arg(long)]
+    addr: Option<String>,
+    /// Two hosts on one machine (tcp only; needs root): each server runs in
+    /// one network namespace, the load generator in another, joined by a
+    /// veth pair (scripts/netns.sh); the namespaces are removed at the end,
+    /// also on failure. Without root it refuses and says so.
+    #[arg(long)]
+    netns: bool,
+    /// With --netns: MTU of the veth pair, 1500 or 9000.
+    #[arg(long, default_value_t = 1500)]
+    mtu: u32,
+    /// With --netns: the namespace script.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh"))]
+    netns_script: PathBuf,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -428,6 +454,8 @@ impl CompareArgs {
             client_core: self.client_core,
             transport: self.transport,
             repeats: self.repeats as usize,
+            addr: self.addr.clone(),
+            netns: self.netns.then(|| compare::NetnsConfig { script: self.netns_script.clone(), mtu: self.mtu }),
         })
     }
 }

@@ -137,6 +137,9 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
         crate::pin::pin_to_core(core)?;
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    if !args.system.runs_on_datapath() {
+        return run_tokio_server(args, workload.as_ref());
+    }
     match args.transport {
         Transport::Shm => {
             let _ = std::fs::remove_file(&args.addr);
@@ -171,6 +174,54 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             serve(&mut dp, args, workload.as_ref(), &local, tcp_counters)
         }
     }
+}
+
+/// `cf kv-server --system tokio-prost`: the baseline's own tokio server
+/// (crate `cornflakes-kv-tokio`), with the same preload, `READY` line and
+/// parent control as the datapath servers.
+fn run_tokio_server(args: &ServerOptions, workload: &dyn Workload) -> Result<(), Error> {
+    if args.transport != Transport::Tcp {
+        return Err(Error::Invalid(format!(
+            "{} is a TCP server (tokio); use --transport tcp, not {}",
+            args.system.name(),
+            args.transport.name()
+        )));
+    }
+    let addr = crate::transport::parse_tcp_addr(&args.addr)?;
+    let listener = cornflakes_kv_tokio::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let mut store = cornflakes_kv_tokio::ValueStore::new(Limits::default());
+    if workload.preload() {
+        let start = Instant::now();
+        let (mut key, mut sizes) = (Vec::new(), Vec::new());
+        for i in 0..workload.num_keys() {
+            key.clear();
+            workload.key(i, &mut key);
+            workload.value_sizes(i, &mut sizes);
+            store.insert_with(&key, &sizes, |elem, buf| fill_value(i, elem as u32, buf));
+        }
+        eprintln!(
+            "preloaded {} keys, {} MB of values in {:.1} s",
+            store.len(),
+            store.value_bytes() >> 20,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    eprintln!("kv-server: {} at {local}, workload {}", args.system.name(), workload.name());
+    println!("READY {local}");
+    let stats = cornflakes_kv_tokio::serve(listener, store, |stats| {
+        if REPORT.swap(false, Ordering::Relaxed) {
+            use std::io::Write;
+            let report = ServerReport { stats: *stats, ..ServerReport::default() };
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
+        }
+        !STOP.load(Ordering::Relaxed)
+    })
+    .map_err(|e| format!("tokio-prost server failed: {e}"))?;
+    eprintln!("kv-server: stopped after {} requests ({} malformed)", stats.handled, stats.malformed);
+    println!("{}", stats.to_json_line());
+    Ok(())
 }
 
 fn serve<D: Datapath>(

@@ -179,7 +179,9 @@ fn with_codec<D: Datapath>(
             Client::new(dp, conn, CornflakesClient::new(&pool), workload, cfg)?.run()
         }
         System::Raw => Client::new(dp, conn, RawEchoClient::new(&pool), workload, cfg)?.run(),
-        System::Protobuf => Client::new(dp, conn, ProstClient::new(&pool), workload, cfg)?.run(),
+        // tokio-prost speaks prost in the same frames: our prost client
+        // drives it and checks its responses like any other system's.
+        System::Protobuf | System::TokioProst => Client::new(dp, conn, ProstClient::new(&pool), workload, cfg)?.run(),
         System::Flatbuffers => Client::new(dp, conn, FlatbuffersClient::new(&pool), workload, cfg)?.run(),
         System::Capnp => Client::new(dp, conn, CapnpClient::new(&pool), workload, cfg)?.run(),
         System::Rkyv => Client::new(dp, conn, RkyvClient::new(&pool), workload, cfg)?.run(),

@@ -199,6 +199,13 @@ pub struct Ratios {
     /// Cornflakes over the best of protobuf, FlatBuffers and Cap'n Proto.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cornflakes_over_best_library: Option<f64>,
+    /// Cornflakes over the tokio-prost baseline (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_tokio_prost: Option<f64>,
+    /// Cornflakes over the best of protobuf, FlatBuffers and Cap'n Proto on
+    /// our datapath (rkyv left out: the issue 13 target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cornflakes_over_best_pb_fb_capnp: Option<f64>,
     /// Cornflakes over echo without serialization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cornflakes_over_raw: Option<f64>,
@@ -229,8 +236,14 @@ impl Ratios {
             .filter_map(|s| metric(s).map(|m| (s, m)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let ratio = |b: Option<f64>| cf.zip(b).and_then(|(a, b)| rounded(a / b, 3));
+        let best_of_three = [System::Protobuf, System::Flatbuffers, System::Capnp]
+            .into_iter()
+            .filter_map(&metric)
+            .max_by(f64::total_cmp);
         Ratios {
             cornflakes_over_best_library: ratio(best_lib.map(|b| b.1)),
+            cornflakes_over_tokio_prost: ratio(metric(System::TokioProst)),
+            cornflakes_over_best_pb_fb_capnp: ratio(best_of_three),
             cornflakes_over_raw: ratio(metric(System::Raw)),
             cornflakes_over_only_sg: ratio(metric(System::CornflakesOnlySg)),
             cornflakes_over_only_copy: ratio(metric(System::CornflakesOnlyCopy)),
@@ -383,7 +396,28 @@ mod tests {
         assert_eq!(r.cornflakes_over_best_library, Some(1.5));
         assert_eq!(r.best_library.as_deref(), Some("capnp"));
         assert_eq!(r.cornflakes_over_raw, None);
+        assert_eq!(r.cornflakes_over_best_pb_fb_capnp, Some(1.5));
+        assert_eq!(r.cornflakes_over_tokio_prost, None);
         let v = serde_json::to_value(&r).unwrap();
-        assert_eq!(v, serde_json::json!({ "cornflakes_over_best_library": 1.5, "best_library": "capnp" }));
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "cornflakes_over_best_library": 1.5,
+                "cornflakes_over_best_pb_fb_capnp": 1.5,
+                "best_library": "capnp"
+            })
+        );
+        // rkyv counts among the libraries but not in the issue 13 target;
+        // tokio-prost has its own ratio.
+        let r = Ratios::of(|s| match s {
+            System::Cornflakes => Some(300.0),
+            System::Rkyv => Some(250.0),
+            System::Flatbuffers => Some(120.0),
+            System::TokioProst => Some(60.0),
+            _ => None,
+        });
+        assert_eq!(r.cornflakes_over_best_library, Some(1.2));
+        assert_eq!(r.cornflakes_over_best_pb_fb_capnp, Some(2.5));
+        assert_eq!(r.cornflakes_over_tokio_prost, Some(5.0));
     }
 }

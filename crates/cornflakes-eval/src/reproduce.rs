@@ -232,6 +232,8 @@ fn compare_in(
         client_core: cfg.client_core,
         transport,
         repeats: cfg.repeats,
+        addr: None,
+        netns: None,
     })?;
     let path = out.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -352,7 +354,10 @@ fn heatmap(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
 /// The key-value comparison behind Figures 6, 7, 12 and Tables 1, 2, 4, 5.
 fn kv_run(cfg: &ReproduceConfig) -> Result<Summary, Error> {
     let workloads = ["google:max=1", "google:max=4", "google:max=8", "google:max=16", "twitter", "cdn"];
-    let systems: Vec<System> = System::ALL.into_iter().filter(|s| *s != System::Raw).collect();
+    let systems: Vec<System> = System::ALL
+        .into_iter()
+        .filter(|s| *s != System::Raw && (s.runs_on_datapath() || cfg.transport == Transport::Tcp))
+        .collect();
     compare_in(cfg, &cfg.out.join("kv"), &workloads, &systems, cfg.transport)
 }
 
@@ -458,7 +463,7 @@ fn copy_plots(from: &Path, to: &Path, fig: Figure) {
 }
 
 fn fig9(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
-    let systems = [System::Cornflakes, System::Flatbuffers, System::Raw];
+    let systems = [System::Cornflakes, System::Flatbuffers, System::TokioProst, System::Raw];
     let s = compare_in(cfg, dir, &["echo:fields=1,size=1024"], &systems, Transport::Tcp)?;
     let w = &s.workloads[0];
     let mut text = String::from(

@@ -30,11 +30,15 @@ pub enum System {
     Rkyv,
     /// Echo of the received bytes without serialization (echo only).
     Raw,
+    /// The baseline a Rust developer would write instead: tokio, prost
+    /// and a length-delimited codec (crate `cornflakes-kv-tokio`; tcp
+    /// only, its own server rather than a datapath).
+    TokioProst,
 }
 
 impl System {
     /// Every system, in the order tables list them.
-    pub const ALL: [System; 9] = [
+    pub const ALL: [System; 10] = [
         System::Cornflakes,
         System::CornflakesOnlySg,
         System::CornflakesOnlyCopy,
@@ -44,6 +48,7 @@ impl System {
         System::Capnp,
         System::Rkyv,
         System::Raw,
+        System::TokioProst,
     ];
 
     /// The name used on the command line and in results.
@@ -58,6 +63,7 @@ impl System {
             System::Capnp => "capnp",
             System::Rkyv => "rkyv",
             System::Raw => "raw",
+            System::TokioProst => "tokio-prost",
         }
     }
 
@@ -70,6 +76,12 @@ impl System {
     /// compared against.
     pub fn is_baseline_library(self) -> bool {
         matches!(self, System::Protobuf | System::Flatbuffers | System::Capnp | System::Rkyv)
+    }
+
+    /// Whether the system runs on our datapaths ([`serve`]); `tokio-prost`
+    /// is its own tokio TCP server.
+    pub fn runs_on_datapath(self) -> bool {
+        self != System::TokioProst
     }
 }
 
@@ -226,6 +238,9 @@ fn serve_system<D: Datapath>(
         }
         System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going, adaptive),
         System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going, adaptive),
+        System::TokioProst => Err(RecvError::Io(std::io::Error::other(
+            "tokio-prost is its own tokio server (crate cornflakes-kv-tokio), not a codec on a datapath",
+        ))),
     }
 }
 
