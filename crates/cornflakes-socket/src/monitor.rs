@@ -207,9 +207,7 @@ pub fn run(opts: &MonitorOptions) -> io::Result<MonitorStats> {
         if listener_ready {
             loop {
                 match listener.accept() {
-                    Ok((stream, _)) => {
-                        handle_client(stream, &mut channels, &mut next_id, &mut stats, opts.verbose)
-                    }
+                    Ok((stream, _)) => handle_client(stream, &mut channels, &mut next_id, &mut stats, opts.verbose),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
@@ -378,9 +376,6 @@ mod tests {
 
         stop.store(true, Ordering::Relaxed);
         let stats = h.join().unwrap().unwrap();
-        assert_eq!(
-            stats,
-            MonitorStats { listens: 1, delivered: 1, no_listener: 2, malformed: 2, channels_closed: 1 }
-        );
+        assert_eq!(stats, MonitorStats { listens: 1, delivered: 1, no_listener: 2, malformed: 2, channels_closed: 1 });
     }
 }

@@ -96,14 +96,8 @@ impl Frame {
         if b[2] != 0 || b[3] != 0 {
             return None;
         }
-        let dst = SocketAddrV4::new(
-            Ipv4Addr::new(b[4], b[5], b[6], b[7]),
-            u16::from_be_bytes([b[8], b[9]]),
-        );
-        let src = SocketAddrV4::new(
-            Ipv4Addr::new(b[12], b[13], b[14], b[15]),
-            u16::from_be_bytes([b[10], b[11]]),
-        );
+        let dst = SocketAddrV4::new(Ipv4Addr::new(b[4], b[5], b[6], b[7]), u16::from_be_bytes([b[8], b[9]]));
+        let src = SocketAddrV4::new(Ipv4Addr::new(b[12], b[13], b[14], b[15]), u16::from_be_bytes([b[10], b[11]]));
         Some(Self { op, status: b[1], dst, src })
     }
 }

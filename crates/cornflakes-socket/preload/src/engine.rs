@@ -127,6 +127,9 @@ fn io_errno(e: &std::io::Error) -> Errno {
 }
 
 /// What a managed descriptor is.
+// Always behind an `Arc`, one allocation per socket: the size difference
+// costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Sock {
     /// A listening socket: the descriptor is the kernel's (the twin that
     /// takes remote clients); local clients arrive on `channel`.
@@ -276,14 +279,30 @@ pub(crate) struct Ready {
 }
 
 impl ConnSock {
-    fn new(tx: RingProducer, rx: RingConsumer, wake: OwnedFd, shadow: OwnedFd, local: SocketAddrV4, peer: SocketAddrV4, nonblock: bool) -> Self {
+    fn new(
+        tx: RingProducer,
+        rx: RingConsumer,
+        wake: OwnedFd,
+        shadow: OwnedFd,
+        local: SocketAddrV4,
+        peer: SocketAddrV4,
+        nonblock: bool,
+    ) -> Self {
         // Armed from the start: a program that waits in the kernel without
         // calling us first (a plain read of the wake end is impossible, but
         // an epoll set built before) is still woken.
         rx.set_sleeping(true);
         Self {
             tx: Mutex::new(Tx { ring: Movable(tx), shut: false }),
-            rx: Mutex::new(Rx { ring: Movable(rx), buf: Vec::new(), pos: 0, scratch: Vec::new(), eof: false, shut: false, self_disarmed: false }),
+            rx: Mutex::new(Rx {
+                ring: Movable(rx),
+                buf: Vec::new(),
+                pos: 0,
+                scratch: Vec::new(),
+                eof: false,
+                shut: false,
+                self_disarmed: false,
+            }),
             local,
             peer,
             nonblock: AtomicBool::new(nonblock),
@@ -589,7 +608,8 @@ fn scatter(bufs: &mut [&mut [u8]], mut offset: usize, mut src: &[u8]) {
 
 fn monitor_stream() -> Res<OwnedFd> {
     let addr = MonitorAddr::from_env().to_rustix().map_err(|e| io_errno(&e))?;
-    let s = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).map_err(errno_of)?;
+    let s = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+        .map_err(errno_of)?;
     rustix::net::connect(&s, &addr).map_err(errno_of)?;
     rustix::net::sockopt::set_socket_timeout(&s, rustix::net::sockopt::Timeout::Recv, Some(Duration::from_secs(2)))
         .map_err(errno_of)?;
@@ -665,7 +685,8 @@ fn accept_ring(ls: &ListenSock, flags: c_int) -> Res<Option<(RawFd, SocketAddrV4
         let Some(frame) = Frame::decode(&buf[..n]).filter(|f| f.op == Op::Deliver) else { continue };
         let Ok::<[OwnedFd; CONNECT_FDS], _>([to_peer, from_peer, pair]) = fds.try_into() else { continue };
         let (Ok(tx), Ok(rx)) = (RingProducer::attach(to_peer), RingConsumer::attach(from_peer)) else { continue };
-        let shadow = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None).map_err(errno_of)?;
+        let shadow = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+            .map_err(errno_of)?;
         let cloexec = flags & libc::SOCK_CLOEXEC != 0;
         let user_fd = if cloexec {
             rustix::io::fcntl_dupfd_cloexec(&pair, 0).map_err(errno_of)?
@@ -694,7 +715,13 @@ fn accept_ring(ls: &ListenSock, flags: c_int) -> Res<Option<(RawFd, SocketAddrV4
 /// `accept4` on a listening socket of ours: local clients from the
 /// channel first, then remote ones from the kernel twin; blocks (in
 /// `poll` on both) unless non-blocking.
-pub(crate) fn accept(fd: RawFd, ls: &ListenSock, addr: *mut libc::sockaddr, len: *mut libc::socklen_t, flags: c_int) -> Res<RawFd> {
+pub(crate) fn accept(
+    fd: RawFd,
+    ls: &ListenSock,
+    addr: *mut libc::sockaddr,
+    len: *mut libc::socklen_t,
+    flags: c_int,
+) -> Res<RawFd> {
     loop {
         if let Some((nfd, peer)) = accept_ring(ls, flags)? {
             // SAFETY: the program passed `addr`/`len` as accept(2) takes
@@ -778,7 +805,8 @@ fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: Socke
     let size = config().ring_size;
     let rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
     let peer_rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
-    let tx = RingProducer::attach(peer_rx.memfd().try_clone_to_owned().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let tx = RingProducer::attach(peer_rx.memfd().try_clone_to_owned().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let (mine, theirs) = rustix::net::socketpair(
         AddressFamily::UNIX,
         SocketType::STREAM,

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 
 use libc::{c_int, c_ulong, c_void, epoll_event, iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t};
 
-use engine::{is_managed, lookup, ConnSock, Errno, Interest, Res, Sock, EPOLL_INTERESTS, EPOLL_SETS, EPOLL_TAG, EPOLL_TAG_MASK};
+use engine::{
+    is_managed, lookup, ConnSock, Errno, Interest, Res, Sock, EPOLL_INTERESTS, EPOLL_SETS, EPOLL_TAG, EPOLL_TAG_MASK,
+};
 use real::real;
 
 fn set_errno(e: Errno) {
@@ -491,7 +493,13 @@ pub unsafe extern "C" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int {
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
     match conn(fd) {
         Some(s) if level == libc::SOL_SOCKET && name == libc::SO_ERROR && !val.is_null() && !len.is_null() => {
             // A ring connection never has a pending error (a non-blocking
@@ -537,7 +545,12 @@ fn adopt_dup(old: &Arc<Sock>, new: c_int) -> c_int {
     new
 }
 
-unsafe fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong, f: unsafe extern "C" fn(c_int, c_int, ...) -> c_int) -> c_int {
+unsafe fn fcntl_impl(
+    fd: c_int,
+    cmd: c_int,
+    arg: c_ulong,
+    f: unsafe extern "C" fn(c_int, c_int, ...) -> c_int,
+) -> c_int {
     let Some(s) = lookup(fd) else {
         // SAFETY: the program's arguments, unchanged (the third read as the
         // register it was passed in; see docs/sockets.md).
@@ -551,7 +564,11 @@ unsafe fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong, f: unsafe extern "C" f
                 return r;
             }
             let nb = nonblock_flag(&s).load(Ordering::Relaxed);
-            if nb { r | libc::O_NONBLOCK } else { r & !libc::O_NONBLOCK }
+            if nb {
+                r | libc::O_NONBLOCK
+            } else {
+                r & !libc::O_NONBLOCK
+            }
         }
         libc::F_SETFL => {
             nonblock_flag(&s).store(arg as c_int & libc::O_NONBLOCK != 0, Ordering::Relaxed);
@@ -714,7 +731,8 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
         let mut ring_ready = 0;
         for (p, s) in set.iter_mut().zip(&socks) {
             if let Some(Sock::Conn(c)) = s.as_deref() {
-                let ready = if c.prepare_sleep() { c.ready() } else { c.ready() };
+                c.prepare_sleep();
+                let ready = c.ready();
                 p.revents = poll_bits(ready, p.events);
                 if p.revents != 0 {
                     ring_ready += 1;
@@ -772,7 +790,10 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
                 total += 1;
             }
         }
-        if total > 0 || r == 0 && t >= 0 && remaining(deadline) == 0 || t == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+        if total > 0
+            || r == 0 && t >= 0 && remaining(deadline) == 0
+            || t == 0 && deadline.is_some_and(|d| Instant::now() >= d)
+        {
             return Ok(total);
         }
         if timeout == 0 {
@@ -842,10 +863,8 @@ pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut e
                     EPOLL_INTERESTS.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            (libc::EPOLL_CTL_DEL, _) => {
-                if set.remove(&fd).is_some() {
-                    EPOLL_INTERESTS.fetch_sub(1, Ordering::Relaxed);
-                }
+            (libc::EPOLL_CTL_DEL, _) if set.remove(&fd).is_some() => {
+                EPOLL_INTERESTS.fetch_sub(1, Ordering::Relaxed);
             }
             _ => {}
         }

@@ -72,7 +72,14 @@ fn run(prog: &Path, monitor: &str, preload: Option<&Path>) -> Vec<String> {
 
 fn compare(kernel: &[String], library: &[String]) {
     for (i, (k, l)) in kernel.iter().zip(library).enumerate() {
-        assert_eq!(k, l, "line {} differs (kernel vs library)\nkernel:\n{}\nlibrary:\n{}", i + 1, kernel.join("\n"), library.join("\n"));
+        assert_eq!(
+            k,
+            l,
+            "line {} differs (kernel vs library)\nkernel:\n{}\nlibrary:\n{}",
+            i + 1,
+            kernel.join("\n"),
+            library.join("\n")
+        );
     }
     assert_eq!(kernel.len(), library.len(), "kernel:\n{}\nlibrary:\n{}", kernel.join("\n"), library.join("\n"));
     assert_eq!(kernel.last().map(String::as_str), Some("done"));
