@@ -83,6 +83,25 @@ pub(crate) fn remove(fd: RawFd) -> Option<Arc<Sock>> {
     s
 }
 
+/// Before a `poll`/`epoll` call sleeps in the kernel: spins up to the spin
+/// time for one of `socks` to become ready through its ring (a writer then
+/// finds the data read at once, with no scheduler wake-up on our side).
+/// Kernel descriptors in the same set wait at most this long extra.
+pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clone) -> bool {
+    let until = Instant::now() + config().spin;
+    loop {
+        if socks.clone().any(|c| c.ready().readable) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Knobs read once from the environment.
 pub(crate) struct Config {
     /// Data bytes of each direction's ring (`CFSOCKET_RING_SIZE`, a power of two).
@@ -241,10 +260,16 @@ pub(crate) struct ConnSock {
     /// The pair hung up with no FIN record: the peer process died (or
     /// closed without us), so writes fail with EPIPE.
     peer_gone: AtomicBool,
+    /// The process that set the connection up. A forked child inherits the
+    /// table, and must not end the stream when it closes its copy.
+    owner: u32,
 }
 
 impl Drop for ConnSock {
     fn drop(&mut self) {
+        if std::process::id() != self.owner {
+            return;
+        }
         // Last descriptor closed: end of stream for the peer, and its next
         // write fails with EPIPE. Dropping `wake` then hangs up the pair.
         let mut tx = lock(&self.tx);
@@ -309,6 +334,7 @@ impl ConnSock {
             wake,
             shadow,
             peer_gone: AtomicBool::new(false),
+            owner: std::process::id(),
         }
     }
 

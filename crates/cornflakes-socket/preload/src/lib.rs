@@ -726,6 +726,7 @@ pub unsafe extern "C" fn __poll_chk(fds: *mut pollfd, n: nfds_t, timeout: c_int,
 fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
     let socks: Vec<Option<Arc<Sock>>> = set.iter().map(|p| lookup(p.fd)).collect();
     let deadline = deadline_of(timeout);
+    let mut spun = false;
     loop {
         // Ring readiness first; arm each ring before the kernel sleeps.
         let mut ring_ready = 0;
@@ -754,7 +755,17 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
                 None => k.push(*p),
             }
         }
-        let t = if ring_ready > 0 { 0 } else { remaining(deadline) };
+        let mut t = if ring_ready > 0 { 0 } else { remaining(deadline) };
+        if t != 0 && !spun {
+            spun = true;
+            let conns = socks.iter().filter_map(|s| match s.as_deref() {
+                Some(Sock::Conn(c)) => Some(c),
+                _ => None,
+            });
+            if engine::spin_for_rings(conns) {
+                t = 0;
+            }
+        }
         // SAFETY: our own array of `k.len()` pollfds.
         let r = unsafe { (real().poll)(k.as_mut_ptr(), k.len() as nfds_t, t) };
         if r < 0 {
@@ -933,6 +944,7 @@ fn epoll_mixed(
     let deadline = deadline_of(timeout);
     let max = out.len();
     let mut kbuf = vec![epoll_event { events: 0, u64: 0 }; max];
+    let mut spun = false;
     loop {
         let mut n = 0usize;
         let mut reported: Vec<c_int> = Vec::new();
@@ -954,6 +966,19 @@ fn epoll_mixed(
             }
         }
         let t = if n > 0 { 0 } else { remaining(deadline) };
+        if t != 0 && !spun {
+            spun = true;
+            let conns: Vec<Arc<Sock>> =
+                interests.iter().filter(|(_, i)| i.armed).filter_map(|(fd, _)| lookup(*fd)).collect();
+            let conns = conns.iter().filter_map(|s| match &**s {
+                Sock::Conn(c) => Some(c),
+                Sock::Listen(_) => None,
+            });
+            if engine::spin_for_rings(conns) {
+                // Report it through the checks at the top of the loop.
+                continue;
+            }
+        }
         // SAFETY: our own buffer of `max` events.
         let r = unsafe { (real().epoll_pwait)(epfd, kbuf.as_mut_ptr(), max as c_int, t, sigmask) };
         if r < 0 {
