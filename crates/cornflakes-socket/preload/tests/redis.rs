@@ -1,0 +1,119 @@
+//! Unmodified `redis-server` and `redis-cli` (Debian packages) under
+//! `LD_PRELOAD=libcfsocket.so`: the answers are right, and the monitor says
+//! the connections went through rings. Skips, saying so, without redis.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cornflakes_socket::{MonitorAddr, MonitorOptions};
+
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--quiet", "-p", "cornflakes-socket-preload"]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    assert!(build.status().unwrap().success(), "building libcfsocket.so failed");
+    dir.join("libcfsocket.so")
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn cli(lib: &Path, mon: &str, port: u16, args: &[&str]) -> String {
+    cli_stdin(lib, mon, port, args, None)
+}
+
+/// With `stdin`, `redis-cli -x` sends it as the last argument (too long for
+/// the command line).
+fn cli_stdin(lib: &Path, mon: &str, port: u16, args: &[&str], stdin: Option<&[u8]>) -> String {
+    use std::io::Write;
+    let mut cmd = Command::new("redis-cli");
+    cmd.env("LD_PRELOAD", lib).env("CFSOCKET_MONITOR", mon).args(["-p", &port.to_string()]);
+    if stdin.is_some() {
+        cmd.arg("-x");
+    }
+    let mut child = cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn redis_server_and_cli_over_rings() {
+    if !have("redis-server") || !have("redis-cli") {
+        eprintln!("SKIPPED: redis-server/redis-cli not installed (scripts/setup.sh installs them)");
+        return;
+    }
+    let lib = library();
+    let mon = format!("@cf-redis-test-{}", std::process::id());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = MonitorOptions {
+        addr: MonitorAddr::parse(&mon),
+        verbose: false,
+        stop: Some(stop.clone()),
+        on_ready: Some(Arc::new(move || {
+            let _ = tx.send(());
+        })),
+    };
+    let monitor = std::thread::spawn(move || cornflakes_socket::run_monitor(&opts));
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+
+    let port = free_port();
+    let server = Kill(
+        Command::new("redis-server")
+            .env("LD_PRELOAD", &lib)
+            .env("CFSOCKET_MONITOR", &mon)
+            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "ping"])
+        .output()
+        .map_or(true, |o| String::from_utf8_lossy(&o.stdout).trim() != "PONG")
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The ping above came from a client without the library: the kernel twin.
+    assert_eq!(cli(&lib, &mon, port, &["set", "greeting", "hello"]), "OK");
+    assert_eq!(cli(&lib, &mon, port, &["get", "greeting"]), "hello");
+    let big = "x".repeat(300_000); // more than one ring record
+    assert_eq!(cli_stdin(&lib, &mon, port, &["set", "big"], Some(big.as_bytes())), "OK");
+    assert_eq!(cli(&lib, &mon, port, &["strlen", "big"]), "300000");
+    assert_eq!(cli(&lib, &mon, port, &["get", "big"]).len(), 300_000);
+    assert_eq!(cli(&lib, &mon, port, &["dbsize"]), "2");
+
+    drop(server);
+    stop.store(true, Ordering::Relaxed);
+    let stats = monitor.join().unwrap().unwrap();
+    assert_eq!(stats.listens, 1, "{stats:?}");
+    assert_eq!(stats.delivered, 6, "every redis-cli under the library used rings: {stats:?}");
+}
