@@ -707,7 +707,7 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_
         // SAFETY: the program's arguments, unchanged.
         return unsafe { (real().poll)(fds, n, timeout) };
     };
-    guard(|| poll_mixed(set, timeout))
+    guard(|| poll_mixed(set, timeout, std::ptr::null()))
 }
 
 #[no_mangle]
@@ -723,7 +723,7 @@ pub unsafe extern "C" fn __poll_chk(fds: *mut pollfd, n: nfds_t, timeout: c_int,
 /// `poll` over a set with ring sockets: their readiness comes from the
 /// rings; the kernel waits on everything (ring sockets through their pair
 /// end, listeners also through their accept channel).
-fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
+fn poll_mixed(set: &mut [pollfd], timeout: c_int, sigmask: *const libc::sigset_t) -> Res<c_int> {
     let socks: Vec<Option<Arc<Sock>>> = set.iter().map(|p| lookup(p.fd)).collect();
     let deadline = deadline_of(timeout);
     let mut spun = false;
@@ -766,8 +766,11 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
                 t = 0;
             }
         }
-        // SAFETY: our own array of `k.len()` pollfds.
-        let r = unsafe { (real().poll)(k.as_mut_ptr(), k.len() as nfds_t, t) };
+        let ts = (t >= 0).then(|| libc::timespec { tv_sec: (t / 1000) as _, tv_nsec: ((t % 1000) * 1_000_000) as _ });
+        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: our own array of `k.len()` pollfds, our timespec, the
+        // program's signal mask (or null).
+        let r = unsafe { (real().ppoll)(k.as_mut_ptr(), k.len() as nfds_t, ts_ptr, sigmask) };
         if r < 0 {
             if ring_ready > 0 {
                 return Ok(ring_ready);
@@ -811,6 +814,230 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int) -> Res<c_int> {
             return Ok(0);
         }
     }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ppoll(
+    fds: *mut pollfd,
+    n: nfds_t,
+    tmo: *const libc::timespec,
+    sigmask: *const libc::sigset_t,
+) -> c_int {
+    // SAFETY: the program's array.
+    let Some(set) = (unsafe { poll_impl(fds, n) }) else {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().ppoll)(fds, n, tmo, sigmask) };
+    };
+    // SAFETY: the program's timespec, or null.
+    let timeout = unsafe { timespec_ms(tmo) };
+    guard(|| poll_mixed(set, timeout, sigmask))
+}
+
+/// Milliseconds of a timeout, rounded up; -1 for none.
+///
+/// # Safety
+///
+/// `t` is null or points to a timespec.
+unsafe fn timespec_ms(t: *const libc::timespec) -> c_int {
+    if t.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller's contract.
+    let t = unsafe { std::ptr::read_unaligned(t) };
+    let ms =
+        (t.tv_sec.max(0) as u64).saturating_mul(1000).saturating_add((t.tv_nsec.max(0) as u64).div_ceil(1_000_000));
+    ms.min(c_int::MAX as u64) as c_int
+}
+
+/// `select`/`pselect` on a set with ring sockets: rewritten as `poll`.
+///
+/// # Safety
+///
+/// The sets are null or valid `fd_set`s covering `nfds` descriptors.
+unsafe fn select_mixed(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    e: *mut libc::fd_set,
+    timeout: c_int,
+    sigmask: *const libc::sigset_t,
+) -> Res<c_int> {
+    if !(0..=libc::FD_SETSIZE as c_int).contains(&nfds) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: FD_ISSET on the program's sets, for descriptors below nfds.
+    let isset = |set: *mut libc::fd_set, fd: c_int| !set.is_null() && unsafe { libc::FD_ISSET(fd, set) };
+    let mut polls: Vec<pollfd> = Vec::new();
+    for fd in 0..nfds {
+        let mut events = 0;
+        if isset(r, fd) {
+            events |= libc::POLLIN;
+        }
+        if isset(w, fd) {
+            events |= libc::POLLOUT;
+        }
+        if isset(e, fd) {
+            events |= libc::POLLPRI;
+        }
+        if events != 0 {
+            polls.push(pollfd { fd, events, revents: 0 });
+        }
+    }
+    poll_mixed(&mut polls, timeout, sigmask)?;
+    for set in [r, w, e] {
+        if !set.is_null() {
+            // SAFETY: the program's set.
+            unsafe { libc::FD_ZERO(set) };
+        }
+    }
+    let mut count = 0;
+    for p in &polls {
+        if p.revents & libc::POLLNVAL != 0 {
+            return Err(libc::EBADF);
+        }
+        let mark = |set: *mut libc::fd_set, hit: bool| {
+            if hit && !set.is_null() {
+                // SAFETY: the program's set; `p.fd` < nfds <= FD_SETSIZE.
+                unsafe { libc::FD_SET(p.fd, set) };
+                1
+            } else {
+                0
+            }
+        };
+        count +=
+            mark(r, p.events & libc::POLLIN != 0 && p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0);
+        count += mark(w, p.events & libc::POLLOUT != 0 && p.revents & (libc::POLLOUT | libc::POLLERR) != 0);
+        count += mark(e, p.events & libc::POLLPRI != 0 && p.revents & libc::POLLPRI != 0);
+    }
+    Ok(count)
+}
+
+/// Whether any descriptor below `nfds` in the sets is ours.
+///
+/// # Safety
+///
+/// As [`select_mixed`].
+unsafe fn select_has_ours(nfds: c_int, sets: [*mut libc::fd_set; 3]) -> bool {
+    (0..nfds.clamp(0, libc::FD_SETSIZE as c_int)).any(|fd| {
+        // SAFETY: FD_ISSET on the program's sets, for descriptors below nfds.
+        is_managed(fd) && sets.iter().any(|s| !s.is_null() && unsafe { libc::FD_ISSET(fd, *s) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn select(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    e: *mut libc::fd_set,
+    tv: *mut libc::timeval,
+) -> c_int {
+    // SAFETY: the program's sets.
+    if !unsafe { select_has_ours(nfds, [r, w, e]) } {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().select)(nfds, r, w, e, tv) };
+    }
+    let timeout = if tv.is_null() {
+        -1
+    } else {
+        // SAFETY: the program's timeval.
+        let t = unsafe { std::ptr::read_unaligned(tv) };
+        let ms = (t.tv_sec.max(0) as u64).saturating_mul(1000).saturating_add((t.tv_usec.max(0) as u64).div_ceil(1000));
+        ms.min(c_int::MAX as u64) as c_int
+    };
+    // SAFETY: the program's sets.
+    guard(|| unsafe { select_mixed(nfds, r, w, e, timeout, std::ptr::null()) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pselect(
+    nfds: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    e: *mut libc::fd_set,
+    ts: *const libc::timespec,
+    sigmask: *const libc::sigset_t,
+) -> c_int {
+    // SAFETY: the program's sets.
+    if !unsafe { select_has_ours(nfds, [r, w, e]) } {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().pselect)(nfds, r, w, e, ts, sigmask) };
+    }
+    // SAFETY: the program's timespec, or null.
+    let timeout = unsafe { timespec_ms(ts) };
+    // SAFETY: the program's sets.
+    guard(|| unsafe { select_mixed(nfds, r, w, e, timeout, sigmask) })
+}
+
+// ---------------------------------------------------------------- sendfile
+
+/// `sendfile` to a ring socket: read the file (at `*offset`, or at its
+/// position), write the ring.
+///
+/// # Safety
+///
+/// `offset` is null or valid.
+unsafe fn sendfile_ring(c: &ConnSock, in_fd: c_int, offset: *mut i64, count: size_t) -> Res<usize> {
+    let mut buf = vec![0u8; count.min(1 << 16)];
+    let mut sent = 0usize;
+    while sent < count {
+        let want = (count - sent).min(buf.len());
+        let r = if offset.is_null() {
+            // SAFETY: read(2) into our buffer (the C library's, not ours:
+            // `in_fd` is a file).
+            unsafe { (real().read)(in_fd, buf.as_mut_ptr().cast(), want) }
+        } else {
+            // SAFETY: pread(2) into our buffer at the program's offset.
+            unsafe { libc::pread64(in_fd, buf.as_mut_ptr().cast(), want, *offset) }
+        };
+        if r < 0 {
+            return if sent > 0 { Ok(sent) } else { Err(last_errno()) };
+        }
+        if r == 0 {
+            break;
+        }
+        let n = match c.send(&[&buf[..r as usize]], libc::MSG_NOSIGNAL) {
+            Ok(n) => n,
+            Err(e) => return if sent > 0 { Ok(sent) } else { Err(e) },
+        };
+        if !offset.is_null() {
+            // SAFETY: the program's offset.
+            unsafe { *offset += n as i64 };
+        } else if n < r as usize {
+            // Put back what the ring did not take.
+            // SAFETY: lseek(2) on the program's file.
+            unsafe { libc::lseek64(in_fd, n as i64 - r as i64, libc::SEEK_CUR) };
+        }
+        sent += n;
+        if n < r as usize {
+            break;
+        }
+    }
+    Ok(sent)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile(out_fd: c_int, in_fd: c_int, offset: *mut libc::off_t, count: size_t) -> ssize_t {
+    match conn(out_fd) {
+        // SAFETY: off_t is i64 on the 64-bit targets we build for.
+        Some(s) => guard(|| count_of(unsafe { sendfile_ring(as_conn(&s), in_fd, offset.cast(), count) })),
+        // SAFETY: the program's arguments, unchanged.
+        None => unsafe { (real().sendfile)(out_fd, in_fd, offset, count) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile64(out_fd: c_int, in_fd: c_int, offset: *mut libc::off64_t, count: size_t) -> ssize_t {
+    match conn(out_fd) {
+        // SAFETY: the program's offset, or null.
+        Some(s) => guard(|| count_of(unsafe { sendfile_ring(as_conn(&s), in_fd, offset, count) })),
+        // SAFETY: the program's arguments, unchanged.
+        None => unsafe { (real().sendfile64)(out_fd, in_fd, offset, count) },
+    }
+}
+
+fn count_of(r: Res<usize>) -> Res<ssize_t> {
+    count(r)
 }
 
 fn lock_ok(l: &engine::ListenSock) -> bool {

@@ -63,6 +63,18 @@ real_table! {
     __recv_chk: unsafe extern "C" fn(c_int, *mut c_void, size_t, size_t, c_int) -> ssize_t;
     __recvfrom_chk: unsafe extern "C" fn(c_int, *mut c_void, size_t, size_t, c_int, *mut sockaddr, *mut socklen_t) -> ssize_t;
     __poll_chk: unsafe extern "C" fn(*mut pollfd, nfds_t, c_int, size_t) -> c_int;
+    ppoll: unsafe extern "C" fn(*mut pollfd, nfds_t, *const libc::timespec, *const libc::sigset_t) -> c_int;
+    select: unsafe extern "C" fn(c_int, *mut libc::fd_set, *mut libc::fd_set, *mut libc::fd_set, *mut libc::timeval) -> c_int;
+    pselect: unsafe extern "C" fn(
+        c_int,
+        *mut libc::fd_set,
+        *mut libc::fd_set,
+        *mut libc::fd_set,
+        *const libc::timespec,
+        *const libc::sigset_t,
+    ) -> c_int;
+    sendfile: unsafe extern "C" fn(c_int, c_int, *mut libc::off_t, size_t) -> ssize_t;
+    sendfile64: unsafe extern "C" fn(c_int, c_int, *mut libc::off64_t, size_t) -> ssize_t;
 }
 
 /// The C library's definitions, resolved on first use.

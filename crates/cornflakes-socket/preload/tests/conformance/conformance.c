@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -225,6 +227,67 @@ int main(void) {
         SAY("poll writable %d revents %d", r, w.revents);
         close(p[0]);
         close(p[1]);
+    }
+
+    /* ppoll, select and pselect with a pipe in the set */
+    {
+        int p[2];
+        CHECK(pipe(p) == 0);
+        struct pollfd ps[2] = {{s, POLLIN, 0}, {p[0], POLLIN, 0}};
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        SAY("ppoll timeout %d", ppoll(ps, 2, &ts, NULL));
+        CHECK(write(c, "q", 1) == 1);
+        int r = ppoll(ps, 2, NULL, NULL);
+        SAY("ppoll sock %d s.revents %d", r, ps[0].revents);
+        fd_set rs;
+        int maxfd = (s > p[0] ? s : p[0]) + 1;
+        FD_ZERO(&rs);
+        FD_SET(s, &rs);
+        FD_SET(p[0], &rs);
+        struct timeval tv = {1, 0};
+        r = select(maxfd, &rs, NULL, NULL, &tv);
+        SAY("select sock %d s %d pipe %d", r, FD_ISSET(s, &rs) != 0, FD_ISSET(p[0], &rs) != 0);
+        CHECK(read(s, buf, 1) == 1);
+        FD_ZERO(&rs);
+        FD_SET(s, &rs);
+        FD_SET(p[0], &rs);
+        tv.tv_sec = 0;
+        tv.tv_usec = 20000;
+        SAY("select timeout %d", select(maxfd, &rs, NULL, NULL, &tv));
+        CHECK(write(p[1], "p", 1) == 1);
+        FD_ZERO(&rs);
+        FD_SET(s, &rs);
+        FD_SET(p[0], &rs);
+        fd_set ws;
+        FD_ZERO(&ws);
+        FD_SET(c, &ws);
+        r = pselect((maxfd > c ? maxfd : c + 1), &rs, &ws, NULL, NULL, NULL);
+        SAY("pselect %d s %d pipe %d c writable %d", r, FD_ISSET(s, &rs) != 0, FD_ISSET(p[0], &rs) != 0, FD_ISSET(c, &ws) != 0);
+        close(p[0]);
+        close(p[1]);
+    }
+
+    /* sendfile from a file */
+    {
+        char path[] = "/tmp/cf-conformance-XXXXXX";
+        int f = mkstemp(path);
+        CHECK(f >= 0);
+        unlink(path);
+        static char data[5000], back[5000];
+        for (int i = 0; i < 5000; i++)
+            data[i] = (char)(i * 13);
+        CHECK(write(f, data, sizeof data) == (ssize_t)sizeof data);
+        off_t off = 1000;
+        n = sendfile(c, f, &off, 3000);
+        SAY("sendfile %zd offset %lld", n, (long long)off);
+        read_exact(s, back, 3000);
+        SAY("sendfile bytes match %d", memcmp(back, data + 1000, 3000) == 0);
+        CHECK(lseek(f, 4000, SEEK_SET) == 4000);
+        n = sendfile(c, f, NULL, 5000);
+        SAY("sendfile at position %zd now at %lld", n, (long long)lseek(f, 0, SEEK_CUR));
+        read_exact(s, back, 1000);
+        SAY("sendfile bytes match %d", memcmp(back, data + 4000, 1000) == 0);
+        close(f);
     }
 
     /* epoll with a pipe in the set */
