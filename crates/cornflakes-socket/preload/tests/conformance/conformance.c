@@ -508,6 +508,41 @@ int main(void) {
         close(pp[1]);
     }
 
+    /* a writer killed mid-transfer: the reader gets what was sent, then EOF */
+    {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            close(l);
+            int cc = connect_to(port);
+            static char chunk[8192];
+            memset(chunk, 'k', sizeof chunk);
+            for (;;)
+                if (write(cc, chunk, sizeof chunk) <= 0)
+                    _exit(2);
+        }
+        int ss = accept(l, NULL, NULL);
+        CHECK(ss >= 0);
+        size_t total = 0;
+        int killed = 0, bad = 0;
+        for (;;) {
+            n = read(ss, buf, sizeof buf);
+            if (n <= 0)
+                break;
+            for (ssize_t i = 0; i < n; i++)
+                bad |= buf[i] != 'k';
+            total += (size_t)n;
+            if (!killed && total >= 1 << 20) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                killed = 1;
+            }
+        }
+        SAY("writer killed mid-transfer: ended with %s, >= 1 MiB %d, bytes intact %d", n == 0 ? "EOF" : ename(errno),
+            total >= 1 << 20, !bad);
+        close(ss);
+    }
+
     SAY("close listener %d", close(l));
     int r = close(l);
     SAY("close again %d %s", r, ename(errno));
