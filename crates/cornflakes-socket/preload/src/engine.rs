@@ -162,8 +162,6 @@ pub(crate) struct ListenSock {
     pub(crate) channel: Mutex<Option<OwnedFd>>,
     /// The program's `O_NONBLOCK`; the kernel twin is always non-blocking.
     pub(crate) nonblock: AtomicBool,
-    /// Raw number of the channel, for `poll`/`epoll` (-1 when none).
-    pub(crate) channel_fd: RawFd,
 }
 
 /// A ring endpoint that may move between threads.
@@ -651,6 +649,19 @@ fn inet_stream_local(fd: BorrowedFd<'_>) -> Option<SocketAddrV4> {
     SocketAddrV4::try_from(addr).ok()
 }
 
+/// `tcpi_state` of a closed (never connected) socket.
+const TCP_CLOSE: u8 = 7;
+
+/// The kernel's TCP state of `fd` (first byte of `struct tcp_info`).
+fn tcp_state(fd: RawFd) -> Option<u8> {
+    let mut info = [0u8; 8];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: getsockopt(2) of TCP_INFO into our 8-byte buffer; the kernel
+    // truncates to `len`.
+    let r = unsafe { (real().getsockopt)(fd, libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &mut len) };
+    (r == 0 && len >= 1).then_some(info[0])
+}
+
 fn loopback(ip: Ipv4Addr) -> Ipv4Addr {
     if ip.is_unspecified() {
         Ipv4Addr::LOCALHOST
@@ -681,11 +692,9 @@ pub(crate) fn register_listener(fd: RawFd) {
     if rustix::fs::fcntl_setfl(bfd, fl | rustix::fs::OFlags::NONBLOCK).is_err() {
         return;
     }
-    let channel_fd = channel.as_raw_fd();
     let sock = ListenSock {
         channel: Mutex::new(Some(channel)),
         nonblock: AtomicBool::new(fl.contains(rustix::fs::OFlags::NONBLOCK)),
-        channel_fd,
     };
     debug(format_args!("listen {local}: registered"));
     insert(fd, Arc::new(Sock::Listen(sock)));
@@ -813,6 +822,12 @@ pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
     // SAFETY: `fd` is the program's open descriptor for this call.
     let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
     let mut local = inet_stream_local(bfd)?;
+    // Only a socket that never connected: a second `connect` on a kernel
+    // connection (hiredis checks a non-blocking connect that way) is the
+    // kernel's to answer (EISCONN, EALREADY).
+    if tcp_state(fd) != Some(TCP_CLOSE) {
+        return None;
+    }
     if local.port() == 0 {
         rustix::net::bind(bfd, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).ok()?;
         local = inet_stream_local(bfd)?;

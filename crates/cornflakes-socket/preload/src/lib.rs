@@ -423,8 +423,11 @@ fn forget_in_epoll(fd: c_int, sock: &Sock) {
             // SAFETY: epoll_ctl(2) DEL with our own arguments.
             unsafe { (real().epoll_ctl)(*epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
             if let Sock::Listen(l) = sock {
-                // SAFETY: as above, for the accept channel.
-                unsafe { (real().epoll_ctl)(*epfd, libc::EPOLL_CTL_DEL, l.channel_fd, std::ptr::null_mut()) };
+                with_channel(l, |ch| {
+                    // SAFETY: as above, for the accept channel (still open:
+                    // we hold its lock).
+                    unsafe { (real().epoll_ctl)(*epfd, libc::EPOLL_CTL_DEL, ch, std::ptr::null_mut()) }
+                });
             }
         }
     }
@@ -747,9 +750,11 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int, sigmask: *const libc::sigset_t
                 Some(Sock::Conn(_)) => k.push(pollfd { fd: p.fd, events: libc::POLLIN, revents: 0 }),
                 Some(Sock::Listen(l)) => {
                     k.push(*p);
-                    if l.channel_fd >= 0 && lock_ok(l) {
+                    // (Closed under us by another thread's accept: at worst
+                    // one spurious wake-up.)
+                    if let Some(ch) = with_channel(l, |ch| ch) {
                         channel_of.push((i, k.len()));
-                        k.push(pollfd { fd: l.channel_fd, events: libc::POLLIN, revents: 0 });
+                        k.push(pollfd { fd: ch, events: libc::POLLIN, revents: 0 });
                     }
                 }
                 None => k.push(*p),
@@ -1040,8 +1045,10 @@ fn count_of(r: Res<usize>) -> Res<ssize_t> {
     count(r)
 }
 
-fn lock_ok(l: &engine::ListenSock) -> bool {
-    engine::lock(&l.channel).is_some()
+/// Runs `f` on the accept channel's number while holding its lock (so it
+/// cannot be closed and reused meanwhile); `None` once the monitor is gone.
+fn with_channel<R>(l: &engine::ListenSock, f: impl FnOnce(c_int) -> R) -> Option<R> {
+    engine::lock(&l.channel).as_ref().map(|ch| f(std::os::fd::AsRawFd::as_raw_fd(ch)))
 }
 
 // ---------------------------------------------------------------- epoll
@@ -1072,18 +1079,20 @@ pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut e
             (Sock::Listen(l), libc::EPOLL_CTL_ADD | libc::EPOLL_CTL_MOD) => {
                 // SAFETY: the program's registration of the kernel twin.
                 let r = unsafe { (real().epoll_ctl)(epfd, op, fd, ev) };
-                if r == 0 && l.channel_fd >= 0 {
-                    let mut k = epoll_event { events: libc::EPOLLIN as u32, u64: tag };
-                    // SAFETY: our own epoll_event, for the accept channel.
-                    unsafe { (real().epoll_ctl)(epfd, op, l.channel_fd, &mut k) };
+                if r == 0 {
+                    with_channel(l, |ch| {
+                        let mut k = epoll_event { events: libc::EPOLLIN as u32, u64: tag };
+                        // SAFETY: our own epoll_event, for the accept channel.
+                        unsafe { (real().epoll_ctl)(epfd, op, ch, &mut k) }
+                    });
                 }
                 r
             }
             (Sock::Listen(l), _) => {
-                if l.channel_fd >= 0 {
+                with_channel(l, |ch| {
                     // SAFETY: removing our own registration.
-                    unsafe { (real().epoll_ctl)(epfd, op, l.channel_fd, std::ptr::null_mut()) };
-                }
+                    unsafe { (real().epoll_ctl)(epfd, op, ch, std::ptr::null_mut()) }
+                });
                 // SAFETY: the program's arguments.
                 unsafe { (real().epoll_ctl)(epfd, op, fd, ev) }
             }
