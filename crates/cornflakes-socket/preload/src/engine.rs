@@ -102,6 +102,36 @@ pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clo
     }
 }
 
+/// Bumped in every child of `fork` (a `pthread_atfork` handler installed
+/// with the first ring socket): one atomic load tells a child's call on an
+/// inherited ring socket from the parent's.
+static FORK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn fork_generation() -> u64 {
+    static HOOK: OnceLock<()> = OnceLock::new();
+    HOOK.get_or_init(|| {
+        extern "C" fn in_child() {
+            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// Says once per process, on stderr, that the program used something the
+/// library does not support yet (the call then fails with EOPNOTSUPP).
+pub(crate) fn unsupported(what: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        let line = format!(
+            "libcfsocket[{}]: not supported yet: {what} (EOPNOTSUPP); see docs/sockets.md\n",
+            std::process::id()
+        );
+        let _ = rustix::io::write(stderr(), line.as_bytes());
+    }
+}
+
 /// Knobs read once from the environment.
 pub(crate) struct Config {
     /// Data bytes of each direction's ring (`CFSOCKET_RING_SIZE`, a power of two).
@@ -258,14 +288,15 @@ pub(crate) struct ConnSock {
     /// The pair hung up with no FIN record: the peer process died (or
     /// closed without us), so writes fail with EPIPE.
     peer_gone: AtomicBool,
-    /// The process that set the connection up. A forked child inherits the
-    /// table, and must not end the stream when it closes its copy.
-    owner: u32,
+    /// The fork generation that set the connection up. A forked child
+    /// inherits the table, and must neither end the stream when it closes
+    /// its copy nor use the rings (their positions live in each process).
+    generation: u64,
 }
 
 impl Drop for ConnSock {
     fn drop(&mut self) {
-        if std::process::id() != self.owner {
+        if !self.same_process() {
             return;
         }
         // Last descriptor closed: end of stream for the peer, and its next
@@ -332,7 +363,7 @@ impl ConnSock {
             wake,
             shadow,
             peer_gone: AtomicBool::new(false),
-            owner: std::process::id(),
+            generation: fork_generation(),
         }
     }
 
@@ -359,7 +390,21 @@ impl ConnSock {
     }
 
     /// `send`/`write`/`writev`/`sendmsg`.
+    fn same_process(&self) -> bool {
+        self.generation == fork_generation()
+    }
+
+    /// A forked child using an inherited ring socket: refused, loudly.
+    fn check_process(&self) -> Res<()> {
+        if self.same_process() {
+            return Ok(());
+        }
+        unsupported("reading or writing a ring socket inherited through fork");
+        Err(libc::EOPNOTSUPP)
+    }
+
     pub(crate) fn send(&self, bufs: &[&[u8]], flags: c_int) -> Res<usize> {
+        self.check_process()?;
         let nonblock = would_block(flags, &self.nonblock);
         let mut tx = lock(&self.tx);
         if tx.shut || tx.ring.acked() == READER_GONE || self.peer_gone.load(Ordering::Relaxed) {
@@ -406,6 +451,7 @@ impl ConnSock {
 
     /// `recv`/`read`/`readv`/`recvmsg` into `bufs` (written in order).
     pub(crate) fn recv(&self, bufs: &mut [&mut [u8]], flags: c_int) -> Res<usize> {
+        self.check_process()?;
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         let peek = flags & libc::MSG_PEEK != 0;
         let waitall = flags & libc::MSG_WAITALL != 0 && !peek;

@@ -407,6 +407,81 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
     }
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn sendmmsg(fd: c_int, msgs: *mut libc::mmsghdr, n: libc::c_uint, flags: c_int) -> c_int {
+    if conn(fd).is_none() {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().sendmmsg)(fd, msgs, n, flags) };
+    }
+    let mut done = 0;
+    while done < n.min(1024) {
+        // SAFETY: the program lends `n` mmsghdrs.
+        let m = unsafe { &mut *msgs.add(done as usize) };
+        // SAFETY: same contract as sendmsg; after the first, do not block.
+        let r = unsafe { sendmsg(fd, &m.msg_hdr, if done == 0 { flags } else { flags | libc::MSG_DONTWAIT }) };
+        if r < 0 {
+            if done == 0 {
+                return -1;
+            }
+            break;
+        }
+        m.msg_len = r as libc::c_uint;
+        done += 1;
+    }
+    done as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmmsg(
+    fd: c_int,
+    msgs: *mut libc::mmsghdr,
+    n: libc::c_uint,
+    flags: c_int,
+    timeout: *mut libc::timespec,
+) -> c_int {
+    if conn(fd).is_none() {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().recvmmsg)(fd, msgs, n, flags, timeout) };
+    }
+    let mut done = 0;
+    while done < n.min(1024) {
+        // SAFETY: the program lends `n` mmsghdrs.
+        let m = unsafe { &mut *msgs.add(done as usize) };
+        // SAFETY: same contract as recvmsg; after the first, do not block.
+        let r = unsafe { recvmsg(fd, &mut m.msg_hdr, if done == 0 { flags } else { flags | libc::MSG_DONTWAIT }) };
+        if r < 0 {
+            if done == 0 {
+                return -1;
+            }
+            break;
+        }
+        m.msg_len = r as libc::c_uint;
+        done += 1;
+        if r == 0 || flags & libc::MSG_WAITFORONE != 0 {
+            break;
+        }
+    }
+    done as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn splice(
+    fd_in: c_int,
+    off_in: *mut libc::loff_t,
+    fd_out: c_int,
+    off_out: *mut libc::loff_t,
+    len: size_t,
+    flags: libc::c_uint,
+) -> ssize_t {
+    if conn(fd_in).is_some() || conn(fd_out).is_some() {
+        engine::unsupported("splice on a ring socket");
+        set_errno(libc::EOPNOTSUPP);
+        return -1;
+    }
+    // SAFETY: the program's arguments, unchanged.
+    unsafe { (real().splice)(fd_in, off_in, fd_out, off_out, len, flags) }
+}
+
 // ---------------------------------------------------------------- teardown
 
 /// Forgets `fd` in every epoll set (and removes the kernel registration of

@@ -41,11 +41,15 @@ fn library() -> PathBuf {
 }
 
 fn compile(name: &str) -> Option<PathBuf> {
+    compile_file(name, "conformance.c")
+}
+
+fn compile_file(name: &str, file: &str) -> Option<PathBuf> {
     if Command::new("cc").arg("--version").output().is_err() {
         eprintln!("SKIPPED: no C compiler (`cc`) to build the conformance program");
         return None;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/conformance.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(file);
     let out = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let st = Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&out).arg(&src).status().unwrap();
     assert!(st.success(), "cc failed on {}", src.display());
@@ -129,5 +133,29 @@ fn without_a_monitor_everything_goes_to_the_kernel() {
     let kernel = run(&prog, &nowhere, None);
     let library = run(&prog, &nowhere, Some(&lib));
     compare(&kernel, &library);
+    let _ = std::fs::remove_file(prog);
+}
+
+/// The one documented difference: a forked child may not use an inherited
+/// ring socket (EOPNOTSUPP, said on stderr); the parent keeps working.
+#[test]
+fn fork_child_cannot_use_inherited_ring_sockets_loudly() {
+    let Some(prog) = compile_file("cf-fork-inherited", "fork_inherited.c") else { return };
+    let lib = library();
+    let stats = with_monitor("cf-fork-inherited", |mon| {
+        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert_eq!(stdout, "child: EOPNOTSUPP\nparent: wrote 6 read 6 'parent'\n", "stderr: {stderr}");
+        assert!(
+            stderr.contains("not supported yet: reading or writing a ring socket inherited through fork"),
+            "{stderr}"
+        );
+        // On the kernel the child writes (and the parent reads its bytes).
+        let out = Command::new(&prog).output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("child: wrote\nparent: wrote 6 read "));
+    });
+    assert_eq!(stats.delivered, 1, "{stats:?}");
     let _ = std::fs::remove_file(prog);
 }

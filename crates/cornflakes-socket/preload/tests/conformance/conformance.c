@@ -175,6 +175,36 @@ int main(void) {
         SAY("recvmsg %zd '%.2s' '%.4s' flags %d", n, r1, r2, rm.msg_flags);
     }
 
+    /* sendmmsg / recvmmsg */
+    {
+        struct iovec a1 = {"one", 3}, a2 = {"two!", 4};
+        struct mmsghdr mm[2];
+        memset(mm, 0, sizeof mm);
+        mm[0].msg_hdr.msg_iov = &a1;
+        mm[0].msg_hdr.msg_iovlen = 1;
+        mm[1].msg_hdr.msg_iov = &a2;
+        mm[1].msg_hdr.msg_iovlen = 1;
+        int r = sendmmsg(c, mm, 2, 0);
+        SAY("sendmmsg %d lens %u %u", r, mm[0].msg_len, mm[1].msg_len);
+        struct pollfd wp = {s, POLLIN, 0};
+        CHECK(poll(&wp, 1, 1000) == 1);
+        char b1[7];
+        struct iovec r1 = {b1, 7};
+        struct mmsghdr rm[2];
+        memset(rm, 0, sizeof rm);
+        rm[0].msg_hdr.msg_iov = &r1;
+        rm[0].msg_hdr.msg_iovlen = 1;
+        size_t got = 0;
+        while (got < 7) {
+            r1.iov_base = b1 + got;
+            r1.iov_len = 7 - got;
+            r = recvmmsg(s, rm, 1, 0, NULL);
+            CHECK(r == 1);
+            got += rm[0].msg_len;
+        }
+        SAY("recvmmsg '%.7s'", b1);
+    }
+
     /* non-blocking */
     {
         int fl = fcntl(s, F_GETFL);
