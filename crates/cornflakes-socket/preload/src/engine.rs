@@ -677,6 +677,23 @@ fn scatter(bufs: &mut [&mut [u8]], mut offset: usize, mut src: &[u8]) {
 }
 
 fn monitor_stream() -> Res<OwnedFd> {
+    match connect_monitor() {
+        Err(e) if (e == libc::ECONNREFUSED || e == libc::ENOENT) && start_monitor() => {
+            // Started now: wait (up to 2 s) for it to listen.
+            let until = Instant::now() + Duration::from_secs(2);
+            loop {
+                match connect_monitor() {
+                    Ok(s) => return Ok(s),
+                    Err(e) if Instant::now() >= until => return Err(e),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        }
+        r => r,
+    }
+}
+
+fn connect_monitor() -> Res<OwnedFd> {
     let addr = MonitorAddr::from_env().to_rustix().map_err(|e| io_errno(&e))?;
     let s = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None)
         .map_err(errno_of)?;
@@ -684,6 +701,39 @@ fn monitor_stream() -> Res<OwnedFd> {
     rustix::net::sockopt::set_socket_timeout(&s, rustix::net::sockopt::Timeout::Recv, Some(Duration::from_secs(2)))
         .map_err(errno_of)?;
     Ok(s)
+}
+
+/// Starts `$CFSOCKET_MONITOR_BIN socket-monitor` (the `cf` binary) when no
+/// monitor answers: the first process that needs one starts it, in its own
+/// process group, without the library. Once per process; returns whether
+/// it was started. Two processes racing both start one; the second finds
+/// the address taken and exits.
+fn start_monitor() -> bool {
+    static TRIED: AtomicBool = AtomicBool::new(false);
+    let Some(bin) = std::env::var_os("CFSOCKET_MONITOR_BIN") else { return false };
+    if TRIED.swap(true, Ordering::Relaxed) {
+        return false;
+    }
+    use std::os::unix::process::CommandExt;
+    let spawned = std::process::Command::new(&bin)
+        .arg("socket-monitor")
+        .env_remove("LD_PRELOAD")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            debug(format_args!("started {} socket-monitor (pid {})", bin.to_string_lossy(), child.id()));
+            // Reap it if it exits (another one won the race).
+            let _ = std::thread::Builder::new().name("cfsocket-monitor-reaper".into()).spawn(move || child.wait());
+            true
+        }
+        Err(e) => {
+            debug(format_args!("cannot start {} socket-monitor: {e}", bin.to_string_lossy()));
+            false
+        }
+    }
 }
 
 /// Whether `fd` is an IPv4 stream (TCP) socket, and its local address.

@@ -165,3 +165,69 @@ fn redis_server_and_cli_over_rings() {
     assert_eq!(stats.listens, 1, "{stats:?}");
     assert_eq!(stats.delivered, 6, "every redis-cli under the library used rings: {stats:?}");
 }
+
+/// No monitor running and `CFSOCKET_MONITOR_BIN` set: the first process
+/// that needs the monitor (redis-server at `listen`) starts `cf
+/// socket-monitor`, and connections then go through rings.
+#[test]
+fn monitor_started_on_demand() {
+    if !have("redis-server") || !have("redis-cli") {
+        eprintln!("SKIPPED: redis-server/redis-cli not installed (scripts/setup.sh installs them)");
+        return;
+    }
+    let lib = library();
+    let cf = lib.with_file_name("cf");
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--quiet", "-p", "cf"]);
+    if lib.parent().and_then(Path::file_name).is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    assert!(build.status().unwrap().success(), "building cf failed");
+    let mon = format!("@cf-redis-on-demand-{}", std::process::id());
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("cf-on-demand-{}.log", std::process::id()));
+    let server = Kill(
+        Command::new("redis-server")
+            .env("LD_PRELOAD", &lib)
+            .env("CFSOCKET_MONITOR", &mon)
+            .env("CFSOCKET_MONITOR_BIN", &cf)
+            .env("CFSOCKET_DEBUG", "1")
+            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "ping"])
+        .output()
+        .map_or(true, |o| String::from_utf8_lossy(&o.stdout).trim() != "PONG")
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = Command::new("redis-cli")
+        .env("LD_PRELOAD", &lib)
+        .env("CFSOCKET_MONITOR", &mon)
+        .env("CFSOCKET_DEBUG", "1")
+        .args(["-p", &port.to_string(), "set", "k", "on-demand"])
+        .output()
+        .unwrap();
+    drop(server);
+    let server_log = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    // Stop the monitor redis-server started (its pid is in the log).
+    let pid = server_log
+        .lines()
+        .find_map(|l| l.split("socket-monitor (pid ").nth(1))
+        .and_then(|rest| rest.trim_end_matches(')').parse::<u32>().ok());
+    if let Some(pid) = pid {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+    assert!(pid.is_some(), "redis-server did not start a monitor:\n{server_log}");
+    assert!(server_log.contains("registered"), "{server_log}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+    let cli_log = String::from_utf8_lossy(&out.stderr);
+    assert!(cli_log.contains(": rings"), "redis-cli did not use rings: {cli_log}");
+}
