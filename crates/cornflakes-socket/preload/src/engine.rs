@@ -192,7 +192,15 @@ pub(crate) struct ListenSock {
     pub(crate) channel: Mutex<Option<OwnedFd>>,
     /// The program's `O_NONBLOCK`; the kernel twin is always non-blocking.
     pub(crate) nonblock: AtomicBool,
+    /// The address registered with the monitor.
+    local: SocketAddrV4,
+    /// Without a channel: when `accept` may next try to register again (a
+    /// monitor started or restarted after `listen`).
+    next_retry: Mutex<Option<Instant>>,
 }
+
+/// Least time between two attempts of a listener to reach a monitor.
+const REGISTER_RETRY: Duration = Duration::from_millis(200);
 
 /// A ring endpoint that may move between threads.
 struct Movable<T>(T);
@@ -773,27 +781,75 @@ pub(crate) fn register_listener(fd: RawFd) {
     // SAFETY: `fd` is the program's open descriptor for this call.
     let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
     let Some(local) = inet_stream_local(bfd) else { return };
-    let channel = match monitor_stream() {
-        Ok(s) => s,
-        Err(e) => {
-            debug(format_args!("listen {local}: no monitor ({}); kernel only", std::io::Error::from_raw_os_error(e)));
-            return;
-        }
-    };
-    let frame = Frame::new(Op::Listen, local, local);
-    if send_fds(&channel, &frame.encode(), &[]).is_err() || rustix::io::ioctl_fionbio(&channel, true).is_err() {
-        return;
-    }
+    let channel = open_channel(local);
     let Ok(fl) = rustix::fs::fcntl_getfl(bfd) else { return };
     if rustix::fs::fcntl_setfl(bfd, fl | rustix::fs::OFlags::NONBLOCK).is_err() {
         return;
     }
+    let next_retry = channel.is_none().then(|| Instant::now() + REGISTER_RETRY);
     let sock = ListenSock {
-        channel: Mutex::new(Some(channel)),
+        channel: Mutex::new(channel),
         nonblock: AtomicBool::new(fl.contains(rustix::fs::OFlags::NONBLOCK)),
+        local,
+        next_retry: Mutex::new(next_retry),
     };
-    debug(format_args!("listen {local}: registered"));
     insert(fd, Arc::new(Sock::Listen(sock)));
+}
+
+/// Registers `local` with the monitor; the connection is the accept channel.
+fn open_channel(local: SocketAddrV4) -> Option<OwnedFd> {
+    let channel = match monitor_stream() {
+        Ok(s) => s,
+        Err(e) => {
+            debug(format_args!(
+                "listen {local}: no monitor ({}); kernel only for now",
+                std::io::Error::from_raw_os_error(e)
+            ));
+            return None;
+        }
+    };
+    let frame = Frame::new(Op::Listen, local, local);
+    if send_fds(&channel, &frame.encode(), &[]).is_err() || rustix::io::ioctl_fionbio(&channel, true).is_err() {
+        return None;
+    }
+    debug(format_args!("listen {local}: registered"));
+    Some(channel)
+}
+
+/// A listener without a channel (no monitor at `listen`, or it died): try
+/// to register again, at most every [`REGISTER_RETRY`], and watch the new
+/// channel in the epoll sets that watch the listener.
+pub(crate) fn ensure_channel(fd: RawFd, ls: &ListenSock) {
+    if lock(&ls.channel).is_some() {
+        return;
+    }
+    {
+        let mut next = lock(&ls.next_retry);
+        let now = Instant::now();
+        if next.is_some_and(|t| now < t) {
+            return;
+        }
+        *next = Some(now + REGISTER_RETRY);
+    }
+    let Some(ch) = open_channel(ls.local) else { return };
+    {
+        let mut g = lock(&ls.channel);
+        if g.is_some() {
+            return;
+        }
+        *g = Some(ch);
+    }
+    // Lock order as in epoll_ctl: the sets, then the channel.
+    let sets = lock(&EPOLL_SETS);
+    for (epfd, set) in sets.iter() {
+        if set.contains_key(&fd) {
+            if let Some(ch) = lock(&ls.channel).as_ref() {
+                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: EPOLL_TAG | fd as u32 as u64 };
+                // SAFETY: epoll_ctl(2) ADD of our own channel with our own event.
+                unsafe { (real().epoll_ctl)(*epfd, libc::EPOLL_CTL_ADD, ch.as_raw_fd(), &mut ev) };
+            }
+        }
+    }
 }
 
 /// One connection from the accept channel, if any is queued.
@@ -805,8 +861,10 @@ fn accept_ring(ls: &ListenSock, flags: c_int) -> Res<Option<(RawFd, SocketAddrV4
         let (n, fds) = match recv_fds(ch, &mut buf) {
             Ok((0, _)) => {
                 // The monitor is gone: remote and already-queued clients
-                // still come through the kernel twin.
+                // still come through the kernel twin; the next `accept`
+                // looks for a new monitor.
                 *guard = None;
+                *lock(&ls.next_retry) = None;
                 return Ok(None);
             }
             Ok(x) => x,
@@ -853,6 +911,7 @@ pub(crate) fn accept(
     len: *mut libc::socklen_t,
     flags: c_int,
 ) -> Res<RawFd> {
+    ensure_channel(fd, ls);
     loop {
         if let Some((nfd, peer)) = accept_ring(ls, flags)? {
             // SAFETY: the program passed `addr`/`len` as accept(2) takes
