@@ -14,8 +14,8 @@ use std::time::Duration;
 use cornflakes_socket::{MonitorAddr, MonitorOptions, MonitorStats};
 
 /// Ring connections the program makes to its own listener (main, EPIPE,
-/// non-blocking, fork echo, killed idle peer, killed writer).
-const RING_CONNECTIONS: u64 = 6;
+/// non-blocking, fork echo, killed idle peer, killed writer, 200 idle).
+const RING_CONNECTIONS: u64 = 206;
 
 /// The library, built now: `cargo test` builds this package's test
 /// harnesses but not its cdylib, which would otherwise be stale.
