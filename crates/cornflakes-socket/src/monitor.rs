@@ -15,6 +15,8 @@
 //! Everything read from a client is untrusted: a frame of the wrong size,
 //! an unknown op or the wrong number of descriptors drops that client
 //! (counted in [`MonitorStats::malformed`]); the monitor keeps serving.
+//! A `Listen` must carry the listening socket itself, bound to the address
+//! it claims, so no process can take another's port's local connections.
 
 use std::collections::HashMap;
 use std::io;
@@ -145,7 +147,8 @@ pub struct MonitorStats {
     pub delivered: u64,
     /// Connects answered "use the kernel" (no listener here, or its channel full).
     pub no_listener: u64,
-    /// Clients dropped for a malformed frame or wrong descriptors.
+    /// Clients dropped for a malformed frame or wrong descriptors (including
+    /// a `Listen` without the listening socket bound to its address).
     pub malformed: u64,
     /// Accept channels closed (listening socket closed or process dead).
     pub channels_closed: u64,
@@ -246,7 +249,7 @@ fn handle_client(
         }
     };
     match frame.op {
-        Op::Listen if fds.is_empty() => {
+        Op::Listen if fds.len() == 1 && owns_listener(&fds[0], frame.dst) => {
             if stream.set_nonblocking(true).is_err() {
                 return;
             }
@@ -278,6 +281,14 @@ fn handle_client(
         }
         _ => stats.malformed += 1,
     }
+}
+
+/// Whether `fd` (sent with a `Listen` frame) is a listening TCP socket bound
+/// to `addr`: only the process that really listens there (the kernel gave
+/// it the port) can take that address's local connections.
+fn owns_listener(fd: &OwnedFd, addr: SocketAddrV4) -> bool {
+    rustix::net::sockopt::socket_acceptconn(fd).unwrap_or(false)
+        && rustix::net::getsockname(fd).ok().and_then(|a| SocketAddrV4::try_from(a).ok()) == Some(addr)
 }
 
 /// Finds the listener for `frame.dst` (exact address first, then the
@@ -331,11 +342,19 @@ mod tests {
     #[test]
     fn matches_connect_to_listen_and_forgets_closed_listeners() {
         let (addr, stop, h) = start("match");
-        let dst: SocketAddrV4 = "127.0.0.1:7000".parse().unwrap();
         let src: SocketAddrV4 = "127.0.0.1:40000".parse().unwrap();
         let chan = connect(&addr);
-        send_fds(&chan, &Frame::new(Op::Listen, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7000), src).encode(), &[])
-            .unwrap();
+        // A Listen must come with the listening socket itself.
+        let tcp = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let dst = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+        let wildcard = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
+        let thief = connect(&addr);
+        send_fds(&thief, &Frame::new(Op::Listen, wildcard, src).encode(), &[]).unwrap();
+        let other = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let liar = connect(&addr);
+        send_fds(&liar, &Frame::new(Op::Listen, wildcard, src).encode(), &[other.as_fd()]).unwrap();
+        send_fds(&chan, &Frame::new(Op::Listen, wildcard, src).encode(), &[tcp.as_fd()]).unwrap();
         std::thread::sleep(Duration::from_millis(300));
 
         let (a, b) = UnixStream::pair().unwrap();
@@ -351,8 +370,8 @@ mod tests {
 
         // Another port: nobody listens, use the kernel.
         let client = connect(&addr);
-        let other = "127.0.0.1:7001".parse().unwrap();
-        send_fds(&client, &Frame::new(Op::Connect, other, src).encode(), &[a.as_fd(), b.as_fd(), a.as_fd()]).unwrap();
+        let nobody = SocketAddrV4::new(Ipv4Addr::LOCALHOST, other.local_addr().unwrap().port());
+        send_fds(&client, &Frame::new(Op::Connect, nobody, src).encode(), &[a.as_fd(), b.as_fd(), a.as_fd()]).unwrap();
         let (n, _) = recv_fds(&client, &mut buf).unwrap();
         assert_eq!(Frame::decode(&buf[..n]).unwrap().status, STATUS_NO_LISTENER);
 
@@ -376,6 +395,6 @@ mod tests {
 
         stop.store(true, Ordering::Relaxed);
         let stats = h.join().unwrap().unwrap();
-        assert_eq!(stats, MonitorStats { listens: 1, delivered: 1, no_listener: 2, malformed: 2, channels_closed: 1 });
+        assert_eq!(stats, MonitorStats { listens: 1, delivered: 1, no_listener: 2, malformed: 4, channels_closed: 1 });
     }
 }

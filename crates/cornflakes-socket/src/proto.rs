@@ -12,7 +12,7 @@
 //!
 //! | op | from → to | fds | meaning |
 //! |---|---|---|---|
-//! | `Listen` | library → monitor | none | this Unix connection is the accept channel of a listener bound to `dst`; closing it (or the process dying) withdraws it |
+//! | `Listen` | library → monitor | 1: the listening socket (checked: listening, bound to `dst`) | this Unix connection is the accept channel of a listener bound to `dst`; closing it (or the process dying) withdraws it |
 //! | `Connect` | library → monitor | 3: ring the connector consumes, ring the acceptor consumes, the acceptor's end of the socket pair | connect `src` to `dst` |
 //! | `Deliver` | monitor → listener's channel | the 3 of `Connect` | a new connection for `accept` |
 //! | `Reply` | monitor → connector | none | `status` [`STATUS_OK`]: delivered; [`STATUS_NO_LISTENER`]: use the kernel |

@@ -209,7 +209,9 @@ struct Movable<T>(T);
 // thread-bound state; here each one lives behind a `Mutex`, so only one
 // thread at a time uses it (the peer process is the only other party, and
 // it is handled through atomics and raw copies, never references).
-unsafe impl<T> Send for Movable<T> {}
+unsafe impl Send for Movable<RingProducer> {}
+// SAFETY: as for the producer.
+unsafe impl Send for Movable<RingConsumer> {}
 
 impl<T> std::ops::Deref for Movable<T> {
     type Target = T;
@@ -781,7 +783,7 @@ pub(crate) fn register_listener(fd: RawFd) {
     // SAFETY: `fd` is the program's open descriptor for this call.
     let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
     let Some(local) = inet_stream_local(bfd) else { return };
-    let channel = open_channel(local);
+    let channel = open_channel(bfd, local);
     let Ok(fl) = rustix::fs::fcntl_getfl(bfd) else { return };
     if rustix::fs::fcntl_setfl(bfd, fl | rustix::fs::OFlags::NONBLOCK).is_err() {
         return;
@@ -797,7 +799,9 @@ pub(crate) fn register_listener(fd: RawFd) {
 }
 
 /// Registers `local` with the monitor; the connection is the accept channel.
-fn open_channel(local: SocketAddrV4) -> Option<OwnedFd> {
+/// The listening socket goes with the frame: the monitor checks that we
+/// really listen there.
+fn open_channel(listener: BorrowedFd<'_>, local: SocketAddrV4) -> Option<OwnedFd> {
     let channel = match monitor_stream() {
         Ok(s) => s,
         Err(e) => {
@@ -809,7 +813,7 @@ fn open_channel(local: SocketAddrV4) -> Option<OwnedFd> {
         }
     };
     let frame = Frame::new(Op::Listen, local, local);
-    if send_fds(&channel, &frame.encode(), &[]).is_err() || rustix::io::ioctl_fionbio(&channel, true).is_err() {
+    if send_fds(&channel, &frame.encode(), &[listener]).is_err() || rustix::io::ioctl_fionbio(&channel, true).is_err() {
         return None;
     }
     debug(format_args!("listen {local}: registered"));
@@ -831,7 +835,9 @@ pub(crate) fn ensure_channel(fd: RawFd, ls: &ListenSock) {
         }
         *next = Some(now + REGISTER_RETRY);
     }
-    let Some(ch) = open_channel(ls.local) else { return };
+    // SAFETY: `fd` is the listening descriptor the program passed to accept.
+    let listener = unsafe { BorrowedFd::borrow_raw(fd) };
+    let Some(ch) = open_channel(listener, ls.local) else { return };
     {
         let mut g = lock(&ls.channel);
         if g.is_some() {
