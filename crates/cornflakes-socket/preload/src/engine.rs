@@ -42,6 +42,12 @@ const INFO_FIN: u32 = 1;
 /// Written by a reader into its ring's acknowledgement word when it will
 /// never read again: the writer's next `send` fails with `EPIPE`.
 const READER_GONE: u64 = u64::MAX;
+/// Written by a writer into the acknowledgement word of the ring it
+/// *reads* (the peer writes that ring, so the peer sees the word) while it
+/// sleeps for credits: the peer's next read sends it a wake-up byte.
+const WRITER_WAITING: u64 = 1;
+/// Full-ring waits spent spinning before sleeping for credits.
+const SPIN_WAITS: u32 = 64;
 
 static MANAGED: [AtomicBool; MAX_FD] = [const { AtomicBool::new(false) }; MAX_FD];
 static TABLE: Mutex<BTreeMap<RawFd, Arc<Sock>>> = Mutex::new(BTreeMap::new());
@@ -425,6 +431,7 @@ impl ConnSock {
         for buf in bufs {
             let mut rest: &[u8] = buf;
             let mut waits = 0u32;
+            let mut announced = false;
             while !rest.is_empty() {
                 let n = rest.len().min(max);
                 match tx.ring.try_push(&rest[..n]) {
@@ -432,6 +439,9 @@ impl ConnSock {
                         sent += n;
                         rest = &rest[n..];
                         waits = 0;
+                        if announced {
+                            announced = !self.announce_waiting(false);
+                        }
                     }
                     Err(PushError::Full) => {
                         self.wake_peer(&tx);
@@ -445,8 +455,20 @@ impl ConnSock {
                         if tx.ring.acked() == READER_GONE || (waits > 256 && waits % 64 == 0 && self.peer_hung_up()) {
                             return if sent > 0 { Ok(sent) } else { Err(epipe(flags)) };
                         }
-                        // No wake-up for credits: spin, then short sleeps.
-                        backoff(waits);
+                        if waits >= SPIN_WAITS && !announced {
+                            // Announce, then try once more before sleeping.
+                            announced = self.announce_waiting(true);
+                            if announced {
+                                continue;
+                            }
+                        }
+                        if announced {
+                            self.sleep_for_credits();
+                        } else {
+                            // Spinning, or the announcement is impossible
+                            // now (another thread holds our reading half).
+                            backoff(waits);
+                        }
                         waits += 1;
                     }
                     Err(PushError::TooLarge { .. }) => return Err(libc::EMSGSIZE),
@@ -503,7 +525,45 @@ impl ConnSock {
             }
         }
         self.rearm_if_empty(&mut rx);
+        drop(rx);
+        if copied > 0 && !peek {
+            self.wake_waiting_writer();
+        }
         Ok(copied)
+    }
+
+    /// Announces (or withdraws) that our writer sleeps for credits, in the
+    /// acknowledgement word of the ring from the peer (the peer writes that
+    /// ring, so it reads the word). False when our reading half is busy in
+    /// another thread: then no announcement (the writer polls instead).
+    fn announce_waiting(&self, waiting: bool) -> bool {
+        let Ok(rx) = self.rx.try_lock() else { return false };
+        rx.ring.set_acked(if waiting { WRITER_WAITING } else { 0 });
+        drop(rx);
+        // Pairs with the reader's credit return then fence then flag load.
+        fence(Ordering::SeqCst);
+        true
+    }
+
+    /// Sleeps on the pair until the peer has read (it then sends a byte),
+    /// at most 1 ms.
+    fn sleep_for_credits(&self) {
+        let mut p = [PollFd::new(&self.wake, PollFlags::IN)];
+        let _ = rustix::event::poll(&mut p, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: 1_000_000 }));
+        if !p[0].revents().is_empty() {
+            // Bytes meant for our reader go too: it re-checks its ring after
+            // arming its flag, so it loses nothing.
+            self.drain_wakeups();
+        }
+    }
+
+    /// After a read: if the peer's writer sleeps for credits, wake it.
+    fn wake_waiting_writer(&self) {
+        let Ok(tx) = self.tx.try_lock() else { return };
+        fence(Ordering::SeqCst);
+        if tx.ring.acked() == WRITER_WAITING {
+            let _ = rustix::net::send(&self.wake, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+        }
     }
 
     /// Spins on the ring, then sleeps on the socket pair until a wake-up,
