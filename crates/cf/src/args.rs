@@ -132,6 +132,28 @@ pub(crate) enum Command {
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
+    /// The per-host monitor of the drop-in socket library (libcfsocket.so).
+    ///
+    /// Programs run with `LD_PRELOAD=target/release/libcfsocket.so` register
+    /// their listening TCP sockets here; a `connect` to one of them from
+    /// another such program is matched here and both ends get shared-memory
+    /// rings instead of a kernel connection. The monitor is never on the data
+    /// path. Without a monitor the library sends everything to the kernel.
+    /// Stop it with Ctrl-C; see docs/sockets.md.
+    SocketMonitor(SocketMonitorArgs),
+}
+
+/// Arguments of `cf socket-monitor`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SocketMonitorArgs {
+    /// Unix socket to listen on: `@name` for an abstract name, or a path.
+    /// Default: `$CFSOCKET_MONITOR`, the variable through which programs
+    /// under the library find the monitor, else @cornflakes-socket-monitor.
+    #[arg(long)]
+    pub(crate) addr: Option<String>,
+    /// Print one line per listen, connect and listener death.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
 }
 
 /// A key-value system on the command line: the names of

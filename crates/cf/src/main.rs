@@ -33,6 +33,18 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             overload::run(&args.config())?;
         }
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
+        Command::SocketMonitor(args) => {
+            let opts = cornflakes_socket::MonitorOptions {
+                addr: match &args.addr {
+                    Some(a) => cornflakes_socket::MonitorAddr::parse(a),
+                    None => cornflakes_socket::MonitorAddr::from_env(),
+                },
+                verbose: args.verbose,
+                stop: None,
+                on_ready: None,
+            };
+            cornflakes_socket::run_monitor(&opts).map_err(CliError::Monitor)?;
+        }
     }
     Ok(())
 }
