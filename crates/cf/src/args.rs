@@ -406,9 +406,42 @@ pub(crate) struct ServerArgs {
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
     exit_with_parent: bool,
+    /// Wire protocol: `kv`, the serializer's own messages (--system), or
+    /// `resp`, RESP2 as Redis speaks it (tcp only), for redis-cli and
+    /// redis-benchmark: e.g. `cf kv-server --protocol resp --transport tcp
+    /// --addr 127.0.0.1:6380 --workload echo` (echo: nothing preloaded).
+    #[arg(long, value_enum, default_value = "kv")]
+    pub(crate) protocol: Protocol,
+    /// RESP: values of at least this many bytes are sent zero-copy from
+    /// the store's buffers, smaller ones copied into the reply (Cornflakes'
+    /// hybrid rule; a very large number copies everything).
+    #[arg(long, default_value_t = cornflakes_kv::resp::DEFAULT_THRESHOLD)]
+    threshold: usize,
+}
+
+/// The wire protocol of `cf kv-server`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Protocol {
+    /// The serializer's own request and response messages.
+    Kv,
+    /// RESP2, the Redis protocol.
+    Resp,
 }
 
 impl ServerArgs {
+    pub(crate) fn resp_options(&self) -> Result<cornflakes_eval::resp_server::RespServerOptions, CliError> {
+        if self.transport != Transport::Tcp {
+            return Err(cornflakes_eval::Error::Invalid("--protocol resp runs over --transport tcp".into()).into());
+        }
+        Ok(cornflakes_eval::resp_server::RespServerOptions {
+            workload: self.workload.clone(),
+            addr: self.addr.clone(),
+            core: self.core,
+            threshold: self.threshold,
+            controlled_by_parent: self.exit_with_parent,
+        })
+    }
+
     pub(crate) fn options(&self) -> kv::ServerOptions {
         kv::ServerOptions {
             system: self.system.0,

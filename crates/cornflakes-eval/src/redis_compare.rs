@@ -1,0 +1,1 @@
+//! `cf redis-compare` (work in progress).
