@@ -101,6 +101,76 @@ pub(crate) enum Command {
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
+    /// Our RESP server side by side with redis-server under redis-benchmark.
+    ///
+    /// For each value size, starts redis-server (persistence off) and then
+    /// `cf kv-server --protocol resp`, each pinned to --server-core,
+    /// preloads the keys the tests read, and runs redis-benchmark on
+    /// --client-core for GET, SET, MGET (2 and 10 keys) and LRANGE 0 99 of
+    /// a 100-element list, with -c 1 (mean latency), -c 50 and -c 50 -P 16.
+    /// Reads the values back afterwards; any error reply or wrong value
+    /// fails the run. Prints one line per run (with the load average) and
+    /// a table of the ratios; writes OUT/table.txt and OUT/summary.json.
+    /// Needs redis-server, redis-benchmark and taskset (scripts/setup.sh).
+    RedisCompare(RedisCompareArgs),
+}
+
+/// Options of `cf redis-compare`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RedisCompareArgs {
+    /// Value sizes, bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,4096,16384")]
+    sizes: Vec<usize>,
+    /// Tests, comma-separated: get, set, mget-2, mget-10, lrange-100.
+    #[arg(long, value_delimiter = ',', default_value = "get,set,mget-2,mget-10,lrange-100")]
+    tests: Vec<String>,
+    /// Requests per -c 50 run (fewer for large replies: at most 2 GiB of
+    /// replies per run, at least 1000 requests).
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    /// Requests per -c 1 run.
+    #[arg(long, default_value_t = 20_000)]
+    latency_requests: u64,
+    /// Core the servers run on.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core redis-benchmark runs on.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Our server's zero-copy threshold, bytes.
+    #[arg(long, default_value_t = cornflakes_kv::resp::DEFAULT_THRESHOLD)]
+    threshold: usize,
+    /// Directory for table.txt and summary.json.
+    #[arg(long, default_value = "results/redis-compare")]
+    out: PathBuf,
+}
+
+impl RedisCompareArgs {
+    pub(crate) fn config(&self) -> Result<cornflakes_eval::redis_compare::RedisCompareConfig, CliError> {
+        use cornflakes_eval::redis_compare::{RedisCompareConfig, Test};
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| {
+                Test::from_name(t).ok_or_else(|| {
+                    cornflakes_eval::Error::Invalid(format!(
+                        "unknown test `{t}` (expected get, set, mget-2, mget-10, lrange-100)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RedisCompareConfig {
+            sizes: self.sizes.clone(),
+            tests,
+            requests: self.requests,
+            latency_requests: self.latency_requests,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            threshold: self.threshold,
+            out: self.out.clone(),
+            ..RedisCompareConfig::default()
+        })
+    }
 }
 
 /// A key-value system on the command line: the names of

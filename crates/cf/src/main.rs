@@ -30,6 +30,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Overload(args) => {
             overload::run(&args.config())?;
         }
+        Command::RedisCompare(args) => cornflakes_eval::redis_compare::run(&args.config()?)?,
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
     }
     Ok(())
