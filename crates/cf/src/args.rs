@@ -143,6 +143,23 @@ pub(crate) struct RedisCompareArgs {
     /// Directory for table.txt and summary.json.
     #[arg(long, default_value = "results/redis-compare")]
     out: PathBuf,
+    /// Offered loads, requests/s, comma-separated, of a YCSB phase with
+    /// our open-loop RESP load generator (get, mget-2, lrange-2 of
+    /// --ycsb-size values, every reply checked); none: no YCSB phase.
+    #[arg(long, value_delimiter = ',')]
+    ycsb_rates: Vec<f64>,
+    /// Skip the redis-benchmark runs (only the YCSB phase).
+    #[arg(long, requires = "ycsb_rates")]
+    ycsb_only: bool,
+    /// Keys of the YCSB phase.
+    #[arg(long, default_value_t = 10_000)]
+    ycsb_keys: u32,
+    /// Value bytes of the YCSB phase.
+    #[arg(long, default_value_t = 2048)]
+    ycsb_size: u32,
+    /// Recorded seconds per YCSB point.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    ycsb_seconds: f64,
 }
 
 impl RedisCompareArgs {
@@ -160,7 +177,7 @@ impl RedisCompareArgs {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(RedisCompareConfig {
-            sizes: self.sizes.clone(),
+            sizes: if self.ycsb_only { Vec::new() } else { self.sizes.clone() },
             tests,
             requests: self.requests,
             latency_requests: self.latency_requests,
@@ -168,6 +185,10 @@ impl RedisCompareArgs {
             client_core: self.client_core,
             threshold: self.threshold,
             out: self.out.clone(),
+            ycsb_rates: self.ycsb_rates.clone(),
+            ycsb_keys: self.ycsb_keys,
+            ycsb_size: self.ycsb_size,
+            ycsb_seconds: self.ycsb_seconds,
             ..RedisCompareConfig::default()
         })
     }

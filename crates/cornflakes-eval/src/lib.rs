@@ -42,6 +42,7 @@ pub mod pingpong;
 pub mod plot;
 pub mod redis_compare;
 pub mod report;
+pub mod resp_load;
 pub mod resp_server;
 pub mod serve;
 pub mod shapes;

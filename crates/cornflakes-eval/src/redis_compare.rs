@@ -51,6 +51,15 @@ pub struct RedisCompareConfig {
     pub threshold: usize,
     /// Directory for summary.json and table.txt.
     pub out: PathBuf,
+    /// Offered loads (requests/s) of the YCSB phase with our open-loop
+    /// RESP load generator (get, mget-2, lrange-2); empty: no such phase.
+    pub ycsb_rates: Vec<f64>,
+    /// Keys of the YCSB phase.
+    pub ycsb_keys: u32,
+    /// Value (and list element) bytes of the YCSB phase.
+    pub ycsb_size: u32,
+    /// Recorded seconds per YCSB load point.
+    pub ycsb_seconds: f64,
 }
 
 impl Default for RedisCompareConfig {
@@ -67,6 +76,10 @@ impl Default for RedisCompareConfig {
             client_core: 1,
             threshold: cornflakes::field::DEFAULT_THRESHOLD,
             out: PathBuf::from("results/redis-compare"),
+            ycsb_rates: Vec::new(),
+            ycsb_keys: 10_000,
+            ycsb_size: 2048,
+            ycsb_seconds: 2.0,
         }
     }
 }
@@ -545,7 +558,11 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
             }
         }
     }
-    let table = table(&rows, config);
+    let ycsb = ycsb_phase(config, &started)?;
+    let mut table = table(&rows, config);
+    if !ycsb.is_empty() {
+        table.push_str(&ycsb_table(&ycsb));
+    }
     println!("{table}");
     let load_after = loadavg_text();
     println!("load average before: {load_before}; after: {load_after}");
@@ -565,6 +582,7 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         "load_average_after": load_after,
         "seconds": started.elapsed().as_secs_f64(),
         "rows": rows,
+        "ycsb": ycsb,
         "ratios": ratios(&rows),
         "our_server_counters": server_counters,
     });
@@ -573,6 +591,115 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("wrote {} and table.txt", path.display());
     Ok(())
+}
+
+/// One point of the YCSB phase.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct YcsbRow {
+    /// Server driven.
+    pub server: Server,
+    /// Request type.
+    pub op: &'static str,
+    /// The point.
+    #[serde(flatten)]
+    pub result: crate::resp_load::RespLoadResult,
+    /// One-minute load average when the point ended.
+    pub load_avg: f64,
+}
+
+/// Each server in turn: the YCSB keys preloaded over RESP, then each
+/// request type at each offered load (every reply checked).
+fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<YcsbRow>, Error> {
+    use crate::resp_load::{self, RespLoadConfig, YcsbOp};
+    let mut rows = Vec::new();
+    if config.ycsb_rates.is_empty() {
+        return Ok(rows);
+    }
+    for server in [Server::RedisServer, Server::Cornflakes] {
+        let (running, addr) = start(server, config)?;
+        let result = (|| -> Result<(), Error> {
+            let _ = Client::connect(addr)?;
+            resp_load::preload(addr, config.ycsb_keys, config.ycsb_size)?;
+            for op in YcsbOp::ALL {
+                for &rate in &config.ycsb_rates {
+                    let point = RespLoadConfig {
+                        addr,
+                        op,
+                        keys: config.ycsb_keys,
+                        size: config.ycsb_size,
+                        rate,
+                        threads: 1,
+                        warmup: Duration::from_millis(500),
+                        duration: Duration::from_secs_f64(config.ycsb_seconds),
+                        timeout: Duration::from_secs(2),
+                        seed: 1,
+                        core: Some(config.client_core),
+                    };
+                    let r = match resp_load::run_point(&point) {
+                        Ok(r) => r,
+                        // Overloaded: the point is recorded as not kept up with.
+                        Err(e) => {
+                            eprintln!("  {} {} {rate}: {e}", server.name(), op.name());
+                            resp_load::RespLoadResult { offered: rate, ..Default::default() }
+                        }
+                    };
+                    if r.errors > 0 {
+                        return Err(Error::Failed(format!(
+                            "{} answered {} {} requests wrongly at {rate} req/s",
+                            server.name(),
+                            r.errors,
+                            op.name()
+                        )));
+                    }
+                    eprintln!(
+                        "  ycsb {:>5.0} s  {:<12} {:<9} offered {:>8.0}  achieved {:>8.0} req/s  p50 {:>8.1} us  p99 {:>8.1} us  (load {:.2})",
+                        started.elapsed().as_secs_f64(),
+                        server.name(),
+                        op.name(),
+                        rate,
+                        r.achieved,
+                        r.p50_us,
+                        r.p99_us,
+                        load_average()
+                    );
+                    rows.push(YcsbRow { server, op: op.name(), result: r, load_avg: load_average() });
+                }
+            }
+            Ok(())
+        })();
+        running.stop();
+        result?;
+    }
+    Ok(rows)
+}
+
+fn ycsb_table(rows: &[YcsbRow]) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::from("\nYCSB over RESP, open loop (every reply checked): achieved req/s and p99 us\n");
+    let _ = writeln!(
+        t,
+        "{:<9} {:>9} {:>12} {:>10} {:>12} {:>10}",
+        "op", "offered", "redis req/s", "redis p99", "ours req/s", "ours p99"
+    );
+    for theirs in rows.iter().filter(|r| r.server == Server::RedisServer) {
+        let Some(ours) = rows
+            .iter()
+            .find(|o| o.server == Server::Cornflakes && o.op == theirs.op && o.result.offered == theirs.result.offered)
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            t,
+            "{:<9} {:>9.0} {:>12.0} {:>10.1} {:>12.0} {:>10.1}",
+            theirs.op,
+            theirs.result.offered,
+            theirs.result.achieved,
+            theirs.result.p99_us,
+            ours.result.achieved,
+            ours.result.p99_us
+        );
+    }
+    t
 }
 
 /// Our figure over redis-server's, per test, size and mode.

@@ -33,9 +33,10 @@ pub struct RespServerOptions {
 /// replies queued per connection (redis-benchmark `-P 16` of 100 16 KiB
 /// list elements is 26 MB; Redis does not limit normal clients at all).
 pub fn resp_tcp_config() -> TcpConfig {
-    let mut pool_config = cornflakes::PoolConfig::default();
-    // One file for the whole pool: hugepages only when asked for.
-    pool_config.hugepages = cornflakes::mem::HugePages::Never;
+    // One file for the whole pool, which cannot fall back to small pages
+    // once hugepages run out: small pages.
+    let pool_config =
+        cornflakes::PoolConfig { hugepages: cornflakes::mem::HugePages::Never, ..cornflakes::PoolConfig::default() };
     TcpConfig { framing: Framing::Raw, max_queued_bytes: 64 << 20, pool_config, ..TcpConfig::loopback() }
 }
 

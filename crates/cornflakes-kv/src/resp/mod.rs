@@ -443,8 +443,8 @@ impl RespDb {
                 get = true;
             } else if is(b"keepttl") && ttl.is_none() {
                 keepttl = true;
-            } else if (is(b"ex") || is(b"px")) && !keepttl && ttl.is_none() && next.is_some() {
-                ttl = Some((is(b"px"), &next.expect("checked")[..]));
+            } else if let Some(n) = next.filter(|_| (is(b"ex") || is(b"px")) && !keepttl && ttl.is_none()) {
+                ttl = Some((is(b"px"), &n[..]));
                 i += 1;
             } else {
                 return reply.error(SYNTAX);
