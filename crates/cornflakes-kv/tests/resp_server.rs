@@ -120,6 +120,30 @@ fn pipelined_commands_split_anywhere_are_answered_in_order() {
 }
 
 #[test]
+fn replies_larger_than_one_send_arrive_whole() {
+    // 100 distinct 20 KiB elements: a 2 MB reply, over the datapath's
+    // largest message, sent as several; also pipelined twice with a small
+    // reply between.
+    let server = Server::start(ServeOptions::default());
+    let mut c = connect(server.addr);
+    let elems: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i; 20 << 10]).collect();
+    let mut rpush: Vec<&[u8]> = vec![b"RPUSH", b"l"];
+    rpush.extend(elems.iter().map(|e| e.as_slice()));
+    c.write_all(&command(&rpush)).unwrap();
+    assert_eq!(read_n(&mut c, 6), b":100\r\n");
+    c.write_all(b"LRANGE l 0 -1\r\nPING\r\nLRANGE l 0 -1\r\n").unwrap();
+    let mut one = b"*100\r\n".to_vec();
+    for e in &elems {
+        one.extend(bulk(e));
+    }
+    let mut want = one.clone();
+    want.extend(b"+PONG\r\n");
+    want.extend(&one);
+    assert!(read_n(&mut c, want.len()) == want, "the replies differ from the list");
+    server.stop();
+}
+
+#[test]
 fn a_set_while_replies_holding_the_old_value_wait_does_not_change_them() {
     let server = Server::start(ServeOptions::default());
     let old = vec![b'o'; 64 << 10];
