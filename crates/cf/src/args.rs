@@ -148,9 +148,16 @@ pub(crate) struct RedisCompareArgs {
     /// --ycsb-size values, every reply checked); none: no YCSB phase.
     #[arg(long, value_delimiter = ',')]
     ycsb_rates: Vec<f64>,
-    /// Skip the redis-benchmark runs (only the YCSB phase).
-    #[arg(long, requires = "ycsb_rates")]
+    /// Skip the redis-benchmark runs (only the YCSB and formats phases).
+    #[arg(long)]
     ycsb_only: bool,
+    /// Offered loads, requests/s, comma-separated, of the formats phase
+    /// (issue 14, item 5): our server answers YCSB get and lrange-2 of
+    /// --ycsb-size values from one store in RESP and in the Cornflakes
+    /// format (tcp), driven in turn by our two open-loop load generators;
+    /// none: no formats phase.
+    #[arg(long, value_delimiter = ',')]
+    formats_rates: Vec<f64>,
     /// Keys of the YCSB phase.
     #[arg(long, default_value_t = 10_000)]
     ycsb_keys: u32,
@@ -189,6 +196,7 @@ impl RedisCompareArgs {
             ycsb_keys: self.ycsb_keys,
             ycsb_size: self.ycsb_size,
             ycsb_seconds: self.ycsb_seconds,
+            formats_rates: self.formats_rates.clone(),
             ..RedisCompareConfig::default()
         })
     }
@@ -508,6 +516,11 @@ pub(crate) struct ServerArgs {
     /// hybrid rule; a very large number copies everything).
     #[arg(long, default_value_t = cornflakes_kv::resp::DEFAULT_THRESHOLD)]
     threshold: usize,
+    /// RESP: also serve the key-value protocol in the Cornflakes format
+    /// (hybrid, serialize-and-send) from the same store, on this IP:port
+    /// (tcp), for comparing the two formats in one server.
+    #[arg(long)]
+    kv_addr: Option<String>,
 }
 
 /// The wire protocol of `cf kv-server`.
@@ -530,6 +543,7 @@ impl ServerArgs {
             core: self.core,
             threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
+            kv_addr: self.kv_addr.clone(),
         })
     }
 

@@ -60,6 +60,10 @@ pub struct RedisCompareConfig {
     pub ycsb_size: u32,
     /// Recorded seconds per YCSB load point.
     pub ycsb_seconds: f64,
+    /// Offered loads of the formats phase (issue 14, item 5): our server
+    /// answering YCSB get and lrange-2 from one store in RESP and in the
+    /// Cornflakes format, same process, same run; empty: no such phase.
+    pub formats_rates: Vec<f64>,
 }
 
 impl Default for RedisCompareConfig {
@@ -80,6 +84,7 @@ impl Default for RedisCompareConfig {
             ycsb_keys: 10_000,
             ycsb_size: 2048,
             ycsb_seconds: 2.0,
+            formats_rates: Vec::new(),
         }
     }
 }
@@ -559,9 +564,13 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         }
     }
     let ycsb = ycsb_phase(config, &started)?;
+    let formats = formats_phase(config, &started)?;
     let mut table = table(&rows, config);
     if !ycsb.is_empty() {
         table.push_str(&ycsb_table(&ycsb));
+    }
+    if !formats.is_empty() {
+        table.push_str(&formats_table(&formats));
     }
     println!("{table}");
     let load_after = loadavg_text();
@@ -583,6 +592,7 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         "seconds": started.elapsed().as_secs_f64(),
         "rows": rows,
         "ycsb": ycsb,
+        "formats": formats,
         "ratios": ratios(&rows),
         "our_server_counters": server_counters,
     });
@@ -634,6 +644,7 @@ fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<Ycsb
                         timeout: Duration::from_secs(2),
                         seed: 1,
                         core: Some(config.client_core),
+                        lists_at_keys: false,
                     };
                     let r = match resp_load::run_point(&point) {
                         Ok(r) => r,
@@ -671,6 +682,164 @@ fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<Ycsb
         result?;
     }
     Ok(rows)
+}
+
+/// One point of the formats phase.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FormatRow {
+    /// `get` or `lrange-2`.
+    pub op: &'static str,
+    /// `resp` or `cornflakes`.
+    pub format: &'static str,
+    /// Offered requests per second.
+    pub offered: f64,
+    /// Correct responses per second.
+    pub achieved: f64,
+    /// Median latency, µs.
+    pub p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_us: f64,
+    /// Wrong responses.
+    pub errors: u64,
+    /// Requests not answered in time.
+    pub timeouts: u64,
+    /// One-minute load average when the point ended.
+    pub load_avg: f64,
+}
+
+/// Our server with a YCSB preload (1 field for get, 2 for lrange-2),
+/// answering RESP and the Cornflakes format from the same store; each
+/// offered load in RESP, then in the Cornflakes format.
+fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<FormatRow>, Error> {
+    use crate::loadgen::{self, LoadConfig};
+    use crate::resp_load::{self, RespLoadConfig, YcsbOp};
+    let mut rows = Vec::new();
+    for (op, fields) in [(YcsbOp::Get, 1), (YcsbOp::Lrange2, 2)] {
+        if config.formats_rates.is_empty() {
+            break;
+        }
+        let spec = cornflakes_workloads::WorkloadSpec::Ycsb { keys: config.ycsb_keys, fields, size: config.ycsb_size };
+        let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+        let args: Vec<String> = [
+            "--protocol",
+            "resp",
+            "--transport",
+            "tcp",
+            "--workload",
+            &spec.to_string(),
+            "--exit-with-parent",
+            "--addr",
+            "127.0.0.1:0",
+            "--kv-addr",
+            "127.0.0.1:0",
+            "--core",
+            &config.server_core.to_string(),
+            "--threshold",
+            &config.threshold.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut child = ServerChild::spawn_subcommand("kv-server", &args)?;
+        let addrs: Vec<SocketAddr> = child.addr.split_whitespace().filter_map(|a| a.parse().ok()).collect();
+        let [resp_addr, kv_addr] = addrs[..] else {
+            return Err(Error::Failed(format!("the server said READY {}, not two addresses", child.addr)));
+        };
+        for &rate in &config.formats_rates {
+            let point = RespLoadConfig {
+                addr: resp_addr,
+                op,
+                keys: config.ycsb_keys,
+                size: config.ycsb_size,
+                rate,
+                threads: 1,
+                warmup: Duration::from_millis(500),
+                duration: Duration::from_secs_f64(config.ycsb_seconds),
+                timeout: Duration::from_secs(2),
+                seed: 1,
+                core: Some(config.client_core),
+                lists_at_keys: true,
+            };
+            let r = resp_load::run_point(&point).unwrap_or_else(|e| {
+                eprintln!("  formats resp {} {rate}: {e}", op.name());
+                resp_load::RespLoadResult { offered: rate, ..Default::default() }
+            });
+            rows.push(FormatRow {
+                op: op.name(),
+                format: "resp",
+                offered: rate,
+                achieved: r.achieved,
+                p50_us: r.p50_us,
+                p99_us: r.p99_us,
+                errors: r.errors,
+                timeouts: r.unanswered,
+                load_avg: load_average(),
+            });
+            let cfg = LoadConfig {
+                rate: Some(rate),
+                threads: 1,
+                warmup: Duration::from_millis(500),
+                duration: Duration::from_secs_f64(config.ycsb_seconds),
+                timeout: Duration::from_secs(2),
+                max_outstanding: 60_000,
+                seed: 1,
+            };
+            let target = crate::transport::Target::Tcp(kv_addr);
+            let c = loadgen::run_point(
+                &target,
+                cornflakes_kv::System::Cornflakes,
+                workload.as_ref(),
+                &cfg,
+                Some(config.client_core),
+            )?;
+            rows.push(FormatRow {
+                op: op.name(),
+                format: "cornflakes",
+                offered: rate,
+                achieved: c.achieved,
+                p50_us: c.p50_us,
+                p99_us: c.p99_us,
+                errors: c.errors,
+                timeouts: c.timeouts,
+                load_avg: load_average(),
+            });
+            for r in &rows[rows.len() - 2..] {
+                eprintln!(
+                    "  formats {:>5.0} s  {:<9} {:<10} offered {:>8.0}  achieved {:>8.0} req/s  p50 {:>8.1} us  p99 {:>8.1} us  wrong {}  timeouts {}  (load {:.2})",
+                    started.elapsed().as_secs_f64(), r.op, r.format, r.offered, r.achieved, r.p50_us, r.p99_us, r.errors, r.timeouts, r.load_avg
+                );
+                if r.errors > 0 {
+                    return Err(Error::Failed(format!("{} {} answered {} requests wrongly", r.format, r.op, r.errors)));
+                }
+            }
+        }
+        child.finish();
+    }
+    Ok(rows)
+}
+
+fn formats_table(rows: &[FormatRow]) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::from(
+        "\nOne server, one store, RESP vs the Cornflakes format (open loop, every response checked); paper Table 3: Cornflakes over Redis serialization 1.26x get, 1.40x lrange-2\n",
+    );
+    let _ = writeln!(
+        t,
+        "{:<9} {:>9} {:>11} {:>10} {:>11} {:>10}",
+        "op", "offered", "resp req/s", "resp p99", "cf req/s", "cf p99"
+    );
+    for resp in rows.iter().filter(|r| r.format == "resp") {
+        let Some(cf) = rows.iter().find(|c| c.format == "cornflakes" && c.op == resp.op && c.offered == resp.offered)
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            t,
+            "{:<9} {:>9.0} {:>11.0} {:>10.1} {:>11.0} {:>10.1}",
+            resp.op, resp.offered, resp.achieved, resp.p99_us, cf.achieved, cf.p99_us
+        );
+    }
+    t
 }
 
 fn ycsb_table(rows: &[YcsbRow]) -> String {

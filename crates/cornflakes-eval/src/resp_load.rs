@@ -72,6 +72,10 @@ pub struct RespLoadConfig {
     pub seed: u64,
     /// Core to pin the client threads to.
     pub core: Option<usize>,
+    /// LRANGE reads the list stored at the key itself (as the server's
+    /// `ycsb:fields=2` preload stores it) instead of at `l:<key>` (as
+    /// [`preload`] does).
+    pub lists_at_keys: bool,
 }
 
 /// What one load point measured.
@@ -301,7 +305,9 @@ fn thread_main(cfg: &RespLoadConfig, thread: usize) -> Result<ThreadResult, Erro
                 }
                 YcsbOp::Lrange2 => {
                     w.key(keys[0], &mut key);
-                    key.splice(0..0, *b"l:");
+                    if !cfg.lists_at_keys {
+                        key.splice(0..0, *b"l:");
+                    }
                     out.extend_from_slice(b"*4\r\n");
                     push_bulk(&mut out, b"LRANGE");
                     push_bulk(&mut out, &key);

@@ -26,6 +26,9 @@ pub struct RespServerOptions {
     pub threshold: usize,
     /// Stop (and print the counters as JSON) when standard input closes.
     pub controlled_by_parent: bool,
+    /// Also serve the key-value protocol in the Cornflakes format, from the
+    /// same store, on this IP:port (tcp, length-framed): issue 14, item 5.
+    pub kv_addr: Option<String>,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, no zero-copy
@@ -70,6 +73,9 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
         args.threshold,
         local.port()
     );
+    if let Some(kv_addr) = &args.kv_addr {
+        return serve_both(dp, db, kv_addr, local);
+    }
     println!("READY {local}");
     let mut last = Instant::now();
     let mut last_problems = 0;
@@ -90,5 +96,34 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     .map_err(|e| format!("RESP server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} commands", stats.commands);
     println!("{}", stats.to_json_line());
+    Ok(())
+}
+
+/// RESP on `dp` and the Cornflakes format on `kv_addr`, one store, one
+/// loop; prints `READY <resp addr> <kv addr>`.
+fn serve_both(mut dp: TcpDatapath, mut db: RespDb, kv_addr: &str, local: std::net::SocketAddr) -> Result<(), Error> {
+    use cornflakes_datapath::Datapath;
+    let addr = crate::transport::parse_tcp_addr(kv_addr)?;
+    let pool = dp.pool().clone();
+    let config = TcpConfig { pool: Some(pool.clone()), ..TcpConfig::loopback() };
+    let mut kv = TcpDatapath::bind(addr, config)
+        .map_err(|e| Error::Failed(format!("cannot start the Cornflakes-format server on {addr}: {e}")))?;
+    let kv_local = kv.local_addrs()[0];
+    eprintln!("kv-server: and the Cornflakes format (hybrid, serialize-and-send) on tcp at {kv_local}, same store");
+    println!("READY {local} {kv_local}");
+    let codec = cornflakes_kv::codec::cornflakes::CornflakesServer::new(&pool, db.threshold(), true);
+    let (resp_stats, kv_stats) =
+        resp::serve_with_kv(&mut dp, &mut kv, codec, &mut db, &ServeOptions::default(), |s, k| {
+            if REPORT.load(Ordering::Relaxed) && REPORT.swap(false, Ordering::Relaxed) {
+                println!("{} {}", s.to_json_line(), k.to_json_line());
+            }
+            !STOP.load(Ordering::Relaxed)
+        })
+        .map_err(|e| format!("server failed: {e}"))?;
+    eprintln!(
+        "kv-server: stopped after {} RESP commands and {} Cornflakes requests",
+        resp_stats.commands, kv_stats.handled
+    );
+    println!("{} {}", resp_stats.to_json_line(), kv_stats.to_json_line());
     Ok(())
 }

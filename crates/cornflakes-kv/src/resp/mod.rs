@@ -35,7 +35,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::{parse::parse_integer, Command, Reply};
 use hashbrown::{HashMap, HashSet};
 
-pub use self::serve::{serve, RawTransport, RespStats, ServeOptions};
+pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
 use crate::protocol::{Limits, Status};
 use crate::store::Store;
 /// Cornflakes' hybrid threshold (512 B), the default for RESP replies.

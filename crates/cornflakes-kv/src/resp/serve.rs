@@ -27,6 +27,8 @@ use cornflakes_resp::{parse_command, Limits, Part, ProtocolError, Reply};
 use hashbrown::HashMap;
 
 use super::{After, RespDb, Session};
+use crate::codec::{HandleError, ServerCodec};
+use crate::server::ServerStats;
 
 /// A datapath that carries a raw byte stream per connection and can close
 /// one.
@@ -114,6 +116,94 @@ const CHUNK: usize = 1 << 20;
 
 const WAIT: Duration = Duration::from_millis(100);
 
+/// The RESP side's state between batches.
+struct RespLoop {
+    stats: RespStats,
+    conns: HashMap<ConnId, Conn>,
+    closing: Vec<(ConnId, Instant)>,
+    rx: Vec<Received>,
+    reply: Reply<RcBuf>,
+    next_id: u64,
+}
+
+impl RespLoop {
+    fn new(threshold: usize) -> Self {
+        RespLoop {
+            stats: RespStats::default(),
+            conns: HashMap::new(),
+            closing: Vec::new(),
+            rx: Vec::with_capacity(64),
+            reply: Reply::new(threshold),
+            next_id: 1,
+        }
+    }
+
+    /// Receives and answers one batch; how many receives it held.
+    fn batch<D: RawTransport>(
+        &mut self,
+        dp: &mut D,
+        db: &mut RespDb,
+        options: &ServeOptions,
+    ) -> Result<usize, RecvError> {
+        let batch_start = Instant::now();
+        let n = match dp.recv_batch(&mut self.rx, 64) {
+            Ok(0) => {
+                close_finished(dp, &mut self.conns, &mut self.closing, options);
+                let _ = dp.poll_completions();
+                return Ok(0);
+            }
+            Ok(n) => n,
+            Err(RecvError::Closed(conn)) => {
+                self.conns.remove(&conn);
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
+        let (stats, reply) = (&mut self.stats, &mut self.reply);
+        for r in self.rx.drain(..) {
+            let conn = self.conns.entry(r.conn).or_insert_with(|| {
+                stats.connections += 1;
+                self.next_id += 1;
+                Conn { session: Session { id: self.next_id - 1, name: None }, ..Conn::default() }
+            });
+            if conn.closing {
+                continue;
+            }
+            reply.clear();
+            let end = handle_input(db, conn, &r.payload, &options.limits, reply, stats);
+            if !reply.is_empty() && !send_reply(dp, r.conn, reply) {
+                stats.reply_dropped += 1;
+                dp.close_conn(r.conn);
+                self.conns.remove(&r.conn);
+                continue;
+            }
+            if let Some(end) = end {
+                match end {
+                    End::Quit => stats.quit += 1,
+                    End::Protocol => stats.protocol_errors += 1,
+                    End::QueryBufferFull => stats.query_buffer_full += 1,
+                }
+                conn.closing = true;
+                conn.pending = Vec::new();
+                self.closing.push((r.conn, Instant::now() + options.close_linger));
+            }
+        }
+        let _ = dp.flush();
+        let _ = dp.poll_completions();
+        close_finished(dp, &mut self.conns, &mut self.closing, options);
+        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        Ok(n)
+    }
+
+    fn wait_time(&self) -> Duration {
+        if self.closing.is_empty() {
+            WAIT
+        } else {
+            Duration::from_millis(1)
+        }
+    }
+}
+
 /// Serves RESP on every connection of `dp` until `keep_going` returns
 /// false or the datapath fails.
 ///
@@ -126,63 +216,78 @@ pub fn serve<D: RawTransport>(
     options: &ServeOptions,
     mut keep_going: impl FnMut(&RespStats) -> bool,
 ) -> Result<RespStats, RecvError> {
-    let mut stats = RespStats::default();
-    let mut conns: HashMap<ConnId, Conn> = HashMap::new();
-    let mut closing: Vec<(ConnId, Instant)> = Vec::new();
-    let mut rx: Vec<Received> = Vec::with_capacity(64);
-    let mut reply: Reply<RcBuf> = Reply::new(db.threshold());
-    let mut next_id = 1;
-    while keep_going(&stats) {
-        let batch_start = Instant::now();
-        match dp.recv_batch(&mut rx, 64) {
-            Ok(0) => {
-                close_finished(dp, &mut conns, &mut closing, options);
-                let _ = dp.poll_completions();
-                dp.wait(if closing.is_empty() { WAIT } else { Duration::from_millis(1) })?;
-                continue;
-            }
-            Ok(_) => {}
-            Err(RecvError::Closed(conn)) => {
-                conns.remove(&conn);
-                continue;
-            }
-            Err(e) => return Err(e),
+    let mut resp = RespLoop::new(db.threshold());
+    while keep_going(&resp.stats) {
+        if resp.batch(dp, db, options)? == 0 {
+            dp.wait(resp.wait_time())?;
         }
-        for r in rx.drain(..) {
-            let conn = conns.entry(r.conn).or_insert_with(|| {
-                stats.connections += 1;
-                next_id += 1;
-                Conn { session: Session { id: next_id - 1, name: None }, ..Conn::default() }
-            });
-            if conn.closing {
-                continue;
-            }
-            reply.clear();
-            let end = handle_input(db, conn, &r.payload, &options.limits, &mut reply, &mut stats);
-            if !reply.is_empty() && !send_reply(dp, r.conn, &reply) {
-                stats.reply_dropped += 1;
-                dp.close_conn(r.conn);
-                conns.remove(&r.conn);
-                continue;
-            }
-            if let Some(end) = end {
-                match end {
-                    End::Quit => stats.quit += 1,
-                    End::Protocol => stats.protocol_errors += 1,
-                    End::QueryBufferFull => stats.query_buffer_full += 1,
-                }
-                conn.closing = true;
-                conn.pending = Vec::new();
-                closing.push((r.conn, Instant::now() + options.close_linger));
-            }
-        }
-        let _ = dp.flush();
-        let _ = dp.poll_completions();
-        close_finished(dp, &mut conns, &mut closing, options);
-        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
     }
-    Ok(stats)
+    Ok(resp.stats)
 }
+
+/// Serves RESP on `dp` and, from the same store, the key-value protocol in
+/// `codec`'s format on `kv` (issue 14, item 5: the same requests in both
+/// formats, same store, same process). `kv` must share `dp`'s pool (the
+/// store's values are sent zero-copy from it). When both are idle the loop
+/// sleeps up to 50 µs on one ring, alternating, so either side waits at
+/// most that long for the loop to notice it.
+///
+/// # Errors
+///
+/// When receiving fails on either datapath for another reason than a
+/// client leaving.
+pub fn serve_with_kv<D: RawTransport, K: Datapath, C: ServerCodec>(
+    dp: &mut D,
+    kv: &mut K,
+    mut codec: C,
+    db: &mut RespDb,
+    options: &ServeOptions,
+    mut keep_going: impl FnMut(&RespStats, &ServerStats) -> bool,
+) -> Result<(RespStats, ServerStats), RecvError> {
+    let mut resp = RespLoop::new(db.threshold());
+    let mut kv_stats = ServerStats::default();
+    let mut rx: Vec<Received> = Vec::with_capacity(32);
+    let mut turn = false;
+    while keep_going(&resp.stats, &kv_stats) {
+        let got_resp = resp.batch(dp, db, options)?;
+        let batch_start = Instant::now();
+        let got_kv = match kv.recv_batch(&mut rx, 32) {
+            Ok(n) => n,
+            Err(RecvError::Closed(_)) => 0,
+            Err(e) => return Err(e),
+        };
+        for r in rx.drain(..) {
+            match codec.handle(kv, db.store_mut(), &r) {
+                Ok(()) => kv_stats.handled += 1,
+                Err(HandleError::Malformed) => kv_stats.malformed += 1,
+                Err(HandleError::Send(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_))) => {
+                    kv_stats.dropped_full += 1
+                }
+                Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
+                Err(HandleError::Send(_)) => kv_stats.send_failed += 1,
+            }
+        }
+        if got_kv > 0 {
+            codec.end_batch();
+            let _ = kv.flush();
+            let _ = kv.poll_completions();
+            kv_stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        }
+        if got_resp == 0 && got_kv == 0 {
+            let _ = kv.poll_completions();
+            turn = !turn;
+            if turn {
+                dp.wait(IDLE_WAIT)?;
+            } else {
+                kv.wait(IDLE_WAIT)?;
+            }
+        }
+    }
+    Ok((resp.stats, kv_stats))
+}
+
+/// How long [`serve_with_kv`] sleeps on one ring when both are idle.
+const IDLE_WAIT: Duration = Duration::from_micros(50);
 
 /// Why a connection ends.
 enum End {
