@@ -428,3 +428,74 @@ fn redis_benchmark_runs_against_it_without_errors() {
     let stats = ours.stop();
     assert_eq!((stats.protocol_errors, stats.reply_dropped), (0, 0), "{stats:?}");
 }
+
+#[test]
+fn one_store_answers_resp_and_the_cornflakes_format() {
+    use cornflakes_kv::codec::cornflakes::{CornflakesClient, CornflakesServer};
+    use cornflakes_kv::{ClientCodec, Op, Request, Status};
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let flag = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let raw = TcpConfig { framing: Framing::Raw, ..TcpConfig::loopback() };
+        let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), raw).unwrap();
+        let pool = dp.pool().clone();
+        let shared = TcpConfig { pool: Some(pool.clone()), ..TcpConfig::loopback() };
+        let mut kv = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), shared).unwrap();
+        tx.send((dp.local_addrs()[0], kv.local_addrs()[0])).unwrap();
+        let mut db = RespDb::new(Store::new(pool.clone(), resp_limits()), DEFAULT_THRESHOLD);
+        let codec = CornflakesServer::new(&pool, DEFAULT_THRESHOLD, true);
+        resp::serve_with_kv(&mut dp, &mut kv, codec, &mut db, &ServeOptions::default(), |_, _| {
+            !flag.load(Ordering::Relaxed)
+        })
+        .unwrap()
+    });
+    let (resp_addr, kv_addr) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    let big = vec![b'r'; 3000];
+    let mut c = connect(resp_addr);
+    c.write_all(&command(&[b"SET", b"from-resp", &big])).unwrap();
+    assert_eq!(read_n(&mut c, 5), b"+OK\r\n");
+
+    let mut client = TcpDatapath::new(TcpConfig::loopback()).unwrap();
+    let conn = client.connect(kv_addr).unwrap();
+    let mut codec = CornflakesClient::new(client.pool());
+    let mut call = |client: &mut TcpDatapath, id: u32, req: &Request<'_>| -> (Status, Vec<Vec<u8>>) {
+        codec.send_request(client, conn, id, req).unwrap();
+        client.flush().unwrap();
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while client.recv_batch(&mut got, 1).unwrap() == 0 {
+            assert!(Instant::now() < deadline, "no response");
+            client.wait(Duration::from_millis(10)).unwrap();
+        }
+        assert_eq!(got[0].msg_id, id);
+        let mut out = None;
+        codec
+            .read_response(&got[0].payload, &mut |s, vals| out = Some((s, vals.iter().map(|v| v.to_vec()).collect())))
+            .unwrap();
+        codec.end_batch();
+        out.unwrap()
+    };
+    let get = Request {
+        op: Op::Get as u32,
+        keys: [&b"from-resp"[..]].into_iter().collect(),
+        vals: Default::default(),
+        index: 0,
+    };
+    assert_eq!(call(&mut client, 1, &get), (Status::Ok, vec![big.clone()]));
+    let small = b"from the cornflakes format".to_vec();
+    let put = Request {
+        op: Op::Put as u32,
+        keys: [&b"from-cf"[..]].into_iter().collect(),
+        vals: [&small[..]].into_iter().collect(),
+        index: 0,
+    };
+    assert_eq!(call(&mut client, 2, &put).0, Status::Ok);
+    c.write_all(b"GET from-cf\r\nDBSIZE\r\n").unwrap();
+    let mut want = bulk(&small);
+    want.extend(b":2\r\n");
+    assert_eq!(read_n(&mut c, want.len()), want);
+    stop.store(true, Ordering::Relaxed);
+    let (resp_stats, kv_stats) = thread.join().unwrap();
+    assert_eq!((resp_stats.commands, kv_stats.handled), (3, 2));
+}
