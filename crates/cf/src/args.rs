@@ -521,6 +521,11 @@ pub(crate) struct ServerArgs {
     /// (tcp), for comparing the two formats in one server.
     #[arg(long)]
     kv_addr: Option<String>,
+    /// RESP: send replies holding a zero-copy value of at least this many
+    /// bytes with SENDMSG_ZC (default: never, right on loopback and veth
+    /// where the kernel copies anyway; on a NIC try 16384).
+    #[arg(long, default_value_t = usize::MAX, hide_default_value = true)]
+    zero_copy_min: usize,
 }
 
 /// The wire protocol of `cf kv-server`.
@@ -544,6 +549,7 @@ impl ServerArgs {
             threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
             kv_addr: self.kv_addr.clone(),
+            zero_copy_min: self.zero_copy_min,
         })
     }
 

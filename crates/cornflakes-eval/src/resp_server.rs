@@ -29,18 +29,23 @@ pub struct RespServerOptions {
     /// Also serve the key-value protocol in the Cornflakes format, from the
     /// same store, on this IP:port (tcp, length-framed): issue 14, item 5.
     pub kv_addr: Option<String>,
+    /// Replies with a zero-copy value of at least this many bytes go out
+    /// with `SENDMSG_ZC` (`usize::MAX`: never, right for loopback and veth,
+    /// where the kernel copies anyway; ~16 KiB on a NIC).
+    pub zero_copy_min: usize,
 }
 
-/// The tcp datapath's settings for RESP: a raw byte stream, no zero-copy
-/// send on loopback (the kernel copies anyway), and up to 64 MiB of
+/// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
+/// for replies with a value of at least `zero_copy_min` bytes, and up to
+/// 64 MiB of
 /// replies queued per connection (redis-benchmark `-P 16` of 100 16 KiB
 /// list elements is 26 MB; Redis does not limit normal clients at all).
-pub fn resp_tcp_config() -> TcpConfig {
+pub fn resp_tcp_config(zero_copy_min: usize) -> TcpConfig {
     // One file for the whole pool, which cannot fall back to small pages
     // once hugepages run out: small pages.
     let pool_config =
         cornflakes::PoolConfig { hugepages: cornflakes::mem::HugePages::Never, ..cornflakes::PoolConfig::default() };
-    TcpConfig { framing: Framing::Raw, max_queued_bytes: 64 << 20, pool_config, ..TcpConfig::loopback() }
+    TcpConfig { framing: Framing::Raw, max_queued_bytes: 64 << 20, pool_config, zero_copy_min, ..TcpConfig::default() }
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -61,7 +66,7 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let addr = crate::transport::parse_tcp_addr(&args.addr)?;
-    let mut dp = TcpDatapath::bind(addr, resp_tcp_config())
+    let mut dp = TcpDatapath::bind(addr, resp_tcp_config(args.zero_copy_min))
         .map_err(|e| Error::Failed(format!("cannot start the RESP server on {addr}: {e}")))?;
     let mut store = Store::new(cornflakes_datapath::Datapath::pool(&dp).clone(), resp::resp_limits());
     crate::kv::preload(&mut store, workload.as_ref())?;
@@ -105,7 +110,8 @@ fn serve_both(mut dp: TcpDatapath, mut db: RespDb, kv_addr: &str, local: std::ne
     use cornflakes_datapath::Datapath;
     let addr = crate::transport::parse_tcp_addr(kv_addr)?;
     let pool = dp.pool().clone();
-    let config = TcpConfig { pool: Some(pool.clone()), ..TcpConfig::loopback() };
+    let config =
+        TcpConfig { pool: Some(pool.clone()), zero_copy_min: dp.config().zero_copy_min, ..TcpConfig::default() };
     let mut kv = TcpDatapath::bind(addr, config)
         .map_err(|e| Error::Failed(format!("cannot start the Cornflakes-format server on {addr}: {e}")))?;
     let kv_local = kv.local_addrs()[0];

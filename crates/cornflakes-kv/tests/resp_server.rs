@@ -77,8 +77,11 @@ fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
 /// Whether the peer closed (EOF) within the read timeout.
 fn closed(s: &mut TcpStream) -> bool {
     let mut b = [0u8; 1];
-    matches!(s.read(&mut b), Ok(0))
-        || matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
 }
 
 fn bulk(v: &[u8]) -> Vec<u8> {
