@@ -141,6 +141,18 @@ pub(crate) enum Command {
     /// path. Without a monitor the library sends everything to the kernel.
     /// Stop it with Ctrl-C; see docs/sockets.md.
     SocketMonitor(SocketMonitorArgs),
+    /// Our RESP server side by side with redis-server under redis-benchmark.
+    ///
+    /// For each value size, starts redis-server (persistence off) and then
+    /// `cf kv-server --protocol resp`, each pinned to --server-core,
+    /// preloads the keys the tests read, and runs redis-benchmark on
+    /// --client-core for GET, SET, MGET (2 and 10 keys) and LRANGE 0 99 of
+    /// a 100-element list, with -c 1 (mean latency), -c 50 and -c 50 -P 16.
+    /// Reads the values back afterwards; any error reply or wrong value
+    /// fails the run. Prints one line per run (with the load average) and
+    /// a table of the ratios; writes OUT/table.txt and OUT/summary.json.
+    /// Needs redis-server, redis-benchmark and taskset (scripts/setup.sh).
+    RedisCompare(RedisCompareArgs),
 }
 
 /// Arguments of `cf socket-monitor`.
@@ -154,6 +166,93 @@ pub(crate) struct SocketMonitorArgs {
     /// Print one line per listen, connect and listener death.
     #[arg(long, short)]
     pub(crate) verbose: bool,
+}
+
+/// Options of `cf redis-compare`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RedisCompareArgs {
+    /// Value sizes, bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,4096,16384")]
+    sizes: Vec<usize>,
+    /// Tests, comma-separated: get, set, mget-2, mget-10, lrange-100.
+    #[arg(long, value_delimiter = ',', default_value = "get,set,mget-2,mget-10,lrange-100")]
+    tests: Vec<String>,
+    /// Requests per -c 50 run (fewer for large replies: at most 2 GiB of
+    /// replies per run, at least 1000 requests).
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    /// Requests per -c 1 run.
+    #[arg(long, default_value_t = 20_000)]
+    latency_requests: u64,
+    /// Core the servers run on.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core redis-benchmark runs on.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Our server's zero-copy threshold, bytes.
+    #[arg(long, default_value_t = cornflakes_kv::resp::DEFAULT_THRESHOLD)]
+    threshold: usize,
+    /// Directory for table.txt and summary.json.
+    #[arg(long, default_value = "results/redis-compare")]
+    out: PathBuf,
+    /// Offered loads, requests/s, comma-separated, of a YCSB phase with
+    /// our open-loop RESP load generator (get, mget-2, lrange-2 of
+    /// --ycsb-size values, every reply checked); none: no YCSB phase.
+    #[arg(long, value_delimiter = ',')]
+    ycsb_rates: Vec<f64>,
+    /// Skip the redis-benchmark runs (only the YCSB and formats phases).
+    #[arg(long)]
+    ycsb_only: bool,
+    /// Offered loads, requests/s, comma-separated, of the formats phase
+    /// (issue 14, item 5): our server answers YCSB get and lrange-2 of
+    /// --ycsb-size values from one store in RESP and in the Cornflakes
+    /// format (tcp), driven in turn by our two open-loop load generators;
+    /// none: no formats phase.
+    #[arg(long, value_delimiter = ',')]
+    formats_rates: Vec<f64>,
+    /// Keys of the YCSB phase.
+    #[arg(long, default_value_t = 10_000)]
+    ycsb_keys: u32,
+    /// Value bytes of the YCSB phase.
+    #[arg(long, default_value_t = 2048)]
+    ycsb_size: u32,
+    /// Recorded seconds per YCSB point.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    ycsb_seconds: f64,
+}
+
+impl RedisCompareArgs {
+    pub(crate) fn config(&self) -> Result<cornflakes_eval::redis_compare::RedisCompareConfig, CliError> {
+        use cornflakes_eval::redis_compare::{RedisCompareConfig, Test};
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| {
+                Test::from_name(t).ok_or_else(|| {
+                    cornflakes_eval::Error::Invalid(format!(
+                        "unknown test `{t}` (expected get, set, mget-2, mget-10, lrange-100)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RedisCompareConfig {
+            sizes: if self.ycsb_only { Vec::new() } else { self.sizes.clone() },
+            tests,
+            requests: self.requests,
+            latency_requests: self.latency_requests,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            threshold: self.threshold,
+            out: self.out.clone(),
+            ycsb_rates: self.ycsb_rates.clone(),
+            ycsb_keys: self.ycsb_keys,
+            ycsb_size: self.ycsb_size,
+            ycsb_seconds: self.ycsb_seconds,
+            formats_rates: self.formats_rates.clone(),
+            ..RedisCompareConfig::default()
+        })
+    }
 }
 
 /// A key-value system on the command line: the names of
@@ -509,19 +608,69 @@ pub(crate) struct ServerArgs {
     #[arg(long, default_value_t = 1 << 20)]
     udp_socket_buffer: usize,
     /// Zero-copy threshold of the hybrid systems (cornflakes,
-    /// cornflakes-no-sas): bytes, `never`, or `adaptive` (measured and
-    /// followed while serving). Default: this machine's calibration for the
-    /// transport (`cf calibrate` writes it; see `CORNFLAKES_THRESHOLD`,
-    /// `CORNFLAKES_CALIBRATION`), else the paper's 512.
+    /// cornflakes-no-sas) and of RESP replies: bytes, `never`, or `adaptive`
+    /// (measured and followed while serving; not with --protocol resp).
+    /// Default: this machine's calibration for the transport (`cf calibrate`
+    /// writes it; see `CORNFLAKES_THRESHOLD`, `CORNFLAKES_CALIBRATION`),
+    /// else the paper's 512.
     #[arg(long, value_parser = cornflakes_eval::report::parse_threshold)]
     threshold: Option<cornflakes_eval::report::ThresholdChoice>,
     /// Take commands on standard input (set by `cf compare`): a line asks
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
     exit_with_parent: bool,
+    /// Wire protocol: `kv`, the serializer's own messages (--system), or
+    /// `resp`, RESP2 as Redis speaks it (tcp only), for redis-cli and
+    /// redis-benchmark: e.g. `cf kv-server --protocol resp --transport tcp
+    /// --addr 127.0.0.1:6380 --workload echo` (echo: nothing preloaded).
+    #[arg(long, value_enum, default_value = "kv")]
+    pub(crate) protocol: Protocol,
+    /// RESP: also serve the key-value protocol in the Cornflakes format
+    /// (hybrid, serialize-and-send) from the same store, on this IP:port
+    /// (tcp), for comparing the two formats in one server.
+    #[arg(long)]
+    kv_addr: Option<String>,
+    /// RESP: send replies holding a zero-copy value of at least this many
+    /// bytes with SENDMSG_ZC (default: never, right on loopback and veth
+    /// where the kernel copies anyway; on a NIC try 16384).
+    #[arg(long, default_value_t = usize::MAX, hide_default_value = true)]
+    zero_copy_min: usize,
+}
+
+/// The wire protocol of `cf kv-server`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Protocol {
+    /// The serializer's own request and response messages.
+    Kv,
+    /// RESP2, the Redis protocol.
+    Resp,
 }
 
 impl ServerArgs {
+    pub(crate) fn resp_options(&self) -> Result<cornflakes_eval::resp_server::RespServerOptions, CliError> {
+        if self.transport != Transport::Tcp {
+            return Err(cornflakes_eval::Error::Invalid("--protocol resp runs over --transport tcp".into()).into());
+        }
+        Ok(cornflakes_eval::resp_server::RespServerOptions {
+            workload: self.workload.clone(),
+            addr: self.addr.clone(),
+            core: self.core,
+            threshold: match self.threshold {
+                Some(cornflakes_eval::report::ThresholdChoice::Fixed(t)) => t,
+                Some(cornflakes_eval::report::ThresholdChoice::Adaptive) => {
+                    return Err(cornflakes_eval::Error::Invalid(
+                        "--threshold adaptive is for the key-value protocol; give RESP a number of bytes".into(),
+                    )
+                    .into())
+                }
+                None => cornflakes::field::machine_threshold().for_datapath("tcp"),
+            },
+            controlled_by_parent: self.exit_with_parent,
+            kv_addr: self.kv_addr.clone(),
+            zero_copy_min: self.zero_copy_min,
+        })
+    }
+
     pub(crate) fn options(&self) -> kv::ServerOptions {
         kv::ServerOptions {
             system: self.system.0,

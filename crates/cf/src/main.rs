@@ -21,6 +21,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Pingpong(args) => pingpong::run(&args.config())?,
         Command::Echo(args) => echo::run(&args.config())?,
         Command::Compare(args) => compare::run(&args.config()?)?,
+        Command::KvServer(args) if args.protocol == args::Protocol::Resp => {
+            cornflakes_eval::resp_server::run(&args.resp_options()?)?
+        }
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
@@ -32,6 +35,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Overload(args) => {
             overload::run(&args.config())?;
         }
+        Command::RedisCompare(args) => cornflakes_eval::redis_compare::run(&args.config()?)?,
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
         Command::SocketMonitor(args) => {
             let opts = cornflakes_socket::MonitorOptions {

@@ -22,6 +22,9 @@
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
+//! - [`resp_server`]: `cf kv-server --protocol resp`, the store behind a
+//!   Redis-compatible front end; [`redis_compare`]: `cf redis-compare`,
+//!   it and `redis-server` side by side under `redis-benchmark`.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -42,8 +45,11 @@ pub mod overload;
 pub mod pin;
 pub mod pingpong;
 pub mod plot;
+pub mod redis_compare;
 pub mod report;
 pub mod reproduce;
+pub mod resp_load;
+pub mod resp_server;
 pub mod serve;
 pub mod shapes;
 pub mod stall;
