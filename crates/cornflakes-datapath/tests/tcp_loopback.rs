@@ -56,7 +56,7 @@ fn round_trips(addr: &str, client_config: TcpConfig) {
     let (mut server, addr) = server(addr, config());
     let mut client = TcpDatapath::new(client_config).unwrap();
     let conn = client.connect(addr).unwrap();
-    let sizes = [0, 1, 511, 512, 513, 64 << 10, 1 << 20, MAX_TCP_MESSAGE - 16];
+    let sizes = [0, 1, 511, 512, 513, 64 << 10, 1 << 20, (2 << 20) - 8, 16 << 20];
     for (k, &size) in sizes.iter().enumerate() {
         let body = pattern(size, k as u32);
         let value = client.pool().alloc_copy(&body).unwrap();
@@ -91,15 +91,54 @@ fn every_size_round_trips_over_ipv6_with_zero_copy() {
 }
 
 #[test]
-fn sixteen_mib_is_refused_with_the_limit() {
-    let (_server, addr) = server("127.0.0.1:0", config());
-    let mut client = TcpDatapath::new(config()).unwrap();
-    let conn = client.connect(addr).unwrap();
+fn over_the_limit_is_refused_and_closes_only_that_connection() {
+    // Sending: over this datapath's limit fails at once, before any copy.
+    let (mut server, addr) = server("127.0.0.1:0", config());
+    let mut small = TcpDatapath::new(TcpConfig { max_message: 1 << 20, ..config() }).unwrap();
+    let conn = small.connect(addr).unwrap();
     let big = vec![7u8; 16 << 20];
-    match client.push_buf(conn, 1, &big) {
-        Err(SendError::TooLarge { len, max }) => assert_eq!((len, max), (16 << 20, MAX_TCP_MESSAGE)),
+    match small.push_buf(conn, 1, &big) {
+        Err(SendError::TooLarge { len, max }) => assert_eq!((len, max), (16 << 20, 1 << 20)),
         other => panic!("expected TooLarge, got {other:?}"),
     }
+    // Receiving: a peer announcing one byte over the default limit (64 MiB)
+    // is cut off and counted; a 16 MiB message on another connection
+    // arrives whole.
+    let mut hostile = TcpStream::connect(addr).unwrap();
+    let mut header = [0u8; 8];
+    cornflakes_datapath::tcp::write_frame_header(&mut header, 5, MAX_TCP_MESSAGE + 1);
+    hostile.write_all(&header).unwrap();
+    let mut client = TcpDatapath::new(config()).unwrap();
+    let good = client.connect(addr).unwrap();
+    client.push_buf(good, 2, &big).unwrap();
+    hostile.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut sink = [0u8; 16];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut got, mut closed) = (Vec::new(), Vec::new());
+    while got.is_empty() || closed.is_empty() {
+        assert!(Instant::now() < deadline, "after 20 s: {} messages, closed {closed:?}: {server:?}", got.len());
+        client.flush().unwrap();
+        client.poll_completions().unwrap();
+        match server.recv_batch(&mut got, 16) {
+            Ok(_) => {}
+            Err(RecvError::Closed(c)) => closed.push(c),
+            Err(e) => panic!("{e}"),
+        }
+        server.wait(Duration::from_millis(1)).unwrap();
+    }
+    let got = got.pop().unwrap();
+    assert_eq!((got.msg_id, got.payload.len()), (2, 16 << 20));
+    assert!(got.payload.iter().all(|&b| b == 7));
+    assert_eq!(closed.len(), 1, "only the hostile connection closed");
+    assert_ne!(closed[0], got.conn);
+    assert_eq!(server.tcp_stats().bad_frames, 1);
+    assert!(matches!(hostile.read(&mut sink), Ok(0) | Err(_)), "the hostile connection is closed");
+    assert_eq!(server.stats().dropped_malformed, 1);
+    // The good connection still works.
+    server.push_segments(got.conn, 3, &[Segment::ZeroCopy(got.payload.clone())]).unwrap();
+    let back = recv_n(&mut server, &mut client, 1).pop().unwrap();
+    assert_eq!((back.msg_id, back.payload.len()), (3, 16 << 20));
+    assert!(back.payload[..] == got.payload[..]);
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::mem::HugePages;
 use cornflakes::PoolConfig;
-use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath, MAX_TCP_MESSAGE};
+use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath};
 use cornflakes_datapath::{Datapath, Received, Segment};
 
 const ROLE_ENV: &str = "CF_TCP_NETNS_ROLE";
@@ -120,7 +120,7 @@ fn client(ns_a: &str, server: SocketAddr) -> Result<String, String> {
         .map_err(|e| format!("setns: {e}"))?;
     let mut dp = TcpDatapath::new(config()).map_err(|e| e.to_string())?;
     let conn = dp.connect(server).map_err(|e| e.to_string())?;
-    let sizes = [0, 1, 511, 512, 513, 64 << 10, 1 << 20, MAX_TCP_MESSAGE];
+    let sizes = [0, 1, 511, 512, 513, 64 << 10, 1 << 20, 16 << 20];
     for (k, &size) in sizes.iter().enumerate() {
         let body = pattern(size, k as u32);
         let value = dp.pool().alloc_copy(&body).unwrap();

@@ -9,10 +9,15 @@ use cornflakes::{Pool, PoolConfig};
 
 use crate::PACKET_HEADER_LEN;
 
-/// The largest message a TCP datapath carries: a received message is
-/// delivered as one pool buffer, header included while it is received, and
-/// the pool's largest buffer is [`MAX_ALLOC`] (2 MiB).
-pub const MAX_TCP_MESSAGE: usize = MAX_ALLOC - PACKET_HEADER_LEN;
+/// The default limit on a message, [`TcpConfig::max_message`]: 64 MiB.
+/// A received message is delivered as one contiguous pool buffer (above
+/// 2 MiB, a run of pool regions), so the limit bounds what one peer can
+/// make us allocate.
+pub const MAX_TCP_MESSAGE: usize = 64 << 20;
+
+/// The highest [`TcpConfig::max_message`] can be set: what the frame
+/// header's 32-bit length can announce, less the header itself.
+pub const FRAME_MAX_MESSAGE: usize = u32::MAX as usize - PACKET_HEADER_LEN;
 
 /// How a [`TcpDatapath`](super::TcpDatapath) finds messages in the byte
 /// stream.
@@ -38,8 +43,10 @@ pub struct TcpConfig {
     /// Configuration of the pool created when `pool` is `None`.
     pub pool_config: PoolConfig,
     /// Largest message accepted from a peer (and sent); a peer that
-    /// announces more is disconnected and counted. Default and maximum
-    /// [`MAX_TCP_MESSAGE`].
+    /// announces more is disconnected and counted. Default
+    /// [`MAX_TCP_MESSAGE`] (64 MiB), at most [`FRAME_MAX_MESSAGE`]; the
+    /// pool's `max_bytes` must hold it (a peer announcing more than the
+    /// pool can ever hold is disconnected too).
     pub max_message: usize,
     /// How messages are delimited on the byte stream. Default
     /// [`Framing::Length`].
@@ -122,8 +129,8 @@ impl TcpConfig {
     }
 
     pub(super) fn check(&self) -> Result<(), TcpError> {
-        if self.max_message > MAX_TCP_MESSAGE {
-            return Err(TcpError::Config("max_message exceeds MAX_TCP_MESSAGE (the pool's largest buffer)"));
+        if self.max_message > FRAME_MAX_MESSAGE {
+            return Err(TcpError::Config("max_message exceeds FRAME_MAX_MESSAGE (a frame's 32-bit length)"));
         }
         if self.recv_buffer < 2 * PACKET_HEADER_LEN || self.recv_buffer > MAX_ALLOC {
             return Err(TcpError::Config("recv_buffer must be between 16 bytes and 2 MiB"));

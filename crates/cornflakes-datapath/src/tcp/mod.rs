@@ -1,5 +1,6 @@
 //! TCP datapath: any two hosts, Linux TCP sockets driven through io_uring,
-//! messages of any size up to the pool's largest buffer, many connections.
+//! messages of any size up to a configurable limit (64 MiB by default),
+//! many connections.
 //!
 //! # Contract
 //!
@@ -15,9 +16,10 @@
 //!   length (see [`read_frame_header`]), then the message.
 //!   [`Framing::Raw`] carries a self-delimiting protocol (RESP) instead:
 //!   no header is sent, and each receive is delivered as it arrived.
-//!   A peer that announces more than [`TcpConfig::max_message`] (at most [`MAX_TCP_MESSAGE`], 2 MiB − 8:
-//!   a received message is one pool buffer and the pool's largest is
-//!   2 MiB) is disconnected and counted ([`TcpStats::bad_frames`]); a peer
+//!   A peer that announces more than [`TcpConfig::max_message`] (default
+//!   [`MAX_TCP_MESSAGE`], 64 MiB; a received message is one contiguous
+//!   pool buffer, above 2 MiB a run of whole pool regions, see
+//!   [`cornflakes::mem`]) is disconnected and counted ([`TcpStats::bad_frames`]); a peer
 //!   that closes mid-message is counted ([`TcpStats::truncated_frames`]).
 //!   Both also count in [`DatapathStats::dropped_malformed`]. No input
 //!   panics, and what a peer makes us allocate is bounded by one receive
@@ -118,7 +120,7 @@ use std::time::Duration;
 use cornflakes::{Message, Pool};
 use io_uring::{opcode, IoUring};
 
-pub use self::config::{Framing, TcpConfig, TcpError, MAX_TCP_MESSAGE};
+pub use self::config::{Framing, TcpConfig, TcpError, FRAME_MAX_MESSAGE, MAX_TCP_MESSAGE};
 pub use self::frame::{read_frame_header, write_frame_header};
 
 use self::conn::{Conn, ConnTable, State};
