@@ -101,6 +101,60 @@ pub(crate) enum Command {
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
+    /// Throughput of large messages (16 MiB) over the tcp datapath vs a blocking std::net loop.
+    ///
+    /// One connection over 127.0.0.1, receiver thread on --server-core,
+    /// sender on --client-core: --size messages sent one way for --seconds
+    /// through the tcp datapath, then the same through a blocking
+    /// `write_all`/`read_exact` loop of `std::net` sockets; --repeats times,
+    /// alternating. Every message's id, length and bytes are checked on
+    /// receipt in both. Prints GB/s of each run, the medians, their ratio and
+    /// the load average; the last line is a JSON object.
+    Bulk(BulkArgs),
+}
+
+/// Options of `cf bulk`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct BulkArgs {
+    /// Bytes per message; K, M and G suffixes are powers of 1024 (16M = 16 MiB).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    size: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Runs of each system; the median is compared.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core of the receiver.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the sender.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl BulkArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::bulk::Config {
+        cornflakes_eval::bulk::Config {
+            size: self.size,
+            seconds: self.seconds,
+            repeats: self.repeats as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
+    }
+}
+
+/// A byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: usize = digits.parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 16M)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s} is too large"))
 }
 
 /// A key-value system on the command line: the names of

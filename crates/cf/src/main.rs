@@ -28,6 +28,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             overload::run(&args.config())?;
         }
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
+        Command::Bulk(args) => {
+            cornflakes_eval::bulk::run(&args.config())?;
+        }
     }
     Ok(())
 }

@@ -18,6 +18,8 @@
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
+//! - [`bulk`]: `cf bulk`, large messages one way over the tcp datapath
+//!   against a blocking `std::net` loop.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -27,6 +29,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bulk;
 pub mod child;
 pub mod compare;
 pub mod echo;
