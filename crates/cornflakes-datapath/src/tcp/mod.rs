@@ -165,6 +165,8 @@ pub struct TcpStats {
     pub leaked_on_drop: u64,
     /// `io_uring_enter` calls that submitted.
     pub submits: u64,
+    /// Accepts that found the submission queue full and were posted later.
+    pub accepts_deferred: u64,
 }
 
 /// The Linux TCP datapath. See the module docs.
@@ -181,6 +183,9 @@ pub struct TcpDatapath {
     free_ops: Vec<u32>,
     conns: ConnTable,
     listeners: Vec<TcpListener>,
+    /// Listeners whose accept found the submission queue full: posted
+    /// again by `pump`.
+    accept_later: Vec<usize>,
     pool: Pool,
     /// Connections with a receive or send to post (see `pump`).
     want: Vec<u32>,
@@ -202,6 +207,9 @@ pub struct TcpDatapath {
     frames: Vec<(u32, usize, usize)>,
     stats: DatapathStats,
     tcp: TcpStats,
+    /// Tests: `submit` takes nothing, as a busy kernel would.
+    #[cfg(test)]
+    hold_submits: bool,
 }
 
 impl std::fmt::Debug for TcpDatapath {
@@ -250,6 +258,7 @@ impl TcpDatapath {
             free_ops: Vec::new(),
             conns: ConnTable::default(),
             listeners: Vec::new(),
+            accept_later: Vec::new(),
             pool,
             want: Vec::new(),
             want_spare: Vec::new(),
@@ -264,6 +273,8 @@ impl TcpDatapath {
             frames: Vec::new(),
             stats: DatapathStats::default(),
             tcp: TcpStats::default(),
+            #[cfg(test)]
+            hold_submits: false,
         })
     }
 
