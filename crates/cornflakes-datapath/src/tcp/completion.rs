@@ -21,6 +21,7 @@ pub(super) const KIND_RECV: u64 = 1;
 pub(super) const KIND_SEND: u64 = 2;
 pub(super) const KIND_ACCEPT: u64 = 3;
 pub(super) const KIND_CANCEL: u64 = 4;
+pub(super) const KIND_RECV_MULTI: u64 = 5;
 
 use crate::uring::kind_and_index;
 pub(super) use crate::uring::user_data;
@@ -41,6 +42,7 @@ impl TcpDatapath {
                         self.kernel_ops -= 1;
                         self.on_recv(i, res);
                     }
+                    (KIND_RECV_MULTI, i) => self.on_recv_multi(i, res, flags),
                     (KIND_SEND, i) => self.on_send(i, res, flags),
                     (KIND_ACCEPT, i) => {
                         self.kernel_ops -= 1;
@@ -174,6 +176,7 @@ impl TcpDatapath {
     /// Connections that must wait stay listed.
     pub(super) fn pump(&mut self) -> io::Result<()> {
         self.retry_accepts();
+        self.refill_ring();
         let mut want = std::mem::take(&mut self.want);
         let mut keep = std::mem::take(&mut self.want_spare);
         for &i in &want {
@@ -326,6 +329,7 @@ impl Drop for TcpDatapath {
             // open and its requests pending.
             std::mem::forget(std::mem::take(&mut self.send_ops));
             std::mem::forget(std::mem::take(&mut self.conns));
+            std::mem::forget(self.bufring.take());
             std::mem::forget(self.pool.clone());
         } else {
             // SAFETY: the ring is dropped once, here, and not used after;

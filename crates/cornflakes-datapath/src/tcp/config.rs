@@ -34,6 +34,23 @@ pub enum Framing {
     Raw,
 }
 
+/// How a [`TcpDatapath`](super::TcpDatapath) receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecvMode {
+    /// One `RECV` per connection at a time, into that connection's own pool
+    /// buffer; a frame larger than the buffer is received in place into a
+    /// buffer of its size (one copy of at most one buffer).
+    #[default]
+    Single,
+    /// One multishot `RECV` per connection, receiving into buffers the
+    /// kernel picks from a provided-buffer ring of pool buffers
+    /// ([`TcpConfig::recv_ring_buffers`] of [`TcpConfig::recv_buffer`]
+    /// bytes, shared by all connections). Frames within one buffer are
+    /// delivered in place; a frame spanning buffers is copied into one of
+    /// its size. Needs Linux 6.0.
+    Multishot,
+}
+
 /// Settings of a [`TcpDatapath`](super::TcpDatapath).
 #[derive(Clone, Debug)]
 pub struct TcpConfig {
@@ -51,6 +68,12 @@ pub struct TcpConfig {
     /// How messages are delimited on the byte stream. Default
     /// [`Framing::Length`].
     pub framing: Framing,
+    /// How receives are posted. Default [`RecvMode::Single`] (see the
+    /// module docs for the measurements behind the default).
+    pub recv_mode: RecvMode,
+    /// [`RecvMode::Multishot`]: buffers in the provided-buffer ring (a
+    /// power of two, at most 32768). Default 256.
+    pub recv_ring_buffers: u16,
     /// Bytes of each connection's receive buffer (a pool buffer); messages
     /// that fit arrive in place, larger ones are reassembled into a buffer
     /// of their size. Default 64 KiB.
@@ -98,6 +121,8 @@ impl Default for TcpConfig {
             pool_config: PoolConfig::default(),
             max_message: MAX_TCP_MESSAGE,
             framing: Framing::Length,
+            recv_mode: RecvMode::Single,
+            recv_ring_buffers: 256,
             recv_buffer: 64 << 10,
             max_ready: 4096,
             max_connections: 4096,
@@ -135,6 +160,9 @@ impl TcpConfig {
         if self.recv_buffer < 2 * PACKET_HEADER_LEN || self.recv_buffer > MAX_ALLOC {
             return Err(TcpError::Config("recv_buffer must be between 16 bytes and 2 MiB"));
         }
+        if !self.recv_ring_buffers.is_power_of_two() || self.recv_ring_buffers > 32768 {
+            return Err(TcpError::Config("recv_ring_buffers must be a power of two, at most 32768"));
+        }
         if self.max_ready == 0 || self.max_connections == 0 || self.max_send_ops == 0 {
             return Err(TcpError::Config("max_ready, max_connections and max_send_ops must be positive"));
         }
@@ -161,6 +189,10 @@ pub enum TcpError {
     /// The io_uring instance could not be created.
     #[error("cannot create an io_uring: {0} (needs Linux 6.0 or later with io_uring enabled)")]
     Ring(io::Error),
+    /// The provided-buffer ring of [`RecvMode::Multishot`] could not be
+    /// registered.
+    #[error("cannot register the receive buffer ring: {0} (multishot receive needs Linux 6.0; use RecvMode::Single)")]
+    BufRing(io::Error),
     /// Listening failed.
     #[error("cannot listen on {addr}: {error} (is the address local and the port free?)")]
     Listen {

@@ -104,10 +104,12 @@
 //! | `completion` | accept, dispatching completions, waiting, closing, drop |
 //! | `sys` | the unsafe edge: raw submission entries, socket calls |
 
+mod bufring;
 mod completion;
 mod config;
 mod conn;
 mod frame;
+mod multishot;
 mod recv;
 mod send;
 mod sys;
@@ -120,7 +122,7 @@ use std::time::Duration;
 use cornflakes::{Message, Pool};
 use io_uring::{opcode, IoUring};
 
-pub use self::config::{Framing, TcpConfig, TcpError, FRAME_MAX_MESSAGE, MAX_TCP_MESSAGE};
+pub use self::config::{Framing, RecvMode, TcpConfig, TcpError, FRAME_MAX_MESSAGE, MAX_TCP_MESSAGE};
 pub use self::frame::{read_frame_header, write_frame_header};
 
 use self::conn::{Conn, ConnTable, State};
@@ -167,6 +169,9 @@ pub struct TcpStats {
     pub submits: u64,
     /// Accepts that found the submission queue full and were posted later.
     pub accepts_deferred: u64,
+    /// Multishot receives ended by an empty buffer ring (`ENOBUFS`):
+    /// back-pressure, posted again once buffers were back.
+    pub recv_ring_empty: u64,
 }
 
 /// The Linux TCP datapath. See the module docs.
@@ -183,6 +188,9 @@ pub struct TcpDatapath {
     free_ops: Vec<u32>,
     conns: ConnTable,
     listeners: Vec<TcpListener>,
+    /// [`RecvMode::Multishot`]: the provided-buffer ring. Dropped after
+    /// the io_uring (closed in `Drop`), or leaked with it.
+    bufring: Option<bufring::BufRing>,
     /// Listeners whose accept found the submission queue full: posted
     /// again by `pump`.
     accept_later: Vec<usize>,
@@ -252,6 +260,12 @@ impl TcpDatapath {
         let mut probe = io_uring::Probe::new();
         let zc_supported =
             ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(opcode::SendMsgZc::CODE);
+        let bufring = match config.recv_mode {
+            RecvMode::Single => None,
+            RecvMode::Multishot => {
+                Some(bufring::BufRing::register(&ring, config.recv_ring_buffers).map_err(TcpError::BufRing)?)
+            }
+        };
         Ok(Self {
             ring: ManuallyDrop::new(ring),
             send_ops: Vec::new(),
@@ -259,6 +273,7 @@ impl TcpDatapath {
             conns: ConnTable::default(),
             listeners: Vec::new(),
             accept_later: Vec::new(),
+            bufring,
             pool,
             want: Vec::new(),
             want_spare: Vec::new(),
@@ -425,13 +440,18 @@ impl Datapath for TcpDatapath {
 
     fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError> {
         self.reap();
-        let n = self.take_ready(out, max);
-        self.pump()?;
-        if n == 0 && self.ready.is_empty() {
-            if let Some(conn) = self.closed.pop_front() {
+        // A closed connection is reported once the application has taken
+        // the messages it sent before, even while others keep sending
+        // (the scan of `ready` runs only while a close waits).
+        if let Some(&conn) = self.closed.front() {
+            if !self.ready.iter().any(|r| r.conn == conn) {
+                self.closed.pop_front();
+                self.pump()?;
                 return Err(RecvError::Closed(conn));
             }
         }
+        let n = self.take_ready(out, max);
+        self.pump()?;
         Ok(n)
     }
 

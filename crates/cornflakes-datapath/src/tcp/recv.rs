@@ -56,6 +56,9 @@ impl TcpDatapath {
     /// receive. Leaves it marked when it must wait (messages not taken,
     /// no buffer, submission queue full): false then.
     pub(super) fn service_recv(&mut self, i: usize) -> bool {
+        if self.bufring.is_some() {
+            return self.service_recv_multi(i);
+        }
         let Some(c) = self.conns.slots[i].conn.as_mut() else { return true };
         if c.state != State::Open || c.recv_posted {
             return true;
