@@ -131,6 +131,10 @@ pub(crate) struct BulkArgs {
     /// Core of the sender.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
+    /// How the tcp datapath receives: single (one RECV per connection into
+    /// its own buffer) or multishot (provided-buffer ring).
+    #[arg(long, default_value = "single", value_parser = ["single", "multishot"])]
+    recv_mode: String,
 }
 
 impl BulkArgs {
@@ -141,6 +145,11 @@ impl BulkArgs {
             repeats: self.repeats as usize,
             server_core: self.server_core,
             client_core: self.client_core,
+            recv_mode: if self.recv_mode == "multishot" {
+                cornflakes_eval::bulk::RecvMode::Multishot
+            } else {
+                cornflakes_eval::bulk::RecvMode::Single
+            },
         }
     }
 }

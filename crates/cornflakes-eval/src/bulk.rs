@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::mem::HugePages;
 use cornflakes::{PoolConfig, RcBuf};
+pub use cornflakes_datapath::tcp::RecvMode;
 use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath};
 use cornflakes_datapath::{Datapath, RecvError, Segment, SendError, PACKET_HEADER_LEN};
 
@@ -43,6 +44,8 @@ pub struct Config {
     pub server_core: usize,
     /// Core of the sender.
     pub client_core: usize,
+    /// How the tcp datapath's receiver receives.
+    pub recv_mode: RecvMode,
 }
 
 /// One run's outcome.
@@ -157,8 +160,9 @@ impl Window {
     }
 }
 
-fn tcp_config(size: usize) -> TcpConfig {
+fn tcp_config(size: usize, recv_mode: RecvMode) -> TcpConfig {
     TcpConfig {
+        recv_mode,
         pool_config: PoolConfig { max_bytes: 4 << 30, hugepages: HugePages::Auto, lock: false },
         max_message: size.max(cornflakes_datapath::tcp::MAX_TCP_MESSAGE),
         // Four messages queued keep the socket busy while one is sent.
@@ -176,11 +180,11 @@ fn datapath_run(config: &Config) -> Result<Run, Error> {
     let size = config.size;
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    let (server_core, seconds) = (config.server_core, config.seconds);
+    let (server_core, seconds, recv_mode) = (config.server_core, config.seconds, config.recv_mode);
     let stop_rx = stop.clone();
     let receiver = std::thread::spawn(move || -> Result<Run, Error> {
         pin_to_core(server_core)?;
-        let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().expect("an address"), tcp_config(size))
+        let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().expect("an address"), tcp_config(size, recv_mode))
             .map_err(|e| failed("receiver")(e.to_string()))?;
         tx.send(dp.local_addrs()[0]).map_err(|e| failed("receiver")(e.to_string()))?;
         let (mut window, mut seq, mut out) = (Window::new(seconds), 0u64, Vec::new());
@@ -215,7 +219,8 @@ fn datapath_run(config: &Config) -> Result<Run, Error> {
     let client_core = config.client_core;
     let sender = std::thread::spawn(move || -> Result<(), Error> {
         pin_to_core(client_core)?;
-        let mut dp = TcpDatapath::new(tcp_config(size)).map_err(|e| failed("sender")(e.to_string()))?;
+        let mut dp =
+            TcpDatapath::new(tcp_config(size, RecvMode::Single)).map_err(|e| failed("sender")(e.to_string()))?;
         let conn = dp.connect(addr).map_err(|e| failed("sender")(e.to_string()))?;
         let messages: Vec<RcBuf> = (0..VARIANTS)
             .map(|seed| {
@@ -361,8 +366,8 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     }
     let load_before = load_average();
     println!(
-        "cf bulk: {} B messages one way over 127.0.0.1, {} s per run, {} repeats; receiver on core {}, sender on core {}",
-        config.size, config.seconds, config.repeats, config.server_core, config.client_core
+        "cf bulk: {} B messages one way over 127.0.0.1, {} s per run, {} repeats; receiver on core {}, sender on core {}; datapath receive mode {:?}",
+        config.size, config.seconds, config.repeats, config.server_core, config.client_core, config.recv_mode
     );
     println!("every message's id, length and bytes are checked on receipt (both systems); load average {load_before}");
     let mut report = Report::default();
@@ -398,6 +403,7 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         "size": config.size,
         "seconds": config.seconds,
         "repeats": config.repeats,
+        "recv_mode": format!("{:?}", config.recv_mode),
         "datapath_gbps": report.datapath.iter().map(Run::gb_per_s).collect::<Vec<_>>(),
         "blocking_gbps": report.blocking.iter().map(Run::gb_per_s).collect::<Vec<_>>(),
         "datapath_median_gbps": d,
@@ -430,10 +436,20 @@ mod tests {
 
     #[test]
     fn both_systems_carry_large_messages_intact() {
-        let config = Config { size: (3 << 20) + 5, seconds: 0.2, repeats: 1, server_core: 0, client_core: 0 };
+        let mut config = Config {
+            size: (3 << 20) + 5,
+            seconds: 0.2,
+            repeats: 1,
+            server_core: 0,
+            client_core: 0,
+            recv_mode: RecvMode::Single,
+        };
         let d = datapath_run(&config).unwrap();
         let b = blocking_run(&config).unwrap();
         assert!(d.messages > 0 && b.messages > 0, "{d:?} {b:?}");
         assert_eq!(d.bytes, d.messages * config.size as u64);
+        config.recv_mode = RecvMode::Multishot;
+        let m = datapath_run(&config).unwrap();
+        assert!(m.messages > 0, "{m:?}");
     }
 }
