@@ -111,6 +111,58 @@ pub(crate) enum Command {
     /// receipt in both. Prints GB/s of each run, the medians, their ratio and
     /// the load average; the last line is a JSON object.
     Bulk(BulkArgs),
+    /// Where zero-copy sends start to pay: SENDMSG vs SENDMSG_ZC, 1 KiB to 1 MiB.
+    ///
+    /// Sends segments of 1 KiB to 1 MiB back to back over the tcp datapath,
+    /// with plain SENDMSG and then SENDMSG_ZC, for --ms per size and mode;
+    /// prints GB/s, the sender's CPU ns per KiB, how many zero-copy
+    /// notifications said the kernel copied anyway, the break-even size and
+    /// the zero_copy_min it implies (never, on a path where the kernel
+    /// copies, such as loopback and veth). Without --addr the peer is a
+    /// discard sink in this process on 127.0.0.1. Across two namespaces:
+    ///   scripts/netns.sh run zc 1500 target/release/cf zc-sink --addr 192.0.2.2:7100 \
+    ///       -- target/release/cf zc-probe --addr 192.0.2.2:7100
+    /// The last line is a JSON object.
+    ZcProbe(ZcProbeArgs),
+    /// A peer for `cf zc-probe`: reads and discards on --addr until killed.
+    #[command(hide = true)]
+    ZcSink(ZcSinkArgs),
+}
+
+/// Options of `cf zc-probe`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ZcProbeArgs {
+    /// A `cf zc-sink` to send to (host:port); default: a sink in this process on 127.0.0.1.
+    #[arg(long)]
+    addr: Option<std::net::SocketAddr>,
+    /// Milliseconds per size and mode.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    ms: u64,
+    /// Core of the local sink.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the sender.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl ZcProbeArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::zcprobe::Config {
+        cornflakes_eval::zcprobe::Config {
+            addr: self.addr,
+            per_size: Duration::from_millis(self.ms),
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
+    }
+}
+
+/// Options of `cf zc-sink`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ZcSinkArgs {
+    /// Address to listen on.
+    #[arg(long)]
+    pub(crate) addr: std::net::SocketAddr,
 }
 
 /// Options of `cf bulk`.

@@ -31,6 +31,10 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Bulk(args) => {
             cornflakes_eval::bulk::run(&args.config())?;
         }
+        Command::ZcProbe(args) => {
+            cornflakes_eval::zcprobe::run(&args.config())?;
+        }
+        Command::ZcSink(args) => cornflakes_eval::zcprobe::sink(args.addr)?,
     }
     Ok(())
 }

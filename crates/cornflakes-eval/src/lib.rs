@@ -19,7 +19,8 @@
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
 //! - [`bulk`]: `cf bulk`, large messages one way over the tcp datapath
-//!   against a blocking `std::net` loop.
+//!   against a blocking `std::net` loop; [`zcprobe`]: `cf zc-probe`, the
+//!   zero-copy send break-even on a path.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -46,6 +47,7 @@ pub mod shapes;
 pub mod stall;
 pub mod sweep;
 pub mod transport;
+pub mod zcprobe;
 
 pub use error::Error;
 

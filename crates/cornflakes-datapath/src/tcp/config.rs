@@ -91,6 +91,14 @@ pub struct TcpConfig {
     /// 0 always does when there is a zero-copy segment. Default 16 KiB (see
     /// the module docs, *Zero-copy break-even*).
     pub zero_copy_min: usize,
+    /// Run the zero-copy break-even probe at start-up against this peer
+    /// (one that reads and discards, such as a
+    /// [`DiscardSink`](super::DiscardSink) or `cf zc-sink` on the far
+    /// host): 1 KiB to 1 MiB, 10 ms per size and mode (about 0.3 s), then
+    /// `zero_copy_min` is what it chose
+    /// ([`TcpDatapath::zero_copy_probe`](super::TcpDatapath::zero_copy_probe)
+    /// says what and why). Default `None`: `zero_copy_min` as set.
+    pub zero_copy_probe: Option<SocketAddr>,
     /// Most messages queued on one connection behind the socket (sent in
     /// order as it drains); beyond, sends fail with
     /// [`SendError::Backlogged`](crate::SendError::Backlogged). Default 1024.
@@ -127,6 +135,7 @@ impl Default for TcpConfig {
             max_ready: 4096,
             max_connections: 4096,
             zero_copy_min: 16 << 10,
+            zero_copy_probe: None,
             max_queued_messages: 1024,
             max_queued_bytes: 16 << 20,
             ring_entries: 4096,

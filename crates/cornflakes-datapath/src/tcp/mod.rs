@@ -110,6 +110,7 @@ mod config;
 mod conn;
 mod frame;
 mod multishot;
+mod probe;
 mod recv;
 mod send;
 mod sys;
@@ -124,6 +125,7 @@ use io_uring::{opcode, IoUring};
 
 pub use self::config::{Framing, RecvMode, TcpConfig, TcpError, FRAME_MAX_MESSAGE, MAX_TCP_MESSAGE};
 pub use self::frame::{read_frame_header, write_frame_header};
+pub use self::probe::{DiscardSink, ZcProbe, ZcProbeRow, PROBE_SIZES};
 
 use self::conn::{Conn, ConnTable, State};
 use self::send::SendOp;
@@ -203,6 +205,8 @@ pub struct TcpDatapath {
     closed: VecDeque<ConnId>,
     config: TcpConfig,
     zc_supported: bool,
+    /// The last zero-copy probe's result.
+    zc_probe: Option<ZcProbe>,
     /// Requests in the kernel (receives, sends until their last
     /// completion, accepts).
     kernel_ops: usize,
@@ -266,7 +270,8 @@ impl TcpDatapath {
                 Some(bufring::BufRing::register(&ring, config.recv_ring_buffers).map_err(TcpError::BufRing)?)
             }
         };
-        Ok(Self {
+        let probe_sink = config.zero_copy_probe;
+        let mut dp = Self {
             ring: ManuallyDrop::new(ring),
             send_ops: Vec::new(),
             free_ops: Vec::new(),
@@ -281,6 +286,7 @@ impl TcpDatapath {
             closed: VecDeque::new(),
             config,
             zc_supported,
+            zc_probe: None,
             kernel_ops: 0,
             released: 0,
             closing: false,
@@ -290,7 +296,11 @@ impl TcpDatapath {
             tcp: TcpStats::default(),
             #[cfg(test)]
             hold_submits: false,
-        })
+        };
+        if let Some(sink) = probe_sink {
+            dp.probe_zero_copy(sink, &PROBE_SIZES, Duration::from_millis(10))?;
+        }
+        Ok(dp)
     }
 
     /// A datapath listening on `addr` (port 0: the kernel picks; see
