@@ -73,11 +73,37 @@
 //!   one pool buffer with one copy of at most one buffer's worth.
 //! ```
 //!
-//! The receive path uses plain `RECV` (one in flight per connection) into
-//! pool buffers, not multishot receive with a provided-buffer ring:
-//! provided buffers are fixed-size and recycled by the kernel, so every
-//! message that spans two would be copied, and a ring shared by all
-//! connections would let one connection starve the rest of buffers.
+//! # Receive modes
+//!
+//! [`RecvMode::Single`] (the default) is the picture above: one `RECV` in
+//! flight per connection, into that connection's pool buffer.
+//! [`RecvMode::Multishot`] posts one multishot `RECV` per connection and
+//! lets the kernel pick buffers from a provided-buffer ring of
+//! [`TcpConfig::recv_ring_buffers`] pool buffers shared by all
+//! connections (see the `multishot` and `bufring` modules): frames inside
+//! one buffer are delivered in place, a frame spanning buffers is copied
+//! into one pool buffer of its size. An empty ring (`ENOBUFS`) is
+//! back-pressure ([`TcpStats::recv_ring_empty`]): the ring is refilled only
+//! while fewer than [`TcpConfig::max_ready`] messages wait, and receives are
+//! posted again once it has buffers.
+//!
+//! Measured on the 2-core VM, 2026-11-24, both modes side by side in one
+//! run, server core 0, client core 1, but with the machine shared with
+//! other builds (load average 10 to 17, so the figures are noisy):
+//!
+//! | | Single | Multishot |
+//! |---|---|---|
+//! | 8 B ping-pong p50 (3 runs, median) | 37.1 µs | 35.8 µs |
+//! | 8 B ping-pong p99 | 28 ms | 28 ms (scheduler noise) |
+//! | 256 connections × 4 in flight, 64 B | 45 k/s | 43 k/s |
+//! | 16 MiB one way (`cf bulk`), vs blocking `std::net` in the same run | 1.04x | 0.65x |
+//!
+//! (`cargo run --release -p cornflakes-datapath --example tcp_recv_modes`
+//! and `cf bulk --recv-mode single|multishot`.) Small messages show no
+//! difference beyond the noise; large ones lose a third of their
+//! throughput to the copy out of the ring's buffers, which `Single` avoids
+//! by receiving a large message in place. Hence `Single` is the default.
+//! To revisit on a quiet machine.
 //!
 //! # Zero-copy break-even
 //!
@@ -87,10 +113,17 @@
 //! kernel copies anyway (the notification says so, counted in
 //! [`DatapathStats::zero_copy_copied`]), so it never pays there. Hence
 //! [`TcpConfig::zero_copy_min`]: 16 KiB by default, `usize::MAX` (never) in
-//! [`TcpConfig::loopback`]; the probe at start-up checks only that the
-//! kernel has `SENDMSG_ZC` ([`TcpDatapath::zero_copy_supported`]). Fixed
-//! buffers are not used for TCP sends (the `io-uring` crate's `SendMsgZc`
-//! has no buffer index).
+//! [`TcpConfig::loopback`]. [`TcpDatapath::probe_zero_copy`] measures the
+//! break-even on a path (plain against zero-copy sends of 1 KiB to 1 MiB to
+//! a peer that discards, [`DiscardSink`] or `cf zc-sink`) and sets
+//! `zero_copy_min` to it, or to never when the notifications say the
+//! kernel copied; [`TcpConfig::zero_copy_probe`] runs it at start-up and
+//! [`TcpDatapath::zero_copy_probe`] reports what it chose and why. `cf
+//! zc-probe` prints the table. On loopback and across the veth pair of
+//! `scripts/netns.sh` (2026-11-24) every notification said "copied", and
+//! zero-copy cost the sender 1.3x to 3.5x the CPU per byte of a plain send
+//! below 256 KiB: the probe chooses never. Fixed buffers are not used for
+//! TCP sends (the `io-uring` crate's `SendMsgZc` has no buffer index).
 //!
 //! # Layout
 //!
@@ -100,9 +133,17 @@
 //! | `frame` | the frame header: id and length |
 //! | `conn` | the connection table, per-connection state, generations |
 //! | `send` | queueing messages, building one send from a queue, partial sends |
-//! | `recv` | posting receives, parsing frames, reassembly, bad input |
+//! | `recv` | [`RecvMode::Single`]: posting receives, parsing frames, reassembly, bad input |
+//! | `multishot` | [`RecvMode::Multishot`]: the multishot receive, chunks, assembly, refilling the ring |
+//! | `bufring` | the provided-buffer ring shared with the kernel (unsafe: raw entry writes) |
+//! | `probe` | the zero-copy break-even probe, [`DiscardSink`] |
 //! | `completion` | accept, dispatching completions, waiting, closing, drop |
 //! | `sys` | the unsafe edge: raw submission entries, socket calls |
+//!
+//! Messages above 2 MiB (up to [`TcpConfig::max_message`], 64 MiB by
+//! default) are received into one contiguous pool buffer: a *run* of pool
+//! regions (see [`cornflakes::mem`]). `cf bulk` measures 16 MiB messages
+//! against a blocking `std::net` `write_all`/`read_exact` loop.
 
 mod bufring;
 mod completion;
