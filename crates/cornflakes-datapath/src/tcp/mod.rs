@@ -23,7 +23,11 @@
 //!   that closes mid-message is counted ([`TcpStats::truncated_frames`]).
 //!   Both also count in [`DatapathStats::dropped_malformed`]. No input
 //!   panics, and what a peer makes us allocate is bounded by one receive
-//!   buffer plus one message per connection.
+//!   buffer plus one message per connection. With the 64 MiB default,
+//!   that times [`TcpConfig::max_connections`] can exceed the pool: peers
+//!   that announce large messages and stall can exhaust it, which is
+//!   back-pressure on every connection (receives wait for memory), not a
+//!   crash. Lower `max_message` where peers are not trusted.
 //! - **Sending** (`push_*`) queues the message on its connection and never
 //!   blocks; [`Datapath::flush`] posts the queued messages of each
 //!   connection as one `sendmsg` (up to 64 iovecs), one send in flight per

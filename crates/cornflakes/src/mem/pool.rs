@@ -349,7 +349,8 @@ impl Pool {
     /// [`MAX_ALLOC`](super::MAX_ALLOC) in a slot of the next power of two
     /// (at least 64 bytes), O(1), mapping a new region when the size class
     /// has no free slot; above, in a *run* of whole regions in a row (see
-    /// the module docs). The buffer is unique until [`RcBufMut::freeze`]:
+    /// the module docs), first fit over the free ranges runs left (a
+    /// `BTreeMap` walk) or newly mapped. The buffer is unique until [`RcBufMut::freeze`]:
     /// [`Pool::recover`] does not find it.
     ///
     /// # Errors
