@@ -553,4 +553,53 @@ pub mod __fuzz {
         debug_assert_eq!(s.frames, out.len());
         (out, s.consumed, s.next_frame, s.bad)
     }
+
+    /// The multishot receive path's assembly (see the `multishot`
+    /// module) of `chunks`, as if the kernel had filled one ring buffer
+    /// with each, on a fresh connection of a per-thread datapath: the
+    /// messages delivered (id, bytes), and whether the connection was
+    /// closed for a frame over `max_message`.
+    pub fn assemble_chunks(chunks: &[&[u8]], max_message: usize) -> (Vec<(u32, Vec<u8>)>, bool) {
+        use std::cell::RefCell;
+
+        use super::{RecvMode, TcpConfig, TcpDatapath};
+        use crate::Datapath;
+
+        thread_local! {
+            static DP: RefCell<Option<(TcpDatapath, std::net::TcpListener)>> = const { RefCell::new(None) };
+        }
+        DP.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let (dp, listener) = cell.get_or_insert_with(|| {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+                let config =
+                    TcpConfig { recv_mode: RecvMode::Multishot, recv_ring_buffers: 8, ..TcpConfig::loopback() };
+                (TcpDatapath::new(config).expect("a datapath"), listener)
+            });
+            dp.config.max_message = max_message;
+            let conn = dp.connect(listener.local_addr().expect("bound")).expect("connect on loopback");
+            // Accept and drop the peer's end; it never sends.
+            let _ = listener.accept();
+            let i = dp.conns.index(conn).expect("just connected");
+            for chunk in chunks {
+                if dp.conns.get_mut(i).is_none_or(|c| c.state != super::conn::State::Open) {
+                    break;
+                }
+                let buf = dp.pool.alloc_copy(chunk).expect("pool room for a fuzz input");
+                assert!(dp.consume(i, buf).is_none(), "the pool has room");
+            }
+            let closed = dp.conns.get_mut(i).is_none_or(|c| c.state != super::conn::State::Open);
+            let out: Vec<(u32, Vec<u8>)> =
+                dp.ready.drain(..).map(|r| (r.msg_id, r.payload.as_slice().to_vec())).collect();
+            dp.close(conn);
+            // Let the kernel finish with the connection before the next input.
+            let mut ignored = Vec::new();
+            while dp.conns.index(conn).is_some() {
+                let _ = dp.recv_batch(&mut ignored, usize::MAX);
+                let _ = dp.wait(std::time::Duration::from_millis(1));
+                ignored.clear();
+            }
+            (out, closed)
+        })
+    }
 }

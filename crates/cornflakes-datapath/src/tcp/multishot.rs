@@ -165,7 +165,7 @@ impl TcpDatapath {
     /// copies a frame that continues past it into the connection's
     /// assembly buffer. Returns the part not taken in when the pool has no
     /// buffer for that (back-pressure).
-    fn consume(&mut self, i: usize, chunk: RcBuf) -> Option<RcBuf> {
+    pub(super) fn consume(&mut self, i: usize, chunk: RcBuf) -> Option<RcBuf> {
         let id = self.conns.id(i);
         if self.config.framing == Framing::Raw {
             self.ready.push_back(Received { conn: id, msg_id: 0, payload: chunk });
