@@ -93,14 +93,14 @@
 //!
 //! Measured on the 2-core VM, 2026-11-24, both modes side by side in one
 //! run, server core 0, client core 1, but with the machine shared with
-//! other builds (load average 10 to 17, so the figures are noisy):
+//! other builds (load average 7 to 17, so the figures are noisy):
 //!
 //! | | Single | Multishot |
 //! |---|---|---|
-//! | 8 B ping-pong p50 (3 runs, median) | 37.1 µs | 35.8 µs |
-//! | 8 B ping-pong p99 | 28 ms | 28 ms (scheduler noise) |
-//! | 256 connections × 4 in flight, 64 B | 45 k/s | 43 k/s |
-//! | 16 MiB one way (`cf bulk`), vs blocking `std::net` in the same run | 1.04x | 0.65x |
+//! | 8 B ping-pong p50 (3 runs, median; two sessions, load 11 / 7) | 37.1 / 30.5 µs | 35.8 / 35.3 µs |
+//! | 8 B ping-pong p99 | 28 / 20 ms | 28 / 20 ms (scheduler noise) |
+//! | 256 connections × 4 in flight, 64 B | 45 / 51 k/s | 43 / 52 k/s |
+//! | 16 MiB one way (`cf bulk`), vs blocking `std::net` in the same run (load 17 / 10) | 1.04x / 0.94x | 0.65x / 0.66x |
 //!
 //! (`cargo run --release -p cornflakes-datapath --example tcp_recv_modes`
 //! and `cf bulk --recv-mode single|multishot`.) Small messages show no
