@@ -153,6 +153,32 @@ pub(crate) enum Command {
     /// a table of the ratios; writes OUT/table.txt and OUT/summary.json.
     /// Needs redis-server, redis-benchmark and taskset (scripts/setup.sh).
     RedisCompare(RedisCompareArgs),
+    /// Throughput of large messages (16 MiB) over the tcp datapath vs a blocking std::net loop.
+    ///
+    /// One connection over 127.0.0.1, receiver thread on --server-core,
+    /// sender on --client-core: --size messages sent one way for --seconds
+    /// through the tcp datapath, then the same through a blocking
+    /// `write_all`/`read_exact` loop of `std::net` sockets; --repeats times,
+    /// alternating. Every message's id, length and bytes are checked on
+    /// receipt in both. Prints GB/s of each run, the medians, their ratio and
+    /// the load average; the last line is a JSON object.
+    Bulk(BulkArgs),
+    /// Where zero-copy sends start to pay: SENDMSG vs SENDMSG_ZC, 1 KiB to 1 MiB.
+    ///
+    /// Sends segments of 1 KiB to 1 MiB back to back over the tcp datapath,
+    /// with plain SENDMSG and then SENDMSG_ZC, for --ms per size and mode;
+    /// prints GB/s, the sender's CPU ns per KiB, how many zero-copy
+    /// notifications said the kernel copied anyway, the break-even size and
+    /// the zero_copy_min it implies (never, on a path where the kernel
+    /// copies, such as loopback and veth). Without --addr the peer is a
+    /// discard sink in this process on 127.0.0.1. Across two namespaces:
+    ///   scripts/netns.sh run zc 1500 target/release/cf zc-sink --addr 192.0.2.2:7100 \
+    ///       -- target/release/cf zc-probe --addr 192.0.2.2:7100
+    /// The last line is a JSON object.
+    ZcProbe(ZcProbeArgs),
+    /// A peer for `cf zc-probe`: reads and discards on --addr until killed.
+    #[command(hide = true)]
+    ZcSink(ZcSinkArgs),
 }
 
 /// Arguments of `cf socket-monitor`.
@@ -253,6 +279,95 @@ impl RedisCompareArgs {
             ..RedisCompareConfig::default()
         })
     }
+}
+
+/// Options of `cf zc-probe`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ZcProbeArgs {
+    /// A `cf zc-sink` to send to (host:port); default: a sink in this process on 127.0.0.1.
+    #[arg(long)]
+    addr: Option<std::net::SocketAddr>,
+    /// Milliseconds per size and mode.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    ms: u64,
+    /// Core of the local sink.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the sender.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl ZcProbeArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::zcprobe::Config {
+        cornflakes_eval::zcprobe::Config {
+            addr: self.addr,
+            per_size: Duration::from_millis(self.ms),
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
+    }
+}
+
+/// Options of `cf zc-sink`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ZcSinkArgs {
+    /// Address to listen on.
+    #[arg(long)]
+    pub(crate) addr: std::net::SocketAddr,
+}
+
+/// Options of `cf bulk`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct BulkArgs {
+    /// Bytes per message; K, M and G suffixes are powers of 1024 (16M = 16 MiB).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    size: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Runs of each system; the median is compared.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core of the receiver.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the sender.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// How the tcp datapath receives: single (one RECV per connection into
+    /// its own buffer) or multishot (provided-buffer ring).
+    #[arg(long, default_value = "single", value_parser = ["single", "multishot"])]
+    recv_mode: String,
+}
+
+impl BulkArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::bulk::Config {
+        cornflakes_eval::bulk::Config {
+            size: self.size,
+            seconds: self.seconds,
+            repeats: self.repeats as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            recv_mode: if self.recv_mode == "multishot" {
+                cornflakes_eval::bulk::RecvMode::Multishot
+            } else {
+                cornflakes_eval::bulk::RecvMode::Single
+            },
+        }
+    }
+}
+
+/// A byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: usize = digits.parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 16M)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s} is too large"))
 }
 
 /// A key-value system on the command line: the names of

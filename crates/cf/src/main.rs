@@ -49,6 +49,13 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             };
             cornflakes_socket::run_monitor(&opts).map_err(CliError::Monitor)?;
         }
+        Command::Bulk(args) => {
+            cornflakes_eval::bulk::run(&args.config())?;
+        }
+        Command::ZcProbe(args) => {
+            cornflakes_eval::zcprobe::run(&args.config())?;
+        }
+        Command::ZcSink(args) => cornflakes_eval::zcprobe::sink(args.addr)?,
     }
     Ok(())
 }

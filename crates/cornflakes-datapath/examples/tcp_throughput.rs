@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::mem::HugePages;
 use cornflakes::PoolConfig;
-use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath, MAX_TCP_MESSAGE};
+use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath};
 use cornflakes_datapath::{Datapath, Segment, SendError, PACKET_HEADER_LEN};
 
 fn config(zero_copy_min: usize) -> TcpConfig {
@@ -103,7 +103,7 @@ fn main() {
         "{:>10} {:>12} {:>14} {:>16}   (GB/s, {mib} MiB per case)",
         "size", "plain", "dp sendmsg", "dp sendmsg_zc"
     );
-    for size in [4 << 10, 16 << 10, 64 << 10, 256 << 10, MAX_TCP_MESSAGE] {
+    for size in [4 << 10, 16 << 10, 64 << 10, 256 << 10, 2 << 20, 16 << 20] {
         let count = ((mib << 20) / size as u64).max(16);
         let p = plain(size, count);
         let (d, _) = datapath(size, count, usize::MAX);

@@ -66,7 +66,7 @@ pub enum SendError {
     #[error("send queue full; retry after processing completions")]
     Full,
     /// The message exceeds what one send can carry on this datapath.
-    #[error("message of {len} bytes exceeds this datapath's limit of {max} (a UDP datagram carries one message; the tcp datapath carries larger ones, up to 2 MiB)")]
+    #[error("message of {len} bytes exceeds this datapath's limit of {max} (a UDP datagram carries one message; the tcp datapath carries larger ones, up to 64 MiB by default)")]
     TooLarge {
         /// Message length with all segments.
         len: usize,

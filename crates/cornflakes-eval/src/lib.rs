@@ -25,6 +25,9 @@
 //! - [`resp_server`]: `cf kv-server --protocol resp`, the store behind a
 //!   Redis-compatible front end; [`redis_compare`]: `cf redis-compare`,
 //!   it and `redis-server` side by side under `redis-benchmark`.
+//! - [`bulk`]: `cf bulk`, large messages one way over the tcp datapath
+//!   against a blocking `std::net` loop; [`zcprobe`]: `cf zc-probe`, the
+//!   zero-copy send break-even on a path.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -34,6 +37,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bulk;
 pub mod calibrate;
 pub mod child;
 pub mod compare;
@@ -55,6 +59,7 @@ pub mod shapes;
 pub mod stall;
 pub mod sweep;
 pub mod transport;
+pub mod zcprobe;
 
 pub use error::Error;
 

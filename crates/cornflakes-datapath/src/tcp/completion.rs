@@ -21,6 +21,7 @@ pub(super) const KIND_RECV: u64 = 1;
 pub(super) const KIND_SEND: u64 = 2;
 pub(super) const KIND_ACCEPT: u64 = 3;
 pub(super) const KIND_CANCEL: u64 = 4;
+pub(super) const KIND_RECV_MULTI: u64 = 5;
 
 use crate::uring::kind_and_index;
 pub(super) use crate::uring::user_data;
@@ -41,6 +42,7 @@ impl TcpDatapath {
                         self.kernel_ops -= 1;
                         self.on_recv(i, res);
                     }
+                    (KIND_RECV_MULTI, i) => self.on_recv_multi(i, res, flags),
                     (KIND_SEND, i) => self.on_send(i, res, flags),
                     (KIND_ACCEPT, i) => {
                         self.kernel_ops -= 1;
@@ -94,7 +96,9 @@ impl TcpDatapath {
         self.released += 1;
     }
 
-    /// Posts an accept on listener `l`.
+    /// Posts an accept on listener `l`; when the submission queue stays
+    /// full, the listener is remembered and `pump` posts it later (an
+    /// accept is never lost).
     pub(super) fn post_accept(&mut self, l: usize) {
         if self.ring.submission().is_full() {
             let _ = self.submit();
@@ -107,6 +111,21 @@ impl TcpDatapath {
         // SAFETY: no address is asked for; the entry holds no pointer.
         if unsafe { sys::push(&mut self.ring, &entry) } {
             self.kernel_ops += 1;
+        } else {
+            self.tcp.accepts_deferred += 1;
+            if !self.accept_later.contains(&l) {
+                self.accept_later.push(l);
+            }
+        }
+    }
+
+    /// Posts the accepts that found the submission queue full.
+    fn retry_accepts(&mut self) {
+        if self.accept_later.is_empty() || self.closing {
+            return;
+        }
+        for l in std::mem::take(&mut self.accept_later) {
+            self.post_accept(l);
         }
     }
 
@@ -156,6 +175,8 @@ impl TcpDatapath {
     /// Posts the receives and sends connections want, then submits.
     /// Connections that must wait stay listed.
     pub(super) fn pump(&mut self) -> io::Result<()> {
+        self.retry_accepts();
+        self.refill_ring();
         let mut want = std::mem::take(&mut self.want);
         let mut keep = std::mem::take(&mut self.want_spare);
         for &i in &want {
@@ -196,6 +217,11 @@ impl TcpDatapath {
     /// Submits queued entries (one `io_uring_enter`).
     pub(super) fn submit(&mut self) -> io::Result<()> {
         if self.ring.submission().is_empty() {
+            return Ok(());
+        }
+        // Fault injection: a kernel that takes nothing (EBUSY, EAGAIN).
+        #[cfg(test)]
+        if self.hold_submits {
             return Ok(());
         }
         loop {
@@ -303,6 +329,7 @@ impl Drop for TcpDatapath {
             // open and its requests pending.
             std::mem::forget(std::mem::take(&mut self.send_ops));
             std::mem::forget(std::mem::take(&mut self.conns));
+            std::mem::forget(self.bufring.take());
             std::mem::forget(self.pool.clone());
         } else {
             // SAFETY: the ring is dropped once, here, and not used after;
@@ -316,6 +343,38 @@ impl Drop for TcpDatapath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An accept to repost while the submission queue is full (and
+    /// submitting takes nothing) is posted later, and the next connection is
+    /// accepted.
+    #[test]
+    fn an_accept_that_finds_the_queue_full_is_posted_later() {
+        let config = super::super::TcpConfig { ring_entries: 8, ..super::super::TcpConfig::loopback() };
+        let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), config).unwrap();
+        let addr = dp.local_addrs()[0];
+        dp.hold_submits = true;
+        let nop = opcode::Nop::new().build().user_data(user_data(KIND_CANCEL, 0));
+        // SAFETY: a no-op holds no pointer.
+        while unsafe { sys::push(&mut dp.ring, &nop) } {}
+        let _first = std::net::TcpStream::connect(addr).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while dp.tcp.accepted == 0 {
+            assert!(Instant::now() < deadline, "first connection not accepted");
+            std::thread::sleep(Duration::from_millis(1));
+            dp.reap();
+        }
+        assert_eq!(dp.accept_later, vec![0], "the repost waits");
+        assert_eq!(dp.tcp.accepts_deferred, 1);
+        dp.hold_submits = false;
+        let _second = std::net::TcpStream::connect(addr).unwrap();
+        while dp.tcp.accepted < 2 {
+            assert!(Instant::now() < deadline, "the accept was lost: {dp:?}");
+            let mut out = Vec::new();
+            let _ = crate::Datapath::recv_batch(&mut dp, &mut out, 8);
+            let _ = crate::Datapath::wait(&mut dp, Duration::from_millis(5));
+        }
+        assert!(dp.accept_later.is_empty());
+    }
 
     #[test]
     fn user_data_round_trips() {

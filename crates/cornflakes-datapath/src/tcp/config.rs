@@ -9,10 +9,15 @@ use cornflakes::{Pool, PoolConfig};
 
 use crate::PACKET_HEADER_LEN;
 
-/// The largest message a TCP datapath carries: a received message is
-/// delivered as one pool buffer, header included while it is received, and
-/// the pool's largest buffer is [`MAX_ALLOC`] (2 MiB).
-pub const MAX_TCP_MESSAGE: usize = MAX_ALLOC - PACKET_HEADER_LEN;
+/// The default limit on a message, [`TcpConfig::max_message`]: 64 MiB.
+/// A received message is delivered as one contiguous pool buffer (above
+/// 2 MiB, a run of pool regions), so the limit bounds what one peer can
+/// make us allocate.
+pub const MAX_TCP_MESSAGE: usize = 64 << 20;
+
+/// The highest [`TcpConfig::max_message`] can be set: what the frame
+/// header's 32-bit length can announce, less the header itself.
+pub const FRAME_MAX_MESSAGE: usize = u32::MAX as usize - PACKET_HEADER_LEN;
 
 /// How a [`TcpDatapath`](super::TcpDatapath) finds messages in the byte
 /// stream.
@@ -29,6 +34,23 @@ pub enum Framing {
     Raw,
 }
 
+/// How a [`TcpDatapath`](super::TcpDatapath) receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecvMode {
+    /// One `RECV` per connection at a time, into that connection's own pool
+    /// buffer; a frame larger than the buffer is received in place into a
+    /// buffer of its size (one copy of at most one buffer).
+    #[default]
+    Single,
+    /// One multishot `RECV` per connection, receiving into buffers the
+    /// kernel picks from a provided-buffer ring of pool buffers
+    /// ([`TcpConfig::recv_ring_buffers`] of [`TcpConfig::recv_buffer`]
+    /// bytes, shared by all connections). Frames within one buffer are
+    /// delivered in place; a frame spanning buffers is copied into one of
+    /// its size. Needs Linux 6.0.
+    Multishot,
+}
+
 /// Settings of a [`TcpDatapath`](super::TcpDatapath).
 #[derive(Clone, Debug)]
 pub struct TcpConfig {
@@ -38,12 +60,20 @@ pub struct TcpConfig {
     /// Configuration of the pool created when `pool` is `None`.
     pub pool_config: PoolConfig,
     /// Largest message accepted from a peer (and sent); a peer that
-    /// announces more is disconnected and counted. Default and maximum
-    /// [`MAX_TCP_MESSAGE`].
+    /// announces more is disconnected and counted. Default
+    /// [`MAX_TCP_MESSAGE`] (64 MiB), at most [`FRAME_MAX_MESSAGE`]; the
+    /// pool's `max_bytes` must hold it (a peer announcing more than the
+    /// pool can ever hold is disconnected too).
     pub max_message: usize,
     /// How messages are delimited on the byte stream. Default
     /// [`Framing::Length`].
     pub framing: Framing,
+    /// How receives are posted. Default [`RecvMode::Single`] (see the
+    /// module docs for the measurements behind the default).
+    pub recv_mode: RecvMode,
+    /// [`RecvMode::Multishot`]: buffers in the provided-buffer ring (a
+    /// power of two, at most 32768). Default 256.
+    pub recv_ring_buffers: u16,
     /// Bytes of each connection's receive buffer (a pool buffer); messages
     /// that fit arrive in place, larger ones are reassembled into a buffer
     /// of their size. Default 64 KiB.
@@ -61,6 +91,14 @@ pub struct TcpConfig {
     /// 0 always does when there is a zero-copy segment. Default 16 KiB (see
     /// the module docs, *Zero-copy break-even*).
     pub zero_copy_min: usize,
+    /// Run the zero-copy break-even probe at start-up against this peer
+    /// (one that reads and discards, such as a
+    /// [`DiscardSink`](super::DiscardSink) or `cf zc-sink` on the far
+    /// host): 1 KiB to 1 MiB, 10 ms per size and mode (about 0.3 s), then
+    /// `zero_copy_min` is what it chose
+    /// ([`TcpDatapath::zero_copy_probe`](super::TcpDatapath::zero_copy_probe)
+    /// says what and why). Default `None`: `zero_copy_min` as set.
+    pub zero_copy_probe: Option<SocketAddr>,
     /// Most messages queued on one connection behind the socket (sent in
     /// order as it drains); beyond, sends fail with
     /// [`SendError::Backlogged`](crate::SendError::Backlogged). Default 1024.
@@ -91,10 +129,13 @@ impl Default for TcpConfig {
             pool_config: PoolConfig::default(),
             max_message: MAX_TCP_MESSAGE,
             framing: Framing::Length,
+            recv_mode: RecvMode::Single,
+            recv_ring_buffers: 256,
             recv_buffer: 64 << 10,
             max_ready: 4096,
             max_connections: 4096,
             zero_copy_min: 16 << 10,
+            zero_copy_probe: None,
             max_queued_messages: 1024,
             max_queued_bytes: 16 << 20,
             ring_entries: 4096,
@@ -122,11 +163,14 @@ impl TcpConfig {
     }
 
     pub(super) fn check(&self) -> Result<(), TcpError> {
-        if self.max_message > MAX_TCP_MESSAGE {
-            return Err(TcpError::Config("max_message exceeds MAX_TCP_MESSAGE (the pool's largest buffer)"));
+        if self.max_message > FRAME_MAX_MESSAGE {
+            return Err(TcpError::Config("max_message exceeds FRAME_MAX_MESSAGE (a frame's 32-bit length)"));
         }
         if self.recv_buffer < 2 * PACKET_HEADER_LEN || self.recv_buffer > MAX_ALLOC {
             return Err(TcpError::Config("recv_buffer must be between 16 bytes and 2 MiB"));
+        }
+        if !self.recv_ring_buffers.is_power_of_two() || self.recv_ring_buffers > 32768 {
+            return Err(TcpError::Config("recv_ring_buffers must be a power of two, at most 32768"));
         }
         if self.max_ready == 0 || self.max_connections == 0 || self.max_send_ops == 0 {
             return Err(TcpError::Config("max_ready, max_connections and max_send_ops must be positive"));
@@ -154,6 +198,10 @@ pub enum TcpError {
     /// The io_uring instance could not be created.
     #[error("cannot create an io_uring: {0} (needs Linux 6.0 or later with io_uring enabled)")]
     Ring(io::Error),
+    /// The provided-buffer ring of [`RecvMode::Multishot`] could not be
+    /// registered.
+    #[error("cannot register the receive buffer ring: {0} (multishot receive needs Linux 6.0; use RecvMode::Single)")]
+    BufRing(io::Error),
     /// Listening failed.
     #[error("cannot listen on {addr}: {error} (is the address local and the port free?)")]
     Listen {

@@ -50,9 +50,14 @@ pub(super) struct Conn {
     pub(super) state: State,
     /// The receive buffer being filled. While a receive is posted the
     /// kernel writes into it: Rust forms no reference to its bytes then.
+    /// Multishot: the buffer a frame spanning chunks is assembled in (the
+    /// kernel never writes it).
     pub(super) rbuf: Option<RcBufMut>,
     /// Bytes of `rbuf` received so far.
     pub(super) rfilled: usize,
+    /// Multishot: received chunks not yet taken in (the pool had no buffer
+    /// for the frame they continue), in order.
+    pub(super) stash: VecDeque<RcBuf>,
     pub(super) recv_posted: bool,
     /// Queued for [`TcpDatapath::pump`](super::TcpDatapath) to post a receive.
     pub(super) want_recv: bool,
@@ -76,6 +81,7 @@ impl Conn {
             state: State::Open,
             rbuf: None,
             rfilled: 0,
+            stash: VecDeque::new(),
             recv_posted: false,
             want_recv: false,
             queue: VecDeque::new(),

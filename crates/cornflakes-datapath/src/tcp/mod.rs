@@ -1,5 +1,6 @@
 //! TCP datapath: any two hosts, Linux TCP sockets driven through io_uring,
-//! messages of any size up to the pool's largest buffer, many connections.
+//! messages of any size up to a configurable limit (64 MiB by default),
+//! many connections.
 //!
 //! # Contract
 //!
@@ -15,13 +16,18 @@
 //!   length (see [`read_frame_header`]), then the message.
 //!   [`Framing::Raw`] carries a self-delimiting protocol (RESP) instead:
 //!   no header is sent, and each receive is delivered as it arrived.
-//!   A peer that announces more than [`TcpConfig::max_message`] (at most [`MAX_TCP_MESSAGE`], 2 MiB − 8:
-//!   a received message is one pool buffer and the pool's largest is
-//!   2 MiB) is disconnected and counted ([`TcpStats::bad_frames`]); a peer
+//!   A peer that announces more than [`TcpConfig::max_message`] (default
+//!   [`MAX_TCP_MESSAGE`], 64 MiB; a received message is one contiguous
+//!   pool buffer, above 2 MiB a run of whole pool regions, see
+//!   [`cornflakes::mem`]) is disconnected and counted ([`TcpStats::bad_frames`]); a peer
 //!   that closes mid-message is counted ([`TcpStats::truncated_frames`]).
 //!   Both also count in [`DatapathStats::dropped_malformed`]. No input
 //!   panics, and what a peer makes us allocate is bounded by one receive
-//!   buffer plus one message per connection.
+//!   buffer plus one message per connection. With the 64 MiB default,
+//!   that times [`TcpConfig::max_connections`] can exceed the pool: peers
+//!   that announce large messages and stall can exhaust it, which is
+//!   back-pressure on every connection (receives wait for memory), not a
+//!   crash. Lower `max_message` where peers are not trusted.
 //! - **Sending** (`push_*`) queues the message on its connection and never
 //!   blocks; [`Datapath::flush`] posts the queued messages of each
 //!   connection as one `sendmsg` (up to 64 iovecs), one send in flight per
@@ -71,11 +77,37 @@
 //!   one pool buffer with one copy of at most one buffer's worth.
 //! ```
 //!
-//! The receive path uses plain `RECV` (one in flight per connection) into
-//! pool buffers, not multishot receive with a provided-buffer ring:
-//! provided buffers are fixed-size and recycled by the kernel, so every
-//! message that spans two would be copied, and a ring shared by all
-//! connections would let one connection starve the rest of buffers.
+//! # Receive modes
+//!
+//! [`RecvMode::Single`] (the default) is the picture above: one `RECV` in
+//! flight per connection, into that connection's pool buffer.
+//! [`RecvMode::Multishot`] posts one multishot `RECV` per connection and
+//! lets the kernel pick buffers from a provided-buffer ring of
+//! [`TcpConfig::recv_ring_buffers`] pool buffers shared by all
+//! connections (see the `multishot` and `bufring` modules): frames inside
+//! one buffer are delivered in place, a frame spanning buffers is copied
+//! into one pool buffer of its size. An empty ring (`ENOBUFS`) is
+//! back-pressure ([`TcpStats::recv_ring_empty`]): the ring is refilled only
+//! while fewer than [`TcpConfig::max_ready`] messages wait, and receives are
+//! posted again once it has buffers.
+//!
+//! Measured on the 2-core VM, 2026-11-24, both modes side by side in one
+//! run, server core 0, client core 1, but with the machine shared with
+//! other builds (load average 7 to 17, so the figures are noisy):
+//!
+//! | | Single | Multishot |
+//! |---|---|---|
+//! | 8 B ping-pong p50 (3 runs, median; two sessions, load 11 / 7) | 37.1 / 30.5 µs | 35.8 / 35.3 µs |
+//! | 8 B ping-pong p99 | 28 / 20 ms | 28 / 20 ms (scheduler noise) |
+//! | 256 connections × 4 in flight, 64 B | 45 / 51 k/s | 43 / 52 k/s |
+//! | 16 MiB one way (`cf bulk`), vs blocking `std::net` in the same run (load 17 / 10) | 1.04x / 0.94x | 0.65x / 0.66x |
+//!
+//! (`cargo run --release -p cornflakes-datapath --example tcp_recv_modes`
+//! and `cf bulk --recv-mode single|multishot`.) Small messages show no
+//! difference beyond the noise; large ones lose a third of their
+//! throughput to the copy out of the ring's buffers, which `Single` avoids
+//! by receiving a large message in place. Hence `Single` is the default.
+//! To revisit on a quiet machine.
 //!
 //! # Zero-copy break-even
 //!
@@ -85,10 +117,17 @@
 //! kernel copies anyway (the notification says so, counted in
 //! [`DatapathStats::zero_copy_copied`]), so it never pays there. Hence
 //! [`TcpConfig::zero_copy_min`]: 16 KiB by default, `usize::MAX` (never) in
-//! [`TcpConfig::loopback`]; the probe at start-up checks only that the
-//! kernel has `SENDMSG_ZC` ([`TcpDatapath::zero_copy_supported`]). Fixed
-//! buffers are not used for TCP sends (the `io-uring` crate's `SendMsgZc`
-//! has no buffer index).
+//! [`TcpConfig::loopback`]. [`TcpDatapath::probe_zero_copy`] measures the
+//! break-even on a path (plain against zero-copy sends of 1 KiB to 1 MiB to
+//! a peer that discards, [`DiscardSink`] or `cf zc-sink`) and sets
+//! `zero_copy_min` to it, or to never when the notifications say the
+//! kernel copied; [`TcpConfig::zero_copy_probe`] runs it at start-up and
+//! [`TcpDatapath::zero_copy_probe`] reports what it chose and why. `cf
+//! zc-probe` prints the table. On loopback and across the veth pair of
+//! `scripts/netns.sh` (2026-11-24) every notification said "copied", and
+//! zero-copy cost the sender 1.3x to 3.5x the CPU per byte of a plain send
+//! below 256 KiB: the probe chooses never. Fixed buffers are not used for
+//! TCP sends (the `io-uring` crate's `SendMsgZc` has no buffer index).
 //!
 //! # Layout
 //!
@@ -98,14 +137,25 @@
 //! | `frame` | the frame header: id and length |
 //! | `conn` | the connection table, per-connection state, generations |
 //! | `send` | queueing messages, building one send from a queue, partial sends |
-//! | `recv` | posting receives, parsing frames, reassembly, bad input |
+//! | `recv` | [`RecvMode::Single`]: posting receives, parsing frames, reassembly, bad input |
+//! | `multishot` | [`RecvMode::Multishot`]: the multishot receive, chunks, assembly, refilling the ring |
+//! | `bufring` | the provided-buffer ring shared with the kernel (unsafe: raw entry writes) |
+//! | `probe` | the zero-copy break-even probe, [`DiscardSink`] |
 //! | `completion` | accept, dispatching completions, waiting, closing, drop |
 //! | `sys` | the unsafe edge: raw submission entries, socket calls |
+//!
+//! Messages above 2 MiB (up to [`TcpConfig::max_message`], 64 MiB by
+//! default) are received into one contiguous pool buffer: a *run* of pool
+//! regions (see [`cornflakes::mem`]). `cf bulk` measures 16 MiB messages
+//! against a blocking `std::net` `write_all`/`read_exact` loop.
 
+mod bufring;
 mod completion;
 mod config;
 mod conn;
 mod frame;
+mod multishot;
+mod probe;
 mod recv;
 mod send;
 mod sys;
@@ -118,8 +168,9 @@ use std::time::Duration;
 use cornflakes::{Message, Pool};
 use io_uring::{opcode, IoUring};
 
-pub use self::config::{Framing, TcpConfig, TcpError, MAX_TCP_MESSAGE};
+pub use self::config::{Framing, RecvMode, TcpConfig, TcpError, FRAME_MAX_MESSAGE, MAX_TCP_MESSAGE};
 pub use self::frame::{read_frame_header, write_frame_header};
+pub use self::probe::{DiscardSink, ZcProbe, ZcProbeRow, PROBE_SIZES};
 
 use self::conn::{Conn, ConnTable, State};
 use self::send::SendOp;
@@ -163,6 +214,11 @@ pub struct TcpStats {
     pub leaked_on_drop: u64,
     /// `io_uring_enter` calls that submitted.
     pub submits: u64,
+    /// Accepts that found the submission queue full and were posted later.
+    pub accepts_deferred: u64,
+    /// Multishot receives ended by an empty buffer ring (`ENOBUFS`):
+    /// back-pressure, posted again once buffers were back.
+    pub recv_ring_empty: u64,
 }
 
 /// The Linux TCP datapath. See the module docs.
@@ -179,6 +235,12 @@ pub struct TcpDatapath {
     free_ops: Vec<u32>,
     conns: ConnTable,
     listeners: Vec<TcpListener>,
+    /// [`RecvMode::Multishot`]: the provided-buffer ring. Dropped after
+    /// the io_uring (closed in `Drop`), or leaked with it.
+    bufring: Option<bufring::BufRing>,
+    /// Listeners whose accept found the submission queue full: posted
+    /// again by `pump`.
+    accept_later: Vec<usize>,
     pool: Pool,
     /// Connections with a receive or send to post (see `pump`).
     want: Vec<u32>,
@@ -188,6 +250,8 @@ pub struct TcpDatapath {
     closed: VecDeque<ConnId>,
     config: TcpConfig,
     zc_supported: bool,
+    /// The last zero-copy probe's result.
+    zc_probe: Option<ZcProbe>,
     /// Requests in the kernel (receives, sends until their last
     /// completion, accepts).
     kernel_ops: usize,
@@ -200,6 +264,9 @@ pub struct TcpDatapath {
     frames: Vec<(u32, usize, usize)>,
     stats: DatapathStats,
     tcp: TcpStats,
+    /// Tests: `submit` takes nothing, as a busy kernel would.
+    #[cfg(test)]
+    hold_submits: bool,
 }
 
 impl std::fmt::Debug for TcpDatapath {
@@ -242,12 +309,21 @@ impl TcpDatapath {
         let mut probe = io_uring::Probe::new();
         let zc_supported =
             ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(opcode::SendMsgZc::CODE);
-        Ok(Self {
+        let bufring = match config.recv_mode {
+            RecvMode::Single => None,
+            RecvMode::Multishot => {
+                Some(bufring::BufRing::register(&ring, config.recv_ring_buffers).map_err(TcpError::BufRing)?)
+            }
+        };
+        let probe_sink = config.zero_copy_probe;
+        let mut dp = Self {
             ring: ManuallyDrop::new(ring),
             send_ops: Vec::new(),
             free_ops: Vec::new(),
             conns: ConnTable::default(),
             listeners: Vec::new(),
+            accept_later: Vec::new(),
+            bufring,
             pool,
             want: Vec::new(),
             want_spare: Vec::new(),
@@ -255,6 +331,7 @@ impl TcpDatapath {
             closed: VecDeque::new(),
             config,
             zc_supported,
+            zc_probe: None,
             kernel_ops: 0,
             released: 0,
             closing: false,
@@ -262,7 +339,13 @@ impl TcpDatapath {
             frames: Vec::new(),
             stats: DatapathStats::default(),
             tcp: TcpStats::default(),
-        })
+            #[cfg(test)]
+            hold_submits: false,
+        };
+        if let Some(sink) = probe_sink {
+            dp.probe_zero_copy(sink, &PROBE_SIZES, Duration::from_millis(10))?;
+        }
+        Ok(dp)
     }
 
     /// A datapath listening on `addr` (port 0: the kernel picks; see
@@ -412,13 +495,18 @@ impl Datapath for TcpDatapath {
 
     fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError> {
         self.reap();
-        let n = self.take_ready(out, max);
-        self.pump()?;
-        if n == 0 && self.ready.is_empty() {
-            if let Some(conn) = self.closed.pop_front() {
+        // A closed connection is reported once the application has taken
+        // the messages it sent before, even while others keep sending
+        // (the scan of `ready` runs only while a close waits).
+        if let Some(&conn) = self.closed.front() {
+            if !self.ready.iter().any(|r| r.conn == conn) {
+                self.closed.pop_front();
+                self.pump()?;
                 return Err(RecvError::Closed(conn));
             }
         }
+        let n = self.take_ready(out, max);
+        self.pump()?;
         Ok(n)
     }
 
@@ -464,5 +552,54 @@ pub mod __fuzz {
         let s = super::recv::scan(bytes, max_message, &mut out);
         debug_assert_eq!(s.frames, out.len());
         (out, s.consumed, s.next_frame, s.bad)
+    }
+
+    /// The multishot receive path's assembly (see the `multishot`
+    /// module) of `chunks`, as if the kernel had filled one ring buffer
+    /// with each, on a fresh connection of a per-thread datapath: the
+    /// messages delivered (id, bytes), and whether the connection was
+    /// closed for a frame over `max_message`.
+    pub fn assemble_chunks(chunks: &[&[u8]], max_message: usize) -> (Vec<(u32, Vec<u8>)>, bool) {
+        use std::cell::RefCell;
+
+        use super::{RecvMode, TcpConfig, TcpDatapath};
+        use crate::Datapath;
+
+        thread_local! {
+            static DP: RefCell<Option<(TcpDatapath, std::net::TcpListener)>> = const { RefCell::new(None) };
+        }
+        DP.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let (dp, listener) = cell.get_or_insert_with(|| {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+                let config =
+                    TcpConfig { recv_mode: RecvMode::Multishot, recv_ring_buffers: 8, ..TcpConfig::loopback() };
+                (TcpDatapath::new(config).expect("a datapath"), listener)
+            });
+            dp.config.max_message = max_message;
+            let conn = dp.connect(listener.local_addr().expect("bound")).expect("connect on loopback");
+            // Accept and drop the peer's end; it never sends.
+            let _ = listener.accept();
+            let i = dp.conns.index(conn).expect("just connected");
+            for chunk in chunks {
+                if dp.conns.get_mut(i).is_none_or(|c| c.state != super::conn::State::Open) {
+                    break;
+                }
+                let buf = dp.pool.alloc_copy(chunk).expect("pool room for a fuzz input");
+                assert!(dp.consume(i, buf).is_none(), "the pool has room");
+            }
+            let closed = dp.conns.get_mut(i).is_none_or(|c| c.state != super::conn::State::Open);
+            let out: Vec<(u32, Vec<u8>)> =
+                dp.ready.drain(..).map(|r| (r.msg_id, r.payload.as_slice().to_vec())).collect();
+            dp.close(conn);
+            // Let the kernel finish with the connection before the next input.
+            let mut ignored = Vec::new();
+            while dp.conns.index(conn).is_some() {
+                let _ = dp.recv_batch(&mut ignored, usize::MAX);
+                let _ = dp.wait(std::time::Duration::from_millis(1));
+                ignored.clear();
+            }
+            (out, closed)
+        })
     }
 }

@@ -8,6 +8,7 @@
 
 use std::os::fd::AsRawFd;
 
+use cornflakes::AllocError;
 use io_uring::{opcode, types};
 
 use super::completion::{user_data, KIND_RECV};
@@ -55,6 +56,9 @@ impl TcpDatapath {
     /// receive. Leaves it marked when it must wait (messages not taken,
     /// no buffer, submission queue full): false then.
     pub(super) fn service_recv(&mut self, i: usize) -> bool {
+        if self.bufring.is_some() {
+            return self.service_recv_multi(i);
+        }
         let Some(c) = self.conns.slots[i].conn.as_mut() else { return true };
         if c.state != State::Open || c.recv_posted {
             return true;
@@ -87,12 +91,13 @@ impl TcpDatapath {
             } else {
                 // A message larger than the buffer: move what arrived into
                 // one of its size (bounded by max_message).
-                let Ok(mut big) = self.pool.alloc(s.next_frame) else {
-                    c.rbuf = Some(buf);
-                    self.frames = frames;
-                    self.tcp.recv_held_back += 1;
-                    self.stats.dropped_no_buffer += 1;
-                    return false;
+                let mut big = match self.pool.alloc(s.next_frame) {
+                    Ok(big) => big,
+                    Err(e) => {
+                        c.rbuf = Some(buf);
+                        self.frames = frames;
+                        return self.no_buffer(i, &e);
+                    }
                 };
                 big[..filled].copy_from_slice(&buf[..filled]);
                 c.rbuf = Some(big);
@@ -105,12 +110,10 @@ impl TcpDatapath {
         let tail = filled - s.consumed;
         let next = if s.bad { None } else { Some(self.pool.alloc(s.next_frame.max(self.config.recv_buffer))) };
         let next = match next {
-            Some(Err(_)) => {
+            Some(Err(e)) => {
                 c.rbuf = Some(buf);
                 self.frames = frames;
-                self.tcp.recv_held_back += 1;
-                self.stats.dropped_no_buffer += 1;
-                return false;
+                return self.no_buffer(i, &e);
             }
             Some(Ok(mut b)) => {
                 b[..tail].copy_from_slice(&buf[s.consumed..filled]);
@@ -137,6 +140,21 @@ impl TcpDatapath {
             return true;
         }
         self.post_recv(i)
+    }
+
+    /// The pool had no buffer for connection `i`'s next frame: wait for
+    /// one (back-pressure, false), unless the pool could never hold it,
+    /// which closes the connection as a bad frame.
+    fn no_buffer(&mut self, i: usize, e: &AllocError) -> bool {
+        if let AllocError::TooLarge { .. } = e {
+            self.tcp.bad_frames += 1;
+            self.stats.dropped_malformed += 1;
+            self.begin_close(i, true);
+            return true;
+        }
+        self.tcp.recv_held_back += 1;
+        self.stats.dropped_no_buffer += 1;
+        false
     }
 
     /// [`Framing::Raw`]: whatever arrived is delivered as it is (one

@@ -36,6 +36,33 @@
 //! slot. Allocation and free are O(1): each size class keeps a stack of
 //! regions with free slots, each region a stack of free slots.
 //!
+//! # Buffers larger than a region
+//!
+//! A buffer above [`MAX_ALLOC`] (a whole message received over TCP, say)
+//! is a *run*: `k` regions in a row, one slot spanning all of them, so it
+//! is one contiguous `RcBuf` in pool memory like any other.
+//!
+//! ```text
+//!  │ region 3 (64 B) │ region 4: run head │ region 5 │ region 6 │ region 7 (4 KiB) │
+//!                    ├──────────── one slot, one count ─────────┤
+//!  table: class_shift   RUN_SHIFT            RUN_SHIFT  RUN_SHIFT
+//!         run_head      0                    1          2          (distance to the head)
+//!         run_regions   3
+//! ```
+//!
+//! Every region of a run has class `RUN_SHIFT` (63), so an offset
+//! from the head shifts down to slot 0: an `RcBuf` of a run names its head
+//! entry, and clone and drop are the same code as for any slot.
+//! `recover` of a pointer in a run region takes a cold branch: one more
+//! table entry (the head, `run_head` entries back), a bounds check against
+//! the head's `run_regions`, then the count; still O(1). A freed run goes
+//! back as a range of mapped regions, merged with free neighbours, and is
+//! reused first fit by later runs; once the reservation is all mapped,
+//! size classes take single regions from these ranges too. Everything stays
+//! within [`PoolConfig::max_bytes`]; a run longer than the reservation is
+//! [`AllocError::TooLarge`], one that does not fit now is
+//! [`AllocError::Exhausted`].
+//!
 //! A slot's count is 0 while it is free, [`u32::MAX`] while a writable
 //! [`RcBufMut`] owns it (so `recover` cannot find it), and the number of
 //! [`RcBuf`] views once it is frozen.
@@ -62,8 +89,12 @@ pub const REGION_SIZE: usize = 1 << REGION_SHIFT;
 pub const MIN_CLASS_SHIFT: u32 = 6;
 /// log2 of the largest size class (one slot per region).
 pub const MAX_CLASS_SHIFT: u32 = REGION_SHIFT;
-/// Largest buffer a pool hands out.
+/// Largest buffer of a size class (one slot per region). Larger buffers
+/// are runs of whole regions; see [`Pool::alloc`].
 pub const MAX_ALLOC: usize = 1 << MAX_CLASS_SHIFT;
+/// `class_shift` of a region that belongs to a run: every offset from the
+/// run's head (below 2^63) shifts down to slot 0, the run's one count.
+pub(crate) const RUN_SHIFT: u32 = usize::BITS - 1;
 const NUM_CLASSES: usize = (MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1) as usize;
 
 /// The size class (log2 of the slot size) that holds `len` bytes.
@@ -97,12 +128,12 @@ pub enum PoolError {
 /// Why an allocation failed. Callers treat it as back-pressure.
 #[derive(Debug, thiserror::Error)]
 pub enum AllocError {
-    /// The request exceeds the largest size class.
-    #[error("buffer of {len} bytes exceeds the largest size class ({max} bytes)")]
+    /// The request exceeds the pool's whole reservation.
+    #[error("buffer of {len} bytes exceeds the pool's reservation ({max} bytes; raise PoolConfig::max_bytes)")]
     TooLarge {
         /// Requested length.
         len: usize,
-        /// Largest length a pool serves.
+        /// Largest length this pool could ever serve.
         max: usize,
     },
     /// Every region of the reservation is mapped and full.

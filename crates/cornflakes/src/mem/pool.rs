@@ -2,15 +2,14 @@
 //! region cut into slots of one power-of-two size class.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::rc::Rc;
 
 use super::rcbuf::{self, RcBuf, RcBufMut, FREE, MAX_SHARED, UNIQUE};
 use super::sys::{self, PageKind, Reservation};
-use super::{
-    class_of, AllocError, PoolError, MAX_CLASS_SHIFT, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE,
-};
+use super::{class_of, AllocError, PoolError, MIN_CLASS_SHIFT, NUM_CLASSES, REGION_SHIFT, REGION_SIZE, RUN_SHIFT};
 
 /// How a pool obtains its memory.
 #[derive(Clone, Debug)]
@@ -54,7 +53,8 @@ pub struct RegionInfo {
     pub len: usize,
     /// Offset of the region in the backing memfd.
     pub file_offset: usize,
-    /// Slot size of the region's class.
+    /// Slot size of the region's class; [`REGION_SIZE`] for a region that
+    /// is part of a buffer spanning several regions (a *run*).
     pub slot_size: usize,
 }
 
@@ -79,7 +79,9 @@ pub(crate) struct RegionMeta {
     pub(crate) base: NonNull<u8>,
     /// Reference counts, one per slot (0 = free).
     pub(crate) counts: Cell<NonNull<Cell<u32>>>,
-    /// log2 of the slot size; 0 while the region is unmapped.
+    /// log2 of the slot size; 0 while the region is unmapped; [`RUN_SHIFT`]
+    /// when the region belongs to a run (one slot spanning whole regions),
+    /// so that any offset from the run's head maps to slot 0.
     pub(crate) class_shift: Cell<u32>,
     /// Number of slots: `REGION_SIZE >> class_shift`.
     slots: Cell<u32>,
@@ -92,6 +94,12 @@ pub(crate) struct RegionMeta {
     /// Owner of the `counts` array (`counts` points into its buffer, which
     /// is allocated once, when the region is mapped, and never moves).
     counts_storage: RefCell<Vec<Cell<u32>>>,
+    /// For a region of a run: its distance from the run's first region (0
+    /// on the head). May be stale once the run is freed and split again;
+    /// `recover` checks the head it leads to before trusting it.
+    run_head: Cell<u32>,
+    /// On the head of a run: how many regions the run has.
+    run_regions: Cell<u32>,
 }
 
 // `recover`, clone and drop read only `base`, `counts` and `class_shift`:
@@ -136,11 +144,16 @@ impl RegionMeta {
             let pool_ptr = region.pool.get();
             // SAFETY: as above, the pool is alive.
             let pool = unsafe { &*pool_ptr };
-            region.free.borrow_mut().push(slot as u32);
-            if !region.in_partial.get() {
-                region.in_partial.set(true);
-                let class = (region.class_shift.get() - MIN_CLASS_SHIFT) as usize;
-                pool.classes[class].borrow_mut().push(region.index_in(pool) as u32);
+            if region.class_shift.get() == RUN_SHIFT {
+                // A run goes back whole, as one free range of regions.
+                pool.free_run(region.index_in(pool) as u32, region.run_regions.get());
+            } else {
+                region.free.borrow_mut().push(slot as u32);
+                if !region.in_partial.get() {
+                    region.in_partial.set(true);
+                    let class = (region.class_shift.get() - MIN_CLASS_SHIFT) as usize;
+                    pool.classes[class].borrow_mut().push(region.index_in(pool) as u32);
+                }
             }
             pool.live_slots.set(pool.live_slots.get() - 1);
             pool_ptr
@@ -150,8 +163,44 @@ impl RegionMeta {
         unsafe { Rc::decrement_strong_count(pool_ptr) };
     }
 
+    /// Bytes of the run this region heads.
+    pub(crate) fn run_bytes(&self) -> usize {
+        (self.run_regions.get() as usize) << REGION_SHIFT
+    }
+
     fn index_in(&self, pool: &PoolInner) -> usize {
         (self.base.as_ptr() as usize - pool.base.as_ptr() as usize) >> REGION_SHIFT
+    }
+}
+
+impl PoolInner {
+    /// Returns regions `start..start + len` to the free ranges, merged with
+    /// the ranges either side.
+    fn free_run(&self, start: u32, len: u32) {
+        let mut runs = self.free_runs.borrow_mut();
+        let (mut start, mut len) = (start, len);
+        if let Some((&before, &before_len)) = runs.range(..start).next_back() {
+            if before + before_len == start {
+                runs.remove(&before);
+                start = before;
+                len += before_len;
+            }
+        }
+        if let Some(after_len) = runs.remove(&(start + len)) {
+            len += after_len;
+        }
+        runs.insert(start, len);
+    }
+
+    /// Takes `want` free mapped regions in a row (first fit), if any.
+    fn take_free_run(&self, want: u32) -> Option<u32> {
+        let mut runs = self.free_runs.borrow_mut();
+        let (&start, &len) = runs.iter().find(|(_, &len)| len >= want)?;
+        runs.remove(&start);
+        if len > want {
+            runs.insert(start + want, len - want);
+        }
+        Some(start)
     }
 }
 
@@ -164,6 +213,9 @@ pub(crate) struct PoolInner {
     mapped_regions: Cell<usize>,
     /// Per size class, the regions that still have free slots.
     classes: [RefCell<Vec<u32>>; NUM_CLASSES],
+    /// Mapped regions not in use, left by freed runs: first region ->
+    /// number of regions. Adjacent ranges are merged.
+    free_runs: RefCell<BTreeMap<u32, u32>>,
     /// The memfd behind the regions (none under Miri).
     backing: Option<OwnedFd>,
     page_kind: PageKind,
@@ -260,6 +312,8 @@ impl Pool {
                 pool: Cell::new(std::ptr::null()),
                 free: RefCell::new(Vec::new()),
                 counts_storage: RefCell::new(Vec::new()),
+                run_head: Cell::new(0),
+                run_regions: Cell::new(0),
             })
             .collect();
         let pool = Pool {
@@ -269,6 +323,7 @@ impl Pool {
                 regions: table,
                 mapped_regions: Cell::new(0),
                 classes: std::array::from_fn(|_| RefCell::new(Vec::new())),
+                free_runs: RefCell::new(BTreeMap::new()),
                 backing,
                 page_kind: kind,
                 lock: config.lock,
@@ -283,22 +338,25 @@ impl Pool {
         }
         // Map one region now, so that a machine without hugepages falls back
         // at creation rather than at the first allocation.
-        pool.map_region(MIN_CLASS_SHIFT).map_err(|e| match e {
+        pool.add_class_region(MIN_CLASS_SHIFT).map_err(|e| match e {
             AllocError::Map(io) => PoolError::Map(io),
             _ => PoolError::BadConfig("cannot map the first region"),
         })?;
         Ok(pool)
     }
 
-    /// Allocates a writable buffer of `len` bytes in a slot of the next
-    /// power of two (at least 64 bytes). O(1); maps a new region when the
-    /// size class has no free slot. The buffer is unique until
-    /// [`RcBufMut::freeze`]: [`Pool::recover`] does not find it.
+    /// Allocates a writable buffer of `len` bytes: up to
+    /// [`MAX_ALLOC`](super::MAX_ALLOC) in a slot of the next power of two
+    /// (at least 64 bytes), O(1), mapping a new region when the size class
+    /// has no free slot; above, in a *run* of whole regions in a row (see
+    /// the module docs), first fit over the free ranges runs left (a
+    /// `BTreeMap` walk) or newly mapped. The buffer is unique until [`RcBufMut::freeze`]:
+    /// [`Pool::recover`] does not find it.
     ///
     /// # Errors
     ///
-    /// [`AllocError::TooLarge`] above [`MAX_ALLOC`](super::MAX_ALLOC) bytes;
-    /// [`AllocError::Exhausted`] when the reservation is full;
+    /// [`AllocError::TooLarge`] when `len` exceeds the whole reservation;
+    /// [`AllocError::Exhausted`] when the reservation has no room;
     /// [`AllocError::Map`] when the kernel refuses memory for a new region.
     /// All of them are back-pressure: free buffers, or fail the request.
     ///
@@ -306,17 +364,23 @@ impl Pool {
     ///
     /// ```
     /// use cornflakes::{mem::HugePages, Pool, PoolConfig};
-    /// let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// let pool = Pool::with_config(PoolConfig { max_bytes: 16 << 20, hugepages: HugePages::Never, lock: false })?;
     /// let mut buf = pool.alloc(100)?;
     /// assert_eq!(buf.len(), 100);
     /// assert_eq!(buf.capacity(), 128);
     /// buf[..5].copy_from_slice(b"hello");
     /// let frozen = buf.freeze();
     /// assert!(pool.recover(&frozen[..5]).is_some());
+    /// // Larger than a region: one contiguous buffer over three regions.
+    /// let big = pool.alloc(5 << 20)?.freeze();
+    /// assert_eq!(big.capacity(), 6 << 20);
+    /// assert!(pool.recover(&big[(3 << 20)..(5 << 20)]).is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn alloc(&self, len: usize) -> Result<RcBufMut, AllocError> {
-        let shift = class_of(len).ok_or(AllocError::TooLarge { len, max: 1 << MAX_CLASS_SHIFT })?;
+        let Some(shift) = class_of(len) else {
+            return self.alloc_run(len);
+        };
         let inner = &*self.inner;
         let class = (shift - MIN_CLASS_SHIFT) as usize;
         let region_idx = {
@@ -325,7 +389,7 @@ impl Pool {
         };
         let region_idx = match region_idx {
             Some(i) => i as usize,
-            None => self.map_region(shift)?,
+            None => self.add_class_region(shift)?,
         };
         let region = &inner.regions[region_idx];
         let slot = {
@@ -338,15 +402,120 @@ impl Pool {
             slot as usize
         };
         region.count(slot).set(UNIQUE);
+        // SAFETY: slot < slots, so the slot lies inside the mapped region.
+        let ptr = unsafe { NonNull::new_unchecked(region.base.as_ptr().add(slot << shift)) };
+        self.hand_out(ptr, len, region)
+    }
+
+    /// Counts a slot whose count was just set to [`UNIQUE`] as live and
+    /// wraps it in its writable handle.
+    #[inline(always)]
+    fn hand_out(&self, ptr: NonNull<u8>, len: usize, region: &RegionMeta) -> Result<RcBufMut, AllocError> {
+        let inner = &*self.inner;
         inner.live_slots.set(inner.live_slots.get() + 1);
         // The slot holds the pool alive until it is released.
         // SAFETY: `self.inner` is a live Rc, so incrementing is sound.
         unsafe { Rc::increment_strong_count(Rc::as_ptr(&self.inner)) };
-        // SAFETY: slot < slots, so the slot lies inside the mapped region.
-        let ptr = unsafe { NonNull::new_unchecked(region.base.as_ptr().add(slot << shift)) };
-        // SAFETY: the slot is mapped, its count marks it as owned by the new
-        // buffer, and `len <= slot size`.
+        // SAFETY: `ptr` starts a slot of `region` (for a run, its head) that
+        // is mapped, whose count marks it as owned by the new buffer, and
+        // `len` does not exceed the slot.
         Ok(unsafe { RcBufMut::from_raw_parts(ptr, len, NonNull::from(region)) })
+    }
+
+    /// A buffer above [`MAX_ALLOC`](super::MAX_ALLOC): a run of whole
+    /// regions in a row, from freed runs (first fit) or newly mapped.
+    #[cold]
+    #[inline(never)]
+    fn alloc_run(&self, len: usize) -> Result<RcBufMut, AllocError> {
+        let inner = &*self.inner;
+        let want = len.div_ceil(REGION_SIZE);
+        if want > inner.regions.len() {
+            return Err(AllocError::TooLarge { len, max: inner.reserved });
+        }
+        let want = want as u32;
+        let start = match inner.take_free_run(want) {
+            Some(start) => start,
+            None => self.map_run(want)?,
+        } as usize;
+        for (k, region) in inner.regions[start..start + want as usize].iter().enumerate() {
+            region.class_shift.set(RUN_SHIFT);
+            region.run_head.set(k as u32);
+            region.run_regions.set(0);
+        }
+        let head = &inner.regions[start];
+        head.run_regions.set(want);
+        head.slots.set(1);
+        {
+            let mut storage = head.counts_storage.borrow_mut();
+            *storage = vec![Cell::new(UNIQUE)];
+            head.counts.set(NonNull::new(storage.as_ptr().cast_mut()).expect("a vector's buffer is not null"));
+        }
+        self.hand_out(head.base, len, head)
+    }
+
+    /// Maps `want` regions in a row at the end of what is mapped, joined
+    /// with a free range that ends there. Regions mapped before a failure
+    /// are kept as a free range.
+    fn map_run(&self, want: u32) -> Result<u32, AllocError> {
+        let inner = &*self.inner;
+        let end = inner.mapped_regions.get() as u32;
+        let tail = {
+            let runs = inner.free_runs.borrow();
+            runs.range(..end).next_back().filter(|(&s, &l)| s + l == end).map(|(&s, _)| s)
+        };
+        let start = match tail {
+            Some(s) => {
+                inner.free_runs.borrow_mut().remove(&s);
+                s
+            }
+            None => end,
+        };
+        if (start + want) as usize > inner.regions.len() {
+            if start < end {
+                inner.free_run(start, end - start);
+            }
+            return Err(AllocError::Exhausted { reserved: inner.reserved });
+        }
+        for _ in end..start + want {
+            if let Err(e) = self.map_next() {
+                let mapped = inner.mapped_regions.get() as u32;
+                if mapped > start {
+                    inner.free_run(start, mapped - start);
+                }
+                return Err(e);
+            }
+        }
+        Ok(start)
+    }
+
+    /// A region for size class `shift`: the next one of the reservation,
+    /// or, once it is all mapped, one left free by a run.
+    fn add_class_region(&self, shift: u32) -> Result<usize, AllocError> {
+        let inner = &*self.inner;
+        let idx = match self.map_next() {
+            Ok(idx) => idx,
+            Err(AllocError::Exhausted { reserved }) => {
+                inner.take_free_run(1).ok_or(AllocError::Exhausted { reserved })? as usize
+            }
+            Err(e) => return Err(e),
+        };
+        let region = &inner.regions[idx];
+        let slots = REGION_SIZE >> shift;
+        {
+            let mut storage = region.counts_storage.borrow_mut();
+            *storage = (0..slots).map(|_| Cell::new(FREE)).collect();
+            // The pointer comes from the vector itself, so that it covers every
+            // count, and is taken after the vector is in place.
+            region.counts.set(NonNull::new(storage.as_ptr().cast_mut()).expect("a vector's buffer is not null"));
+        }
+        region.slots.set(slots as u32);
+        region.run_regions.set(0);
+        // Free stack in reverse so that slot 0 is handed out first.
+        *region.free.borrow_mut() = (0..slots as u32).rev().collect();
+        region.in_partial.set(true);
+        inner.classes[(shift - MIN_CLASS_SHIFT) as usize].borrow_mut().push(idx as u32);
+        region.class_shift.set(shift);
+        Ok(idx)
     }
 
     /// Allocates a buffer, copies `data` into it and freezes it.
@@ -370,9 +539,10 @@ impl Pool {
         Ok(buf.freeze())
     }
 
-    /// Maps the next region of the reservation for size class `shift`,
-    /// pushes it on the class's partial list and returns its index.
-    fn map_region(&self, shift: u32) -> Result<usize, AllocError> {
+    /// Maps the first unmapped region of the reservation and returns its
+    /// index. It starts as a free region of a run (class [`RUN_SHIFT`], not
+    /// the head of anything), which `recover` never finds.
+    fn map_next(&self) -> Result<usize, AllocError> {
         let inner = &*self.inner;
         let idx = inner.mapped_regions.get();
         if idx >= inner.regions.len() {
@@ -387,22 +557,9 @@ impl Pool {
         if inner.lock && sys::lock_region(region.base) {
             inner.locked_regions.set(inner.locked_regions.get() + 1);
         }
-        let slots = REGION_SIZE >> shift;
-        {
-            let mut storage = region.counts_storage.borrow_mut();
-            *storage = (0..slots).map(|_| Cell::new(FREE)).collect();
-            // The pointer comes from the vector itself, so that it covers every
-            // count, and is taken after the vector is in place (moving it
-            // afterwards would not move its buffer, but keep it simple).
-            region.counts.set(NonNull::new(storage.as_ptr().cast_mut()).expect("a vector's buffer is not null"));
-        }
-        region.slots.set(slots as u32);
-        // Free stack in reverse so that slot 0 is handed out first.
-        *region.free.borrow_mut() = (0..slots as u32).rev().collect();
-        region.in_partial.set(true);
-        inner.classes[(shift - MIN_CLASS_SHIFT) as usize].borrow_mut().push(idx as u32);
-        // Publish the class last: `recover` treats class_shift 0 as unmapped.
-        region.class_shift.set(shift);
+        region.class_shift.set(RUN_SHIFT);
+        region.run_head.set(0);
+        region.run_regions.set(0);
         inner.mapped_regions.set(idx + 1);
         Ok(idx)
     }
@@ -445,6 +602,9 @@ impl Pool {
         // index is in bounds. (The bounds check cost ~10% of a zero-copy set.)
         let region = unsafe { inner.regions.get_unchecked(offset >> REGION_SHIFT) };
         let shift = region.class_shift.get();
+        if shift == RUN_SHIFT {
+            return self.recover_in_run(offset, data);
+        }
         let in_region = offset & (REGION_SIZE - 1);
         let slot = in_region >> shift;
         // The last byte must lie in the same slot as the first.
@@ -466,6 +626,40 @@ impl Pool {
         Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(region)) })
     }
 
+    /// [`Pool::recover`] of `data`, at `offset` from the base, in a region
+    /// that belongs to a run (or is free): found through the run's head,
+    /// checked against the head's extent and count.
+    #[cold]
+    #[inline(never)]
+    fn recover_in_run(&self, offset: usize, data: &[u8]) -> Option<RcBuf> {
+        let inner = &*self.inner;
+        let idx = offset >> REGION_SHIFT;
+        let head_idx = idx.checked_sub(inner.regions[idx].run_head.get() as usize)?;
+        let head = &inner.regions[head_idx];
+        // A stale `run_head` (a freed, split run) may lead anywhere: only a
+        // head whose run covers all of `data` answers.
+        let regions = head.run_regions.get() as usize;
+        if head.class_shift.get() != RUN_SHIFT || regions == 0 {
+            return None;
+        }
+        let in_run = offset - (head_idx << REGION_SHIFT);
+        if in_run + data.len() > regions << REGION_SHIFT {
+            return None;
+        }
+        let count = head.count(0);
+        let n = count.get();
+        if n == FREE || n == UNIQUE {
+            return None;
+        }
+        if n >= MAX_SHARED {
+            rcbuf::count_overflow();
+        }
+        count.set(n + 1);
+        // SAFETY: `data` lies inside the live run headed by `head`, whose
+        // count we just incremented on behalf of the new buffer.
+        Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(head)) })
+    }
+
     /// Whether `data` starts inside this pool's mapped memory (no count is
     /// touched).
     pub fn contains(&self, data: &[u8]) -> bool {
@@ -483,7 +677,7 @@ impl Pool {
             addr: r.base.as_ptr(),
             len: REGION_SIZE,
             file_offset: index * REGION_SIZE,
-            slot_size: 1 << r.class_shift.get(),
+            slot_size: if r.class_shift.get() == RUN_SHIFT { REGION_SIZE } else { 1 << r.class_shift.get() },
         })
     }
 

@@ -24,6 +24,7 @@ use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::ptr::NonNull;
 
 use super::pool::RegionMeta;
+use super::RUN_SHIFT;
 
 /// Slot count of a free slot.
 pub(crate) const FREE: u32 = 0;
@@ -202,19 +203,24 @@ pub(crate) fn increment(count: &Cell<u32>) {
     count.set(n + 1);
 }
 
-/// Bytes from `ptr` to the end of its slot.
+/// Bytes from `ptr` to the end of its slot (for a run, of its last region).
 #[inline(always)]
 fn capacity_of(ptr: NonNull<u8>, region: &RegionMeta) -> usize {
     let shift = region.class_shift.get();
-    let in_slot = (ptr.as_ptr() as usize - region.base.as_ptr() as usize) & ((1usize << shift) - 1);
-    (1usize << shift) - in_slot
+    let from_base = ptr.as_ptr() as usize - region.base.as_ptr() as usize;
+    if shift == RUN_SHIFT {
+        // `region` is the run's head: the slot is the whole run.
+        return region.run_bytes() - from_base;
+    }
+    (1usize << shift) - (from_base & ((1usize << shift) - 1))
 }
 
 impl RcBuf {
     /// # Safety
     ///
     /// 1. `region` points to a live region-table entry of a live pool.
-    /// 2. `ptr..ptr+len` lies inside one frozen slot of that region.
+    /// 2. `ptr..ptr+len` lies inside one frozen slot of that region (for a
+    ///    run, `region` is its head and the slot is the whole run).
     /// 3. The slot's count already includes the reference this buffer owns.
     #[inline(always)]
     pub(crate) unsafe fn from_raw_parts(ptr: NonNull<u8>, len: usize, region: NonNull<RegionMeta>) -> Self {
@@ -420,8 +426,9 @@ impl RcBufMut {
     /// # Safety
     ///
     /// 1. `region` points to a live region-table entry of a live pool.
-    /// 2. `ptr..ptr+len` lies inside one slot of that region, and `len` does
-    ///    not exceed the bytes from `ptr` to the end of the slot.
+    /// 2. `ptr..ptr+len` lies inside one slot of that region (for a run,
+    ///    `region` is its head and the slot is the whole run), and `len`
+    ///    does not exceed the bytes from `ptr` to the end of the slot.
     /// 3. The slot's count is [`UNIQUE`], owned by this handle.
     #[inline(always)]
     pub(crate) unsafe fn from_raw_parts(ptr: NonNull<u8>, len: usize, region: NonNull<RegionMeta>) -> Self {

@@ -14,6 +14,120 @@ fn size_classes_round_up() {
     assert_eq!(class_of(MAX_ALLOC + 1), None);
 }
 
+/// Bytes that differ at every word-aligned offset, to catch a run that is not
+/// one contiguous buffer (Miri runs this, so only a few words are written).
+fn mark_run(buf: &mut [u8]) {
+    for at in (0..buf.len()).step_by(REGION_SIZE / 2) {
+        buf[at] = (at >> 20) as u8 + 1;
+    }
+    let last = buf.len() - 1;
+    buf[last] = 0xEE;
+}
+
+#[test]
+fn buffers_above_a_region_are_one_contiguous_run() {
+    let pool = small_pool();
+    let small = pool.alloc_copy(b"x").unwrap();
+    let mut m = pool.alloc(5 << 20).unwrap();
+    assert_eq!(m.len(), 5 << 20);
+    assert_eq!(m.capacity(), 6 << 20, "three whole regions");
+    mark_run(&mut m);
+    assert!(pool.recover(&m[..8]).is_none(), "unique until frozen");
+    assert!(m.set_len(6 << 20));
+    assert!(!m.set_len((6 << 20) + 1));
+    m.truncate(5 << 20);
+    let big = m.freeze();
+    assert_eq!(pool.stats().live_slots, 2);
+    assert_eq!(big[(5 << 20) - 1], 0xEE);
+    assert_eq!(big[REGION_SIZE], 3, "written at 2 MiB, read back at 2 MiB");
+    // Any part of the run, in any of its regions or across their boundaries,
+    // is found, and shares the one count.
+    for (from, to) in [(0, 8), (REGION_SIZE - 4, REGION_SIZE + 4), (3 << 20, 5 << 20), (0, 5 << 20)] {
+        let rec = pool.recover(&big[from..to]).expect("inside the run");
+        assert_eq!(rec.as_ptr(), big[from..].as_ptr());
+        assert_eq!(rec.len(), to - from);
+        assert_eq!(&rec[..], &big[from..to]);
+        assert_eq!(big.ref_count(), 2);
+        assert_eq!(rec.capacity(), (6 << 20) - from);
+    }
+    let tail = big.slice(REGION_SIZE * 2 + 1..);
+    assert_eq!(tail[0], big[REGION_SIZE * 2 + 1]);
+    drop(big);
+    assert_eq!(tail.ref_count(), 1, "a view in the last region keeps the run");
+    assert_eq!(pool.stats().live_slots, 2);
+    let mut again = tail.try_into_mut().expect("the only reference");
+    again[0] = 1;
+    drop(again);
+    assert_eq!(pool.stats().live_slots, 1);
+    assert_eq!(&small[..], b"x");
+}
+
+#[test]
+fn runs_end_where_they_end() {
+    let pool = small_pool();
+    let a = pool.alloc(3 << 20).unwrap().freeze();
+    let b = pool.alloc(3 << 20).unwrap().freeze();
+    let (lo, hi) = if a.as_ptr() < b.as_ptr() { (&a, &b) } else { (&b, &a) };
+    assert_eq!(hi.as_ptr() as usize - lo.as_ptr() as usize, 4 << 20, "runs of two regions, side by side");
+    let at = |addr: *const u8| pool.base().wrapping_add(addr as usize - pool.base() as usize);
+    // SAFETY: both runs are live and frozen, adjacent in mapped memory.
+    let spanning = unsafe { std::slice::from_raw_parts(at(lo.as_ptr()).add((4 << 20) - 8), 16) };
+    assert!(pool.recover(spanning).is_none(), "a slice across two runs");
+    // SAFETY: as above, the last bytes of the lower run's capacity.
+    let end = unsafe { std::slice::from_raw_parts(at(lo.as_ptr()).add((4 << 20) - 8), 8) };
+    assert!(pool.recover(end).is_some(), "the run's capacity is its slot");
+}
+
+#[test]
+fn freed_runs_are_merged_and_reused_and_stale_heads_are_refused() {
+    let pool = small_pool();
+    let a = pool.alloc(5 << 20).unwrap().freeze();
+    let b = pool.alloc(5 << 20).unwrap().freeze();
+    let first = a.as_ptr().min(b.as_ptr());
+    let regions = pool.region_count();
+    drop(a);
+    drop(b);
+    assert_eq!(pool.stats().live_slots, 0);
+    // The two freed runs (three regions each) merged into one of six.
+    let c = pool.alloc(12 << 20).unwrap().freeze();
+    assert_eq!(c.as_ptr(), first);
+    assert_eq!(pool.region_count(), regions, "no region mapped for a reused run");
+    drop(c);
+    // A shorter run takes the front of the free range; the rest keeps the
+    // old run's stale head, which must not make it recoverable.
+    let d = pool.alloc(3 << 20).unwrap().freeze();
+    assert_eq!(d.as_ptr(), first);
+    let at = |addr: *const u8| pool.base().wrapping_add(addr as usize - pool.base() as usize);
+    // SAFETY: the pool never unmaps a region while it lives; only the
+    // address is passed to recover.
+    let stale = unsafe { std::slice::from_raw_parts(at(first).add(5 << 20), 8) };
+    assert!(pool.recover(stale).is_none(), "free region behind a live run");
+    // SAFETY: as above.
+    let past = unsafe { std::slice::from_raw_parts(at(first).add((4 << 20) - 4), 8) };
+    assert!(pool.recover(past).is_none(), "crosses the end of the live run");
+    assert!(pool.recover(&d[..]).is_some());
+}
+
+#[test]
+fn runs_are_bounded_by_the_reservation_and_lend_regions_to_size_classes() {
+    // Four regions: the first serves 64-byte slots.
+    let pool = Pool::with_config(PoolConfig { max_bytes: 8 << 20, hugepages: HugePages::Never, lock: false }).unwrap();
+    let _small = pool.alloc(10).unwrap();
+    assert!(matches!(pool.alloc((8 << 20) + 1), Err(AllocError::TooLarge { .. })));
+    assert!(matches!(pool.alloc(7 << 20), Err(AllocError::Exhausted { .. })), "needs four, three are left");
+    let run = pool.alloc(6 << 20).unwrap();
+    assert_eq!(pool.region_count(), 4);
+    assert!(matches!(pool.alloc(1 << 20), Err(AllocError::Exhausted { .. })));
+    drop(run);
+    // All mapped: a size class takes a region the run left.
+    let mb = pool.alloc(1 << 20).unwrap();
+    assert!(matches!(pool.alloc(5 << 20), Err(AllocError::Exhausted { .. })), "two regions are left");
+    let two = pool.alloc(4 << 20).unwrap().freeze();
+    assert!(pool.recover(&two[(3 << 20)..]).is_some());
+    assert!(pool.recover(&mb[..]).is_none(), "still writable");
+    assert_eq!(pool.stats().live_slots, 3);
+}
+
 #[test]
 fn clone_and_drop_count_and_reuse_slot() {
     let pool = small_pool();
@@ -108,7 +222,8 @@ fn exhaustion_is_an_error_not_a_crash() {
     assert!(matches!(err, AllocError::Exhausted { .. }), "{err}");
     held.pop();
     assert!(pool.alloc(1 << 20).is_ok(), "a freed slot is usable again");
-    assert!(matches!(pool.alloc(MAX_ALLOC + 1), Err(AllocError::TooLarge { .. })));
+    assert!(matches!(pool.alloc(MAX_ALLOC + 1), Err(AllocError::Exhausted { .. })), "a run needs two free regions");
+    assert!(matches!(pool.alloc((4 << 20) + 1), Err(AllocError::TooLarge { .. })));
 }
 
 #[test]
