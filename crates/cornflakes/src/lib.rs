@@ -39,6 +39,8 @@ pub use mem::{AllocError, Pool, PoolConfig, RcBuf, RcBufMut};
 pub mod field;
 pub mod wire;
 
+pub mod protowire;
+
 pub use field::{Arena, CfBytes, CfString, List};
 pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message, PacketOwner};
 
@@ -64,4 +66,6 @@ pub mod __private {
     pub use crate::wire::reader::Reader;
     pub use crate::wire::writer::Writer;
     pub use self_cell::self_cell;
+    /// The protobuf wire format's plumbing.
+    pub use crate::protowire::private as pw;
 }
