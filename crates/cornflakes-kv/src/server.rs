@@ -30,11 +30,14 @@ pub enum System {
     Rkyv,
     /// Echo of the received bytes without serialization (echo only).
     Raw,
+    /// Cornflakes' hybrid rule on the protobuf wire format (standard
+    /// proto3, threshold 512 B), sent as a segment list in wire order.
+    CornflakesProtobuf,
 }
 
 impl System {
     /// Every system, in the order tables list them.
-    pub const ALL: [System; 9] = [
+    pub const ALL: [System; 10] = [
         System::Cornflakes,
         System::CornflakesOnlySg,
         System::CornflakesOnlyCopy,
@@ -44,6 +47,7 @@ impl System {
         System::Capnp,
         System::Rkyv,
         System::Raw,
+        System::CornflakesProtobuf,
     ];
 
     /// The name used on the command line and in results.
@@ -58,6 +62,7 @@ impl System {
             System::Capnp => "capnp",
             System::Rkyv => "rkyv",
             System::Raw => "raw",
+            System::CornflakesProtobuf => "cornflakes-protobuf",
         }
     }
 
@@ -159,6 +164,12 @@ pub fn serve<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
+        System::CornflakesProtobuf => run(
+            dp,
+            store,
+            crate::codec::protowire::ProtowireServer::new(&pool, DEFAULT_THRESHOLD),
+            &mut keep_going,
+        ),
         System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
         System::Flatbuffers => {
             run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)
