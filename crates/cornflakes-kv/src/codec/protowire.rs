@@ -57,7 +57,29 @@ fn send<'a, D: Datapath, M: ProtoMessage<'a>>(
         from = at;
     }
     segments.push(Segment::Copy(&copied[from..]));
-    push(dp, retry, |dp| dp.push_segments(conn, msg_id, &segments))
+    match push(dp, retry, |dp| dp.push_segments(conn, msg_id, &segments)) {
+        // Each zero-copy payload needs its own copied run (key and length)
+        // before it: 2n + 1 segments, more than a datapath takes for many
+        // values (twitter's get-many). Then the message is gathered into
+        // one pinned buffer and sent as one segment, as prost's is.
+        Err(SendError::TooManySegments { .. }) => {
+            let mut whole = dp.alloc(layout.total_len())?;
+            let out = whole.as_mut_slice();
+            let mut at = 0;
+            for segment in &segments {
+                let bytes: &[u8] = match segment {
+                    Segment::Copy(b) => b,
+                    Segment::ZeroCopy(b) => b,
+                };
+                out[at..at + bytes.len()].copy_from_slice(bytes);
+                at += bytes.len();
+            }
+            debug_assert_eq!(at, layout.total_len());
+            let whole = whole.freeze();
+            push(dp, retry, |dp| dp.push_segments(conn, msg_id, &[Segment::ZeroCopy(whole.clone())]))
+        }
+        other => other,
+    }
 }
 
 /// The `cornflakes-protobuf` server codec.
