@@ -340,6 +340,24 @@ impl Gen<'_> {
             m.fields.iter().enumerate().map(|(i, f)| self.field_code(f, i, m, &module)).collect();
         let rel: Vec<String> = parents.iter().map(|p| to_snake(p)).chain(std::iter::once(name.clone())).collect();
         self.messages.push(rel.join("::"));
+        if self.options.wire == crate::Wire::Protobuf {
+            // Messages from other crates (`extern_path`, the well-known types
+            // in `::cornflakes::well_known`) are generated for the Cornflakes
+            // format and have no protobuf-wire code.
+            if let Some(f) = m.fields.iter().find(|f| matches!(&f.kind, Kind::Message(t) if t.extern_root.is_some())) {
+                return Err(Unsupported {
+                    file: self.file.to_owned(),
+                    line: m.location.0,
+                    column: m.location.1,
+                    feature: "an extern message type with Wire::Protobuf",
+                    detail: format!(
+                        "field {}.{} uses a message mapped by extern_path (the well-known types included), which has no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead",
+                        m.name, f.name
+                    ),
+                }
+                .into());
+            }
+        }
 
         // Accessors go into a separate buffer first, so that their names
         // can be checked for collisions.
