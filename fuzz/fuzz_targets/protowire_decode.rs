@@ -74,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(big.is_empty() || big.is_zero_copy(), "threshold 0: non-empty bytes are zero-copy");
                 }
                 check(&t, pool);
-            }
+            };
         }
     });
 });

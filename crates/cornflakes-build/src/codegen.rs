@@ -688,7 +688,9 @@ fn emit_proto_impl(code: &mut String, name: &str, m: &MessageDef, fields: &[Fiel
                 let v = if scalar(f) { format!("self.{mem}") } else { format!("&self.{mem}") };
                 format!("if {PRIV}::bit(&self.__cf_bitmap, {}) {{ {call} {}; }}", f.index, value(&v))
             }
-            Shape::Message => format!("if let ::core::option::Option::Some(v) = &self.{mem} {{ {call} {}; }}", value("&**v")),
+            Shape::Message => {
+                format!("if let ::core::option::Option::Some(v) = &self.{mem} {{ {call} {}; }}", value("&**v"))
+            }
             Shape::List if scalar(f) => {
                 let how = if f.def.packed { "packed" } else { "unpacked" };
                 if size {

@@ -164,12 +164,9 @@ pub fn serve<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
-        System::CornflakesProtobuf => run(
-            dp,
-            store,
-            crate::codec::protowire::ProtowireServer::new(&pool, DEFAULT_THRESHOLD),
-            &mut keep_going,
-        ),
+        System::CornflakesProtobuf => {
+            run(dp, store, crate::codec::protowire::ProtowireServer::new(&pool, DEFAULT_THRESHOLD), &mut keep_going)
+        }
         System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
         System::Flatbuffers => {
             run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)

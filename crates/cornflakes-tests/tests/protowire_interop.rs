@@ -291,13 +291,14 @@ fn leaf() -> BoxedStrategy<pb::Tree> {
 }
 
 fn trees() -> BoxedStrategy<pb::Tree> {
-    leaf().prop_recursive(3, 8, 3, |inner| {
-        (leaf(), prop::collection::vec(inner, 0..3)).prop_map(|(mut t, children)| {
-            t.children = children;
-            t
+    leaf()
+        .prop_recursive(3, 8, 3, |inner| {
+            (leaf(), prop::collection::vec(inner, 0..3)).prop_map(|(mut t, children)| {
+                t.children = children;
+                t
+            })
         })
-    })
-    .boxed()
+        .boxed()
 }
 
 // ------------------------------------------------- building and reading ours
@@ -468,7 +469,11 @@ pub fn read(m: &pwtest::Tree<'_>) -> pb::Tree {
             tree::Choice::CEnum(e) => pb::tree::Choice::CEnum(*e),
         }),
         // Last one wins, as in prost.
-        labels: m.get_labels().iter().map(|e| (text_of(e.get_key()), e.get_value().to_vec())).collect::<BTreeMap<_, _>>(),
+        labels: m
+            .get_labels()
+            .iter()
+            .map(|e| (text_of(e.get_key()), e.get_value().to_vec()))
+            .collect::<BTreeMap<_, _>>(),
         after_oneof: m.get_after_oneof(),
         big: m.get_big().to_vec(),
     }
@@ -665,8 +670,14 @@ fn malformed_inputs_are_errors() {
     assert!(matches!(decode(&[0x0f]), Err(E::InvalidKey { .. })));
     assert!(matches!(decode(&[0x80, 0x80, 0x80, 0x80, 0x10]), Err(E::InvalidKey { .. })));
     // An 11-byte varint, and a 10th byte above 1.
-    assert!(matches!(decode(&[0x58, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Err(E::InvalidVarint(1))));
-    assert!(matches!(decode(&[0x58, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), Err(E::InvalidVarint(1))));
+    assert!(matches!(
+        decode(&[0x58, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+        Err(E::InvalidVarint(1))
+    ));
+    assert!(matches!(
+        decode(&[0x58, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+        Err(E::InvalidVarint(1))
+    ));
     // Truncated varint, fixed value, and a length past the end.
     assert!(matches!(decode(&[0x58, 0x80]), Err(E::Truncated { .. })));
     assert!(matches!(decode(&[0x0a, 0x05, 0x09, 1, 2]), Err(E::Truncated { .. })));

@@ -59,6 +59,8 @@ pub struct UnknownEnumValue(pub i32);
 #[doc(hidden)]
 pub mod __private {
     pub use crate::field::storage::{bit, clear_bit, nested_in, set_bit, ArenaRef, Nested};
+    /// The protobuf wire format's plumbing.
+    pub use crate::protowire::private as pw;
     pub use crate::wire::field::{Field, Scalar};
     pub use crate::wire::object::{
         bitmap_words, header_prefix_len, read_into, read_member, read_option, read_single, MessageImpl,
@@ -66,6 +68,4 @@ pub mod __private {
     pub use crate::wire::reader::Reader;
     pub use crate::wire::writer::Writer;
     pub use self_cell::self_cell;
-    /// The protobuf wire format's plumbing.
-    pub use crate::protowire::private as pw;
 }

@@ -153,7 +153,11 @@ pub fn packed_len<C: ScalarCodec>(key_len: usize, values: &[C::Value]) -> usize 
 /// length is summed again: for varints that is one `varint_len` per element,
 /// as prost does, cheaper than caching it.
 #[inline]
-pub fn put_packed<C: ScalarCodec, F: FnMut(usize, &RcBuf)>(w: &mut ProtoWriter<'_, F>, key: &[u8], values: &[C::Value]) {
+pub fn put_packed<C: ScalarCodec, F: FnMut(usize, &RcBuf)>(
+    w: &mut ProtoWriter<'_, F>,
+    key: &[u8],
+    values: &[C::Value],
+) {
     if values.is_empty() {
         return;
     }

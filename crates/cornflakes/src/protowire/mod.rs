@@ -292,8 +292,8 @@ pub mod private {
         merge_single_bytes, read_bytes, read_scalar, ProtoReader as Reader,
     };
     pub use super::encode::{
-        bytes_len, message_len, packed_len, put_bytes, put_message, put_packed, put_scalar, put_unpacked,
-        scalar_len, unpacked_len, CachedSize, ProtoWriter as Writer,
+        bytes_len, message_len, packed_len, put_bytes, put_message, put_packed, put_scalar, put_unpacked, scalar_len,
+        unpacked_len, CachedSize, ProtoWriter as Writer,
     };
     pub use super::{BytesField, ProtoDecodeError as DecodeError, ProtoImpl, Tally};
 }
