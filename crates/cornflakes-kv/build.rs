@@ -1,3 +1,10 @@
 fn main() -> Result<(), cornflakes_build::Error> {
-    cornflakes_build::compile_protos(&["proto/kv.proto"], &["proto"])
+    cornflakes_build::compile_protos(&["proto/kv.proto"], &["proto"])?;
+    // The same schema with the protobuf wire format (`cornflakes-protobuf`).
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").ok_or(cornflakes_build::Error::NoOutDir)?);
+    cornflakes_build::Config::new()
+        .wire(cornflakes_build::Wire::Protobuf)
+        .out_dir(out.join("protowire"))
+        .compile_protos(&["proto/kv.proto"], &["proto"])?;
+    Ok(())
 }

@@ -8,6 +8,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &["../cornflakes-build/tests/golden"],
     )?;
     cornflakes_build::compile_protos(&["proto/wide.proto"], &["proto"])?;
+    // The protobuf-wire interop schema, generated with `Wire::Protobuf`.
+    cornflakes_build::Config::new()
+        .wire(cornflakes_build::Wire::Protobuf)
+        .compile_protos(&["proto/protowire/pwtest.proto"], &["proto/protowire"])?;
     corpus()?;
     readme_example()
 }

@@ -46,6 +46,14 @@ pub mod cf_shapes {
     include!(concat!(env!("OUT_DIR"), "/shapes.rs"));
 }
 
+/// The same types generated with the protobuf wire format
+/// (`cornflakes_build::Wire::Protobuf`), for the `cornflakes-protobuf`
+/// system.
+#[allow(missing_docs, clippy::all)]
+pub mod cf_pw_shapes {
+    include!(concat!(env!("OUT_DIR"), "/protowire/shapes.rs"));
+}
+
 /// Size of every transmit buffer: enough for the largest shape's copied
 /// data and any system's header or builder slack.
 pub const TX_LEN: usize = 16 * 1024;
@@ -122,11 +130,21 @@ pub enum System {
     Capnp,
     /// rkyv 0.8 (zero-copy deserialization).
     Rkyv,
+    /// Cornflakes' hybrid rule on the protobuf wire format: standard proto3
+    /// bytes (what prost writes), with serialize-and-send.
+    CornflakesProtobuf,
 }
 
 impl System {
     /// Every system, in table order.
-    pub const ALL: [System; 5] = [System::Cornflakes, System::Prost, System::Flatbuffers, System::Capnp, System::Rkyv];
+    pub const ALL: [System; 6] = [
+        System::Cornflakes,
+        System::Prost,
+        System::Flatbuffers,
+        System::Capnp,
+        System::Rkyv,
+        System::CornflakesProtobuf,
+    ];
 
     /// The name used on the command line and in criterion's ids.
     pub fn name(self) -> &'static str {
@@ -136,6 +154,7 @@ impl System {
             System::Flatbuffers => "flatbuffers",
             System::Capnp => "capnp",
             System::Rkyv => "rkyv",
+            System::CornflakesProtobuf => "cornflakes-protobuf",
         }
     }
 }
@@ -274,6 +293,7 @@ pub fn with_case<F: WithCase>(system: System, shape: Shape, f: F) -> F::Output {
         System::Flatbuffers => systems::flatbuffers::with_case(&mut fixture, &input, checked),
         System::Capnp => systems::capnp::with_case(&mut fixture, &input, checked),
         System::Rkyv => systems::rkyv::with_case(&mut fixture, &input, checked),
+        System::CornflakesProtobuf => systems::cornflakes_protobuf::with_case(&mut fixture, &input, checked),
     }
 }
 

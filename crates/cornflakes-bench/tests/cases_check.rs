@@ -41,3 +41,27 @@ fn cornflakes_sends_large_fields_by_reference() {
         assert_eq!(with_case(System::Cornflakes, small, Segments).len(), 1, "{small:?}");
     }
 }
+
+#[test]
+fn cornflakes_protobuf_sends_prosts_bytes_with_large_fields_by_reference() {
+    struct Wire;
+    impl WithCase for Wire {
+        type Output = Vec<Vec<u8>>;
+        fn run<C: Case>(self, case: &mut C) -> Vec<Vec<u8>> {
+            case.wire()
+        }
+    }
+    // Standard proto3: the same bytes as prost's encoding.
+    for shape in Shape::ALL {
+        let ours = with_case(System::CornflakesProtobuf, shape, Wire);
+        let prost = with_case(System::Prost, shape, Wire);
+        assert_eq!(ours.concat(), prost.concat(), "{shape:?}");
+    }
+    let lens = |shape| with_case(System::CornflakesProtobuf, shape, Wire).iter().map(Vec::len).collect::<Vec<_>>();
+    // Key and 2-byte length copied, then the payload by reference.
+    assert_eq!(lens(Shape::B1x4096), [3, 4096]);
+    assert_eq!(lens(Shape::C4x1024), [3, 1024, 3, 1024, 3, 1024, 3, 1024]);
+    for small in [Shape::A1x64, Shape::D16x256, Shape::E8x32, Shape::FNested] {
+        assert_eq!(lens(small).len(), 1, "{small:?}");
+    }
+}

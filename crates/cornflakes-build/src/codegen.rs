@@ -27,7 +27,11 @@ const PRIV: &str = "::cornflakes::__private";
 
 pub(crate) struct Options {
     pub(crate) samples: bool,
+    pub(crate) wire: crate::Wire,
 }
+
+/// The protobuf wire format's plumbing in the runtime.
+const PW: &str = "::cornflakes::__private::pw";
 
 pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<GeneratedFile>, Error> {
     let mut by_package: BTreeMap<&str, Vec<&crate::schema::SchemaFile>> = BTreeMap::new();
@@ -336,6 +340,24 @@ impl Gen<'_> {
             m.fields.iter().enumerate().map(|(i, f)| self.field_code(f, i, m, &module)).collect();
         let rel: Vec<String> = parents.iter().map(|p| to_snake(p)).chain(std::iter::once(name.clone())).collect();
         self.messages.push(rel.join("::"));
+        if self.options.wire == crate::Wire::Protobuf {
+            // Messages from other crates (`extern_path`, the well-known types
+            // in `::cornflakes::well_known`) are generated for the Cornflakes
+            // format and have no protobuf-wire code.
+            if let Some(f) = m.fields.iter().find(|f| matches!(&f.kind, Kind::Message(t) if t.extern_root.is_some())) {
+                return Err(Unsupported {
+                    file: self.file.to_owned(),
+                    line: m.location.0,
+                    column: m.location.1,
+                    feature: "an extern message type with Wire::Protobuf",
+                    detail: format!(
+                        "field {}.{} uses a message mapped by extern_path (the well-known types included), which has no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead",
+                        m.name, f.name
+                    ),
+                }
+                .into());
+            }
+        }
 
         // Accessors go into a separate buffer first, so that their names
         // can be checked for collisions.
@@ -367,6 +389,10 @@ impl Gen<'_> {
         let _ = writeln!(code, "/// Message `{}`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.", m.name);
         let _ = writeln!(code, "#[derive(Clone, PartialEq)]\npub struct {name}<'a> {{");
         let _ = writeln!(code, "__cf_arena: {PRIV}::ArenaRef<'a>,\n__cf_bitmap: [u32; {words}],");
+        let protobuf = self.options.wire == crate::Wire::Protobuf;
+        if protobuf {
+            let _ = writeln!(code, "__cf_size: {PW}::CachedSize,");
+        }
         for f in fields.iter().filter(|f| f.shape != Shape::Oneof) {
             let _ = writeln!(code, "{}: {},", f.member, f.storage);
         }
@@ -412,6 +438,9 @@ impl Gen<'_> {
         let _ = writeln!(code, "impl<'a> {RT}::Message<'a> for {name}<'a> {{");
         let _ = writeln!(code, "const FIELD_COUNT: usize = {n};");
         let _ = writeln!(code, "#[inline]\nfn new_in(arena: &'a {RT}::Arena) -> Self {{\nSelf {{\n__cf_arena: {PRIV}::ArenaRef::new(arena),\n__cf_bitmap: [0; {words}],");
+        if protobuf {
+            code.push_str("__cf_size: ::core::default::Default::default(),\n");
+        }
         for f in fields.iter().filter(|f| f.shape != Shape::Oneof) {
             let init = match f.shape {
                 Shape::List => format!("{RT}::List::new_in(arena)"),
@@ -511,6 +540,10 @@ impl Gen<'_> {
             code.push_str("r.leave_object(start, pos)?;\n::core::result::Result::Ok(m)\n}\n}\n\n");
         }
 
+        if protobuf {
+            emit_proto_impl(code, &name, m, &fields);
+        }
+
         // The owned form: message, packet and arena in one value.
         let _ = writeln!(
             code,
@@ -578,6 +611,178 @@ fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: 
         let _ = writeln!(code, "/// Field `{}` = {}.\n{}({ty}),", f.name, f.number, upper_camel(&f.name));
     }
     code.push_str("}\n\n");
+}
+
+/// The protobuf key of field `number` with wire type `wire`, as the bytes
+/// of its varint (a Rust byte-array literal).
+fn proto_key(number: i32, wire: u8) -> (String, usize) {
+    let mut v = (number as u64) << 3 | u64::from(wire);
+    let mut bytes = Vec::new();
+    loop {
+        if v < 0x80 {
+            bytes.push(v as u8);
+            break;
+        }
+        bytes.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    let list: Vec<String> = bytes.iter().map(|b| format!("{b:#04x}")).collect();
+    (format!("&[{}]", list.join(", ")), bytes.len())
+}
+
+/// The wire type of one value of a scalar codec.
+fn codec_wire(codec: &str) -> u8 {
+    match codec {
+        "Fixed64" | "Sfixed64" | "Double" => 1,
+        "Fixed32" | "Sfixed32" | "Float" => 5,
+        _ => 0,
+    }
+}
+
+/// `impl ProtoImpl`: the protobuf wire format (size pass, write, merge),
+/// one runtime call per field, fields in prost's order (by field number,
+/// a oneof at the place of its lowest member).
+fn emit_proto_impl(code: &mut String, name: &str, m: &MessageDef, fields: &[FieldCode]) {
+    let scalar = |f: &FieldCode| matches!(f.def.kind, Kind::Scalar(_) | Kind::Enum(_));
+    let key_of = |f: &FieldCode| {
+        let wire = match (&f.def.kind, f.shape) {
+            (Kind::Scalar(_) | Kind::Enum(_), Shape::List) if f.def.packed => 2,
+            (Kind::Scalar(_) | Kind::Enum(_), _) => codec_wire(f.def.codec),
+            _ => 2,
+        };
+        proto_key(f.def.number, wire)
+    };
+    // Encoding units in prost's order.
+    let mut units: Vec<(i32, Vec<&FieldCode>)> = Vec::new();
+    for f in fields.iter().filter(|f| f.def.oneof.is_none()) {
+        units.push((f.def.number, vec![f]));
+    }
+    for o in 0..m.oneofs.len() {
+        let members: Vec<&FieldCode> = fields.iter().filter(|f| f.def.oneof == Some(o)).collect();
+        if let Some(min) = members.iter().map(|f| f.def.number).min() {
+            units.push((min, members));
+        }
+    }
+    units.sort_by_key(|(n, _)| *n);
+
+    // One statement per field for the size pass (`size`) or the write.
+    let stmt = |f: &FieldCode, size: bool| -> String {
+        let (key, key_len) = key_of(f);
+        let mem = &f.member;
+        let c = f.def.codec;
+        let (k, call) = if size { (key_len.to_string(), "len +=") } else { (key, "") };
+        let tally = if size { ", tally" } else { "" };
+        let w = if size { "" } else { "w, " };
+        let value = |v: &str| -> String {
+            match (&f.def.kind, size) {
+                (Kind::Scalar(_) | Kind::Enum(_), true) => format!("{PW}::scalar_len::<{PW}::{c}>({k}, {v})"),
+                (Kind::Scalar(_) | Kind::Enum(_), false) => format!("{PW}::put_scalar::<{PW}::{c}, _>(w, {k}, {v})"),
+                (Kind::Bytes | Kind::String, true) => format!("{PW}::bytes_len({k}, {v}{tally})"),
+                (Kind::Bytes | Kind::String, false) => format!("{PW}::put_bytes({w}{k}, {v})"),
+                (Kind::Message(_), true) => format!("{PW}::message_len({k}, {v}{tally})"),
+                (Kind::Message(_), false) => format!("{PW}::put_message({w}{k}, {v})"),
+            }
+        };
+        match f.shape {
+            Shape::Single => {
+                let v = if scalar(f) { format!("self.{mem}") } else { format!("&self.{mem}") };
+                format!("if {PRIV}::bit(&self.__cf_bitmap, {}) {{ {call} {}; }}", f.index, value(&v))
+            }
+            Shape::Message => {
+                format!("if let ::core::option::Option::Some(v) = &self.{mem} {{ {call} {}; }}", value("&**v"))
+            }
+            Shape::List if scalar(f) => {
+                let how = if f.def.packed { "packed" } else { "unpacked" };
+                if size {
+                    format!("len += {PW}::{how}_len::<{PW}::{c}>({k}, &self.{mem});")
+                } else {
+                    format!("{PW}::put_{how}::<{PW}::{c}, _>(w, {k}, &self.{mem});")
+                }
+            }
+            Shape::List => format!("for v in self.{mem}.iter() {{ {call} {}; }}", value("v")),
+            Shape::Oneof => {
+                let v = match f.def.kind {
+                    Kind::Scalar(_) | Kind::Enum(_) => "*v",
+                    Kind::Message(_) => "&**v",
+                    _ => "v",
+                };
+                format!("::core::option::Option::Some({}(v)) => {{ {call} {}; }}", f.variant, value(v))
+            }
+        }
+    };
+
+    let _ = writeln!(code, "impl<'a> {PW}::ProtoImpl<'a> for {name}<'a> {{");
+    // Size pass.
+    let _ = writeln!(code, "#[inline]\nfn pw_size(&self, tally: &mut {PW}::Tally) -> usize {{\nlet mut len = 0usize;");
+    for (_, unit) in &units {
+        if unit[0].shape == Shape::Oneof {
+            let _ = writeln!(code, "match &self.{} {{", unit[0].member);
+            for f in unit {
+                let _ = writeln!(code, "{}", stmt(f, true));
+            }
+            code.push_str("::core::option::Option::None => {}\n}\n");
+        } else {
+            let _ = writeln!(code, "{}", stmt(unit[0], true));
+        }
+    }
+    code.push_str("let _ = &tally;\nself.__cf_size.set(len);\nlen\n}\n");
+    code.push_str("#[inline(always)]\nfn pw_cached_size(&self) -> usize { self.__cf_size.get() }\n");
+    // Write.
+    let _ = writeln!(
+        code,
+        "#[inline]\nfn pw_write<F: ::core::ops::FnMut(usize, &{RT}::RcBuf)>(&self, w: &mut {PW}::Writer<'_, F>) {{"
+    );
+    for (_, unit) in &units {
+        if unit[0].shape == Shape::Oneof {
+            let _ = writeln!(code, "match &self.{} {{", unit[0].member);
+            for f in unit {
+                let _ = writeln!(code, "{}", stmt(f, false));
+            }
+            code.push_str("::core::option::Option::None => {}\n}\n");
+        } else {
+            let _ = writeln!(code, "{}", stmt(unit[0], false));
+        }
+    }
+    code.push_str("let _ = w;\n}\n");
+    // Merge.
+    let _ = writeln!(
+        code,
+        "#[inline]\nfn pw_merge_field(&mut self, r: &mut {PW}::Reader<'a>, number: u32, wire: {RT}::protowire::WireType) -> ::core::result::Result<(), {PW}::DecodeError> {{\nmatch number {{"
+    );
+    for f in fields {
+        let (n, mem, c, i) = (f.def.number, &f.member, f.def.codec, f.index);
+        let arm = match (f.shape, &f.def.kind) {
+            (Shape::Single, Kind::Scalar(_) | Kind::Enum(_)) => format!(
+                "{PW}::merge_single::<{PW}::{c}>(r, number, wire, &mut self.{mem}, &mut self.__cf_bitmap, {i}, {})",
+                f.def.optional
+            ),
+            (Shape::Single, _) => format!(
+                "{PW}::merge_single_bytes(r, number, wire, &mut self.{mem}, &mut self.__cf_bitmap, {i}, {})",
+                f.def.optional
+            ),
+            (Shape::Message, _) => format!("{PW}::merge_nested(r, number, wire, &mut self.{mem})"),
+            (Shape::List, Kind::Scalar(_) | Kind::Enum(_)) => {
+                format!("{PW}::merge_list::<{PW}::{c}>(r, number, wire, &mut self.{mem})")
+            }
+            (Shape::List, Kind::Message(_)) => format!("{PW}::merge_list_message(r, number, wire, &mut self.{mem})"),
+            (Shape::List, _) => format!("{PW}::merge_list_bytes(r, number, wire, &mut self.{mem})"),
+            (Shape::Oneof, Kind::Scalar(_) | Kind::Enum(_)) => format!(
+                "{{ self.{mem} = ::core::option::Option::Some({}({PW}::read_scalar::<{PW}::{c}>(r, number, wire)?)); ::core::result::Result::Ok(()) }}",
+                f.variant
+            ),
+            (Shape::Oneof, Kind::Message(_)) => format!(
+                "{{ if !::core::matches!(self.{mem}, ::core::option::Option::Some({v}(_))) {{ let arena = self.__cf_arena.get(); self.{mem} = ::core::option::Option::Some({v}({PRIV}::nested_in(<{e} as {RT}::Message<'a>>::new_in(arena), arena))); }} match &mut self.{mem} {{ ::core::option::Option::Some({v}(m)) => {PW}::merge_message(r, number, wire, &mut **m), _ => ::core::result::Result::Ok(()) }} }}",
+                v = f.variant,
+                e = f.elem
+            ),
+            (Shape::Oneof, _) => format!(
+                "{{ self.{mem} = ::core::option::Option::Some({}({PW}::read_bytes(r, number, wire)?)); ::core::result::Result::Ok(()) }}",
+                f.variant
+            ),
+        };
+        let _ = writeln!(code, "{n} => {arm},");
+    }
+    code.push_str("_ => r.skip(number, wire),\n}\n}\n}\n\n");
 }
 
 fn is_plain_scalar(f: &FieldCode) -> bool {

@@ -101,6 +101,21 @@ pub struct GeneratedFile {
     pub messages: Vec<String>,
 }
 
+/// The wire format generated types encode to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// The Cornflakes format (`docs/wire-format.md`): an indexed header,
+    /// then copied data, then zero-copy data. Only Cornflakes reads it.
+    #[default]
+    Cornflakes,
+    /// Standard proto3 bytes, byte-identical to prost's, with
+    /// serialize-and-send (`docs/protobuf-wire.md`): the types also
+    /// implement `cornflakes::protowire::ProtoMessage`, so any protobuf peer
+    /// can read what they send. They keep the same accessors, and the
+    /// Cornflakes-format `Message` methods as well.
+    Protobuf,
+}
+
 /// Code generation settings, in the builder style of `prost_build::Config`.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -108,6 +123,7 @@ pub struct Config {
     rerun_if_changed: bool,
     extern_paths: Vec<(String, String)>,
     samples: bool,
+    wire: Wire,
 }
 
 impl Default for Config {
@@ -125,6 +141,7 @@ impl Config {
             rerun_if_changed: true,
             extern_paths: vec![(".google.protobuf".to_owned(), "::cornflakes::well_known".to_owned())],
             samples: false,
+            wire: Wire::Cornflakes,
         }
     }
 
@@ -150,6 +167,14 @@ impl Config {
     /// depth)` that sets every field: test support for generated code.
     pub fn test_samples(&mut self, on: bool) -> &mut Self {
         self.samples = on;
+        self
+    }
+
+    /// The wire format of the generated types (default
+    /// [`Wire::Cornflakes`]); [`Wire::Protobuf`] adds standard proto3
+    /// encoding with serialize-and-send.
+    pub fn wire(&mut self, wire: Wire) -> &mut Self {
+        self.wire = wire;
         self
     }
 
@@ -179,7 +204,7 @@ impl Config {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-        codegen::generate(&parsed, &codegen::Options { samples: self.samples })
+        codegen::generate(&parsed, &codegen::Options { samples: self.samples, wire: self.wire })
     }
 
     /// Generates and writes one `<package>.rs` per proto package; files

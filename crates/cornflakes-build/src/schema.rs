@@ -90,6 +90,12 @@ pub(crate) struct FieldDef {
     /// Index into the message's `oneofs` when the field is a oneof member.
     pub(crate) oneof: Option<usize>,
     pub(crate) map: Option<MapDef>,
+    /// The protobuf-wire codec of a scalar or enum field
+    /// (`cornflakes::__private::pw::<codec>`): `Sint32`, `Fixed64`, ...
+    pub(crate) codec: &'static str,
+    /// A repeated scalar or enum field encoded packed (proto3's default,
+    /// unless `[packed = false]`).
+    pub(crate) packed: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -338,6 +344,26 @@ fn scalar_kind(f: &prost_types::FieldDescriptorProto, known: &HashMap<String, Ty
     })
 }
 
+/// The protobuf-wire codec of a scalar or enum type (empty for others).
+fn proto_codec(t: Type) -> &'static str {
+    match t {
+        Type::Double => "Double",
+        Type::Float => "Float",
+        Type::Int64 => "Int64",
+        Type::Uint64 => "Uint64",
+        Type::Int32 | Type::Enum => "Int32",
+        Type::Fixed64 => "Fixed64",
+        Type::Fixed32 => "Fixed32",
+        Type::Bool => "Bool",
+        Type::Uint32 => "Uint32",
+        Type::Sfixed32 => "Sfixed32",
+        Type::Sfixed64 => "Sfixed64",
+        Type::Sint32 => "Sint32",
+        Type::Sint64 => "Sint64",
+        Type::String | Type::Bytes | Type::Message | Type::Group => "",
+    }
+}
+
 fn convert_message(
     m: &DescriptorProto,
     path: &[i32],
@@ -392,7 +418,11 @@ fn convert_message(
             _ => None,
         };
         let oneof = f.oneof_index.and_then(|i| oneof_index.get(i as usize).copied().flatten());
+        let codec = proto_codec(f.r#type());
+        let packed = repeated && !codec.is_empty() && f.options.as_ref().and_then(|o| o.packed).unwrap_or(true);
         fields.push(FieldDef {
+            codec,
+            packed,
             name: f.name().to_owned(),
             number: f.number(),
             kind,

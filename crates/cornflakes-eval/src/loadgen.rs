@@ -185,6 +185,9 @@ fn with_codec<D: Datapath>(
         System::Flatbuffers => Client::new(dp, conn, FlatbuffersClient::new(&pool), workload, cfg)?.run(),
         System::Capnp => Client::new(dp, conn, CapnpClient::new(&pool), workload, cfg)?.run(),
         System::Rkyv => Client::new(dp, conn, RkyvClient::new(&pool), workload, cfg)?.run(),
+        System::CornflakesProtobuf => {
+            Client::new(dp, conn, cornflakes_kv::codec::protowire::ProtowireClient::new(&pool), workload, cfg)?.run()
+        }
     }
 }
 

@@ -241,6 +241,9 @@ fn stalled_client<D: Datapath>(
         System::Flatbuffers => send_gets(&mut dp, conn, &mut FlatbuffersClient::new(&pool), keys, requests),
         System::Capnp => send_gets(&mut dp, conn, &mut CapnpClient::new(&pool), keys, requests),
         System::Rkyv => send_gets(&mut dp, conn, &mut RkyvClient::new(&pool), keys, requests),
+        System::CornflakesProtobuf => {
+            send_gets(&mut dp, conn, &mut cornflakes_kv::codec::protowire::ProtowireClient::new(&pool), keys, requests)
+        }
     };
     let _ = ready.send(sent);
     while !stop.load(Ordering::Relaxed) {

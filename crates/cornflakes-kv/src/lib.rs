@@ -30,3 +30,10 @@ pub use store::Store;
 pub mod kv_proto {
     include!(concat!(env!("OUT_DIR"), "/kv.rs"));
 }
+
+/// The same types generated with the protobuf wire format
+/// (`cornflakes_build::Wire::Protobuf`), for `cornflakes-protobuf`.
+#[allow(missing_docs, dead_code, clippy::all)]
+pub mod kv_pw {
+    include!(concat!(env!("OUT_DIR"), "/protowire/kv.rs"));
+}

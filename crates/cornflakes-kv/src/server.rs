@@ -34,11 +34,15 @@ pub enum System {
     /// and a length-delimited codec (crate `cornflakes-kv-tokio`; tcp
     /// only, its own server rather than a datapath).
     TokioProst,
+    /// Cornflakes' hybrid rule on the protobuf wire format (standard
+    /// proto3; the hybrid systems' threshold), sent as a segment list in
+    /// wire order.
+    CornflakesProtobuf,
 }
 
 impl System {
     /// Every system, in the order tables list them.
-    pub const ALL: [System; 10] = [
+    pub const ALL: [System; 11] = [
         System::Cornflakes,
         System::CornflakesOnlySg,
         System::CornflakesOnlyCopy,
@@ -49,6 +53,7 @@ impl System {
         System::Rkyv,
         System::Raw,
         System::TokioProst,
+        System::CornflakesProtobuf,
     ];
 
     /// The name used on the command line and in results.
@@ -64,6 +69,7 @@ impl System {
             System::Rkyv => "rkyv",
             System::Raw => "raw",
             System::TokioProst => "tokio-prost",
+            System::CornflakesProtobuf => "cornflakes-protobuf",
         }
     }
 
@@ -232,6 +238,9 @@ fn serve_system<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, adaptive)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going, adaptive),
+        System::CornflakesProtobuf => {
+            run(dp, store, crate::codec::protowire::ProtowireServer::new(&pool, threshold), &mut keep_going, adaptive)
+        }
         System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going, adaptive),
         System::Flatbuffers => {
             run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going, adaptive)

@@ -14,6 +14,7 @@ use cornflakes_kv::codec::capnp::{CapnpClient, CapnpServer};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, CornflakesServer};
 use cornflakes_kv::codec::flatbuffers::{FlatbuffersClient, FlatbuffersServer};
 use cornflakes_kv::codec::prost::{ProstClient, ProstServer};
+use cornflakes_kv::codec::protowire::{ProtowireClient, ProtowireServer};
 use cornflakes_kv::codec::rkyv::{RkyvClient, RkyvServer};
 use cornflakes_kv::{ClientCodec, HandleError, Limits, Op, Request, ServerCodec, Status, Store, System};
 
@@ -279,7 +280,7 @@ fn suite<S: ServerCodec, C: ClientCodec>(system: System, make: impl FnOnce(&Pool
         &[4, 0, 0, 0, 8, 0, 0, 0],                // flatbuffers: vtable before the start
     ];
     let refused_by: &[usize] = match system {
-        System::Protobuf => &[0, 1],
+        System::Protobuf | System::CornflakesProtobuf => &[0, 1],
         System::Capnp => &[0, 2, 3],
         System::Flatbuffers => &[0, 4, 5],
         _ => &[],
@@ -343,6 +344,52 @@ fn rkyv() {
     suite(System::Rkyv, |s, c| (RkyvServer::new(s), RkyvClient::new(c)));
 }
 
+#[test]
+fn cornflakes_protobuf() {
+    suite(System::CornflakesProtobuf, |s, c| (ProtowireServer::new(s, DEFAULT_THRESHOLD), ProtowireClient::new(c)));
+}
+
+/// The point of the protobuf wire: the `cornflakes-protobuf` server answers
+/// prost clients, and prost servers answer its clients.
+#[test]
+fn cornflakes_protobuf_interoperates_with_prost() {
+    suite(System::CornflakesProtobuf, |s, c| (ProtowireServer::new(s, DEFAULT_THRESHOLD), ProstClient::new(c)));
+    suite(System::Protobuf, |s, c| (ProstServer::new(s), ProtowireClient::new(c)));
+}
+
+/// As `server::serve` runs it (the codec's arena over the store's shared
+/// pool): a stored value of at least the threshold goes out by descriptor,
+/// its key and length copied before it; a short one is copied. The suite
+/// above builds every codec over the scratch pool, where nothing is sent
+/// zero-copy.
+#[test]
+fn cornflakes_protobuf_sends_stored_values_by_descriptor() {
+    let config = ShmConfig { max_message: MAX_MESSAGE, ..ShmConfig::default() };
+    let (mut server_dp, mut client_dp) = ShmDatapath::pair(config).unwrap();
+    let conn = client_dp.connections().next().unwrap();
+    let mut store = Store::new(server_dp.pool().clone(), Limits::default());
+    let (small, large) = (value(1, SMALL), value(2, LARGE));
+    store.insert_with(b"small", &[SMALL as u32], |_, b| b.copy_from_slice(&small)).unwrap();
+    store.insert_with(b"large", &[LARGE as u32], |_, b| b.copy_from_slice(&large)).unwrap();
+    let mut server = ProtowireServer::new(&server_dp.pool().clone(), DEFAULT_THRESHOLD);
+    let mut client = ProtowireClient::new(client_dp.pool());
+    for (key, expected, by_descriptor) in [(&b"small"[..], &small, 0), (b"large", &large, 1)] {
+        let before = server_dp.stats().zero_copy_segments;
+        client.send_request(&mut client_dp, conn, 1, &req(Op::Get, &[key], &[], 0)).unwrap();
+        client_dp.flush().unwrap();
+        let rx = recv_one(&mut server_dp);
+        server.handle(&mut server_dp, &mut store, &rx).unwrap();
+        server.end_batch();
+        server_dp.flush().unwrap();
+        assert_eq!(server_dp.stats().zero_copy_segments - before, by_descriptor);
+        let resp = recv_one(&mut client_dp);
+        let mut got = None;
+        client.read_response(&resp.payload, &mut |status, vals| got = Some((status, vals[0].to_vec()))).unwrap();
+        assert_eq!(got, Some((Status::Ok, expected.clone())));
+        client.end_batch();
+    }
+}
+
 /// Every system of the table has its test above (`raw` only echoes).
 #[test]
 fn the_table_covers_every_system() {
@@ -355,6 +402,7 @@ fn the_table_covers_every_system() {
         System::Flatbuffers,
         System::Capnp,
         System::Rkyv,
+        System::CornflakesProtobuf,
     ];
     for system in System::ALL {
         assert!(
@@ -397,4 +445,5 @@ fn serve_runs_the_baselines() {
     serve_one(System::Flatbuffers, FlatbuffersClient::new);
     serve_one(System::Capnp, CapnpClient::new);
     serve_one(System::Rkyv, RkyvClient::new);
+    serve_one(System::CornflakesProtobuf, ProtowireClient::new);
 }

@@ -13,6 +13,13 @@ pub mod wide {
     include!(concat!(env!("OUT_DIR"), "/wide.rs"));
 }
 
+/// Types generated from `proto/protowire/pwtest.proto` with the protobuf
+/// wire format (`Wire::Protobuf`).
+#[allow(missing_docs)]
+pub mod pwtest {
+    include!(concat!(env!("OUT_DIR"), "/pwtest.rs"));
+}
+
 /// Types generated from the schema corpus (`proto/corpus`): one module per
 /// proto package (`acme::r#type`, `acme::pubsub::v1`, ...). Built with
 /// `#[deny(warnings, missing_docs)]`: the generated code must compile

@@ -39,6 +39,8 @@ pub use mem::{AllocError, Pool, PoolConfig, RcBuf, RcBufMut};
 pub mod field;
 pub mod wire;
 
+pub mod protowire;
+
 pub use field::{Arena, CfBytes, CfString, List};
 pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message, PacketOwner};
 
@@ -57,6 +59,8 @@ pub struct UnknownEnumValue(pub i32);
 #[doc(hidden)]
 pub mod __private {
     pub use crate::field::storage::{bit, clear_bit, nested_in, set_bit, ArenaRef, Nested};
+    /// The protobuf wire format's plumbing.
+    pub use crate::protowire::private as pw;
     pub use crate::wire::field::{Field, Scalar};
     pub use crate::wire::object::{
         bitmap_words, header_prefix_len, read_into, read_member, read_option, read_single, MessageImpl,

@@ -8,6 +8,7 @@
 
 pub mod capnp;
 pub mod cornflakes;
+pub mod cornflakes_protobuf;
 pub mod flatbuffers;
 pub mod prost;
 pub mod rkyv;

@@ -23,6 +23,11 @@ struct Args {
     /// Print the generated code to stdout instead of writing files.
     #[arg(long)]
     stdout: bool,
+    /// Wire format of the generated types: `cornflakes` (the Cornflakes
+    /// format) or `protobuf` (standard proto3 bytes, byte-identical to
+    /// prost's, with serialize-and-send; see docs/protobuf-wire.md).
+    #[arg(long, value_name = "FORMAT", default_value = "cornflakes", value_parser = ["cornflakes", "protobuf"])]
+    wire: String,
     /// Schemas to compile.
     #[arg(required = true, value_name = "PROTO")]
     protos: Vec<PathBuf>,
@@ -43,6 +48,9 @@ fn main() -> ExitCode {
     }
     let mut config = cornflakes_build::Config::new();
     config.emit_rerun_if_changed(false).out_dir(&args.out_dir);
+    if args.wire == "protobuf" {
+        config.wire(cornflakes_build::Wire::Protobuf);
+    }
     let result = if args.stdout {
         config.generate(&args.protos, &includes).map(|files| {
             for f in files {

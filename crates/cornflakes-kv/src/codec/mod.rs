@@ -19,6 +19,7 @@ pub mod capnp;
 pub mod cornflakes;
 pub mod flatbuffers;
 pub mod prost;
+pub mod protowire;
 pub mod rkyv;
 
 /// Encoded messages at least this long are written into pinned memory and
