@@ -105,7 +105,7 @@ impl Decoder {
         obj: ObjId,
         depth: u32,
     ) -> Result<(), DecodeError> {
-        if depth >= RECURSION_LIMIT {
+        if depth > RECURSION_LIMIT {
             return Err(DecodeError::TooDeep);
         }
         let base = self.pending.len();
@@ -306,7 +306,7 @@ fn skip_field(buf: &[u8], pos: &mut usize, number: u32, wire: u32, depth: u32) -
             read_len(buf, pos)?;
         }
         WIRE_START_GROUP => {
-            if depth + 1 >= RECURSION_LIMIT {
+            if depth + 1 > RECURSION_LIMIT {
                 return Err(DecodeError::TooDeep);
             }
             loop {

@@ -22,7 +22,8 @@ use crate::object::{Arena, ObjId, Slot};
 use crate::schema::{FieldEntry, FieldType, MessageTable, SchemaId, SchemaSet};
 use crate::wire::{encoded_value, is_default, put_varint, varint_len};
 
-/// How deep messages may nest, on transmit and receive (prost's limit).
+/// How many levels of messages may nest below the root, on transmit and
+/// receive (prost's limit: 100 levels decode, 101 do not).
 pub const RECURSION_LIMIT: u32 = 100;
 
 /// Why an object could not be encoded. The engine reports it on the
@@ -258,7 +259,7 @@ struct Sizer<'a> {
 
 impl Sizer<'_> {
     fn message(&mut self, table: &MessageTable, obj: ObjId, depth: u32) -> Result<usize, EncodeError> {
-        if depth >= RECURSION_LIMIT {
+        if depth > RECURSION_LIMIT {
             return Err(EncodeError::TooDeep);
         }
         let me = self.sizes.len();
