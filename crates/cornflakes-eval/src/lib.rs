@@ -18,6 +18,8 @@
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
+//! - [`offload`]: `cf offload`, Zerializer's offload engine on the second
+//!   core against encoding on the application core.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -33,6 +35,7 @@ pub mod echo;
 mod error;
 pub mod kv;
 pub mod loadgen;
+pub mod offload;
 pub mod overload;
 pub mod pin;
 pub mod pingpong;

@@ -257,6 +257,12 @@ impl Engine {
         self.rx.pop().ok()
     }
 
+    /// Whether a received message is waiting (cheap; nothing is taken).
+    #[inline]
+    pub fn has_received(&self) -> bool {
+        !self.rx.is_empty()
+    }
+
     /// Gives a receive arena back to the engine for reuse (dropped when
     /// the recycle ring is full).
     #[inline]

@@ -6,8 +6,8 @@ mod common;
 
 use common::{Everything, Inner, Reader};
 use cornflakes_offload::{Arena, DecodeError, Decoder, RECURSION_LIMIT};
-use prost::Message as _;
 use proptest::prelude::*;
+use prost::Message as _;
 
 fn decode_ours(bytes: &[u8]) -> Result<Everything, DecodeError> {
     let set = common::schemas();
@@ -107,8 +107,16 @@ fn hand_made_malformed_inputs() {
         ("wire type 7", &[0x0f, 0x01], DecodeError::BadKey),
         ("length past the end", &[0x82, 0x01, 0x05, b'a'], DecodeError::Truncated), // field 16, 5 bytes, 1 given
         ("huge length", &[0x82, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f], DecodeError::Truncated),
-        ("11-byte varint", &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], DecodeError::BadVarint),
-        ("varint past 64 bits", &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], DecodeError::BadVarint),
+        (
+            "11-byte varint",
+            &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            DecodeError::BadVarint,
+        ),
+        (
+            "varint past 64 bits",
+            &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+            DecodeError::BadVarint,
+        ),
         ("truncated varint", &[0x08, 0xff], DecodeError::Truncated),
         ("fixed32 cut short", &[0x3d, 0x01, 0x02], DecodeError::Truncated),
         ("int32 as length-delimited", &[0x0a, 0x00], DecodeError::WrongWireType(1)),

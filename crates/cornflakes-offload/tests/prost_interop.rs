@@ -9,8 +9,8 @@ use common::{Builder, Everything, Inner, Pair, Reader};
 use cornflakes::Pool;
 use cornflakes_datapath::Segment;
 use cornflakes_offload::{Arena, Decoder, Encoder};
-use prost::Message as _;
 use proptest::prelude::*;
+use prost::Message as _;
 
 fn inner_strategy() -> impl Strategy<Value = Inner> {
     let leaf = (any::<i32>(), ".{0,12}", prop::collection::vec(any::<i64>(), 0..5))
@@ -52,16 +52,70 @@ fn everything_strategy() -> impl Strategy<Value = Everything> {
     );
     let repeated = (
         (v(i32s()), v(i64s()), v(u32s()), v(u64s()), v(i32s()), v(i64s()), v(u32s()), v(u64s()), v(i32s()), v(i64s())),
-        (v(f32s()), v(f64s()), v(any::<bool>()), v(colors()), v(".{0,8}"), v(bytes()), prop::collection::vec(inner_strategy(), 0..3)),
+        (
+            v(f32s()),
+            v(f64s()),
+            v(any::<bool>()),
+            v(colors()),
+            v(".{0,8}"),
+            v(bytes()),
+            prop::collection::vec(inner_strategy(), 0..3),
+        ),
         (v(i32s()), v(i64s()), v(u32s()), v(f64s()), v(any::<bool>())),
     );
     (singular, repeated).prop_map(|(s, r)| {
-        let ((i32, i64, u32, u64, s32, s64, f32, f64, sf32, sf64), (fl, db, flag, color, text, data, inner), (maybe, big_number)) = s;
-        let ((r_i32, r_i64, r_u32, r_u64, r_s32, r_s64, r_f32, r_f64, r_sf32, r_sf64), (r_fl, r_db, r_flag, r_color, r_text, r_data, r_inner), (u_i32, u_s64, u_f32, u_db, u_flag)) = r;
+        let (
+            (i32, i64, u32, u64, s32, s64, f32, f64, sf32, sf64),
+            (fl, db, flag, color, text, data, inner),
+            (maybe, big_number),
+        ) = s;
+        let (
+            (r_i32, r_i64, r_u32, r_u64, r_s32, r_s64, r_f32, r_f64, r_sf32, r_sf64),
+            (r_fl, r_db, r_flag, r_color, r_text, r_data, r_inner),
+            (u_i32, u_s64, u_f32, u_db, u_flag),
+        ) = r;
         Everything {
-            i32, i64, u32, u64, s32, s64, f32, f64, sf32, sf64, fl, db, flag, color, text, data, inner, maybe,
-            r_i32, r_i64, r_u32, r_u64, r_s32, r_s64, r_f32, r_f64, r_sf32, r_sf64, r_fl, r_db, r_flag, r_color,
-            r_text, r_data, r_inner, u_i32, u_s64, u_f32, u_db, u_flag, big_number,
+            i32,
+            i64,
+            u32,
+            u64,
+            s32,
+            s64,
+            f32,
+            f64,
+            sf32,
+            sf64,
+            fl,
+            db,
+            flag,
+            color,
+            text,
+            data,
+            inner,
+            maybe,
+            r_i32,
+            r_i64,
+            r_u32,
+            r_u64,
+            r_s32,
+            r_s64,
+            r_f32,
+            r_f64,
+            r_sf32,
+            r_sf64,
+            r_fl,
+            r_db,
+            r_flag,
+            r_color,
+            r_text,
+            r_data,
+            r_inner,
+            u_i32,
+            u_s64,
+            u_f32,
+            u_db,
+            u_flag,
+            big_number,
         }
     })
 }
@@ -166,7 +220,10 @@ fn repeated_nested_message_merges() {
     let set = common::schemas();
     let id = set.id("offload.Everything").unwrap();
     let one = Everything { inner: Some(Inner { id: 4, deltas: vec![1], ..Default::default() }), ..Default::default() };
-    let two = Everything { inner: Some(Inner { name: "x".into(), deltas: vec![2], ..Default::default() }), ..Default::default() };
+    let two = Everything {
+        inner: Some(Inner { name: "x".into(), deltas: vec![2], ..Default::default() }),
+        ..Default::default()
+    };
     let mut wire = one.encode_to_vec();
     wire.extend_from_slice(&two.encode_to_vec());
     let mut arena = Arena::new();
