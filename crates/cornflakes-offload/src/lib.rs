@@ -39,12 +39,11 @@ pub use object::{Arena, ArenaFull, BufId, ObjId, Slot};
 pub use schema::{FieldEntry, FieldType, MessageTable, SchemaError, SchemaId, SchemaSet};
 
 /// The schema of the engine's tests and of `cf offload`
-/// (`proto/offload.proto`), compiled at run time.
+/// (`proto/offload.proto`, built into the binary), compiled at run time.
 ///
 /// # Errors
 ///
-/// When the file is missing or does not compile.
+/// When it does not compile (a bug).
 pub fn bundled_schemas() -> Result<SchemaSet, SchemaError> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/proto");
-    SchemaSet::from_protos(&[format!("{dir}/offload.proto")], &[dir])
+    SchemaSet::from_source("offload.proto", include_str!("../proto/offload.proto"))
 }

@@ -195,6 +195,45 @@ impl SchemaSet {
         Self::from_descriptors(&fds)
     }
 
+    /// Compiles one `.proto` file given as text (no imports other than
+    /// protobuf's well-known types), named `name`.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_protos`](Self::from_protos).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = cornflakes_offload::SchemaSet::from_source(
+    ///     "kv.proto",
+    ///     "syntax = \"proto3\"; package kv; message Get { uint32 id = 1; bytes key = 2; }",
+    /// )?;
+    /// assert_eq!(set.table(set.id("kv.Get").unwrap()).fields[1].name, "key");
+    /// # Ok::<(), cornflakes_offload::SchemaError>(())
+    /// ```
+    pub fn from_source(name: &str, source: &str) -> Result<Self, SchemaError> {
+        // Owned: the compiler wants a 'static resolver.
+        struct OneFile {
+            name: String,
+            source: String,
+        }
+        impl protox::file::FileResolver for OneFile {
+            fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+                if name == self.name {
+                    protox::file::File::from_source(name, &self.source)
+                } else {
+                    protox::file::GoogleFileResolver::new().open_file(name)
+                }
+            }
+        }
+        let mut compiler =
+            protox::Compiler::with_file_resolver(OneFile { name: name.to_owned(), source: source.to_owned() });
+        compiler.include_imports(true);
+        compiler.open_file(name).map_err(|e| SchemaError::Parse(format!("{e:?}")))?;
+        Self::from_descriptors(&compiler.file_descriptor_set())
+    }
+
     /// Builds tables from a compiled descriptor set.
     ///
     /// # Errors
@@ -350,4 +389,49 @@ fn build_table(
         }
     }
     Ok(MessageTable { name: name.to_owned(), fields, slots, dense })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_follow_the_schema() {
+        let set = SchemaSet::from_source(
+            "t.proto",
+            r#"syntax = "proto3"; package t;
+               message M {
+                 repeated int32 packed_by_default = 7;
+                 repeated int32 unpacked = 3 [packed = false];
+                 optional sint32 maybe = 1;
+                 oneof choice { string s = 9; N n = 10; }
+                 enum E { Z = 0; }
+                 E e = 2;
+                 message N { repeated bytes b = 1; }
+               }"#,
+        )
+        .unwrap();
+        let m = set.table(set.id("t.M").unwrap());
+        let numbers: Vec<u32> = m.fields.iter().map(|f| f.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 7, 9, 10], "sorted by number");
+        let f = |n| m.field_by_number(n).unwrap();
+        assert!(f(7).packed && f(7).repeated && f(7).key == (7 << 3) | WIRE_LEN);
+        assert!(!f(3).packed && f(3).key == 3 << 3);
+        assert!(f(1).explicit_presence && f(1).ty == FieldType::Sint32);
+        assert!(f(9).explicit_presence && f(10).explicit_presence, "oneof members");
+        assert_eq!(f(2).ty, FieldType::Int32, "enums are int32 on the wire");
+        assert_eq!(f(10).ty, FieldType::Message(set.id("t.M.N").unwrap()));
+        assert_eq!(f(7).slot, 0, "slots in declaration order");
+        assert!(m.field_by_number(4).is_none() && m.field_by_number(1000).is_none());
+        let n = set.table(set.id("t.M.N").unwrap());
+        assert!(!n.fields[0].packed, "bytes are never packed");
+    }
+
+    #[test]
+    fn maps_and_bad_schemas_are_refused() {
+        let map = SchemaSet::from_source("m.proto", r#"syntax = "proto3"; message M { map<string, int32> m = 1; }"#);
+        assert!(matches!(map, Err(SchemaError::Unsupported { what: "a map", .. })), "{map:?}");
+        let bad = SchemaSet::from_source("b.proto", "syntax = \"proto3\"; message M { int32 x = 0; }");
+        assert!(matches!(bad, Err(SchemaError::Parse(_))), "{bad:?}");
+    }
 }
