@@ -17,7 +17,7 @@
 //! The four rings are `rtrb` single-producer single-consumer queues. An
 //! [`Arena`] moves through them by ownership (a pointer move): whoever holds
 //! the descriptor owns the object, so the two threads never share one. The
-//! datapath, its pools and the registered buffers ([`BufId`]) live on the
+//! datapath, its pools and the registered buffers ([`BufId`](crate::BufId)) live on the
 //! engine thread only (pools are single-threaded); the application names a
 //! registered buffer by id, as an RDMA application names registered memory
 //! by key. Received objects are copied out of the datapath's buffers into
@@ -41,9 +41,6 @@ use crate::encode::{EncodeError, Encoder};
 use crate::object::{Arena, ObjId};
 use crate::schema::{SchemaId, SchemaSet};
 
-#[allow(unused_imports)] // for the docs
-use crate::object::BufId;
-
 /// What the engine is set up with.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -60,7 +57,7 @@ pub struct EngineConfig {
     /// allocate more per message).
     pub rx_arena_limit: usize,
     /// Buffers to register: copied into the datapath's pool at start and
-    /// named by [`BufId`] in the order given.
+    /// named by [`BufId`](crate::BufId) in the order given.
     pub registered: Vec<Vec<u8>>,
 }
 

@@ -244,6 +244,14 @@ impl SchemaSet {
         let mut named: Vec<(String, &DescriptorProto)> = Vec::new();
         let mut enums = std::collections::HashSet::new();
         for file in &fds.file {
+            // proto2 and editions differ in presence and packing defaults.
+            if file.syntax() != "proto3" {
+                return Err(SchemaError::Unsupported {
+                    message: file.name().to_owned(),
+                    field: String::new(),
+                    what: "a syntax other than proto3",
+                });
+            }
             let prefix = if file.package().is_empty() { String::new() } else { format!("{}.", file.package()) };
             for e in &file.enum_type {
                 enums.insert(format!("{prefix}{}", e.name()));
@@ -431,6 +439,8 @@ mod tests {
     fn maps_and_bad_schemas_are_refused() {
         let map = SchemaSet::from_source("m.proto", r#"syntax = "proto3"; message M { map<string, int32> m = 1; }"#);
         assert!(matches!(map, Err(SchemaError::Unsupported { what: "a map", .. })), "{map:?}");
+        let proto2 = SchemaSet::from_source("p.proto", r#"syntax = "proto2"; message M { optional int32 x = 1; }"#);
+        assert!(matches!(proto2, Err(SchemaError::Unsupported { .. })), "{proto2:?}");
         let bad = SchemaSet::from_source("b.proto", "syntax = \"proto3\"; message M { int32 x = 0; }");
         assert!(matches!(bad, Err(SchemaError::Parse(_))), "{bad:?}");
     }
