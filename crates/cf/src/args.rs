@@ -656,6 +656,9 @@ pub(crate) struct OffloadArgs {
     /// Seconds of each throughput run.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Rounds of all three systems, interleaved; figures are medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// Core of the application thread.
     #[arg(long, default_value_t = 0)]
     app_core: usize,
@@ -679,6 +682,7 @@ impl OffloadArgs {
             warmup: self.warmup,
             window: self.window as usize,
             seconds: self.seconds,
+            rounds: self.rounds,
             app_core: self.app_core,
             engine_core: self.engine_core,
             count_messages: self.count_messages,

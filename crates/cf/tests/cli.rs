@@ -322,6 +322,7 @@ fn offload_runs_every_system_and_counts_instructions_when_valgrind_is_there() {
     assert_eq!(names, ["engine", "inline-table", "inline-prost"]);
     for s in systems {
         assert!(u64_of(s, "p50_ns") > 0 && s["round_trips_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["rounds"].as_array().map(Vec::len), Some(2), "{s}");
         if have_valgrind {
             let send = s["app_instructions_send"].as_f64().expect("counted");
             let round_trip = s["app_instructions_round_trip"].as_f64().expect("counted");

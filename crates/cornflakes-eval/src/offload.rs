@@ -95,6 +95,8 @@ pub struct Config {
     pub window: usize,
     /// Length of each throughput run.
     pub seconds: f64,
+    /// Rounds of all three systems (figures are medians over rounds).
+    pub rounds: u32,
     /// Core of the application thread.
     pub app_core: usize,
     /// Core of the engine thread (and of the echo peer).
@@ -110,19 +112,32 @@ pub struct Config {
 pub struct SystemReport {
     /// `engine`, `inline-table` or `inline-prost`.
     pub system: String,
-    /// Round-trip latency, one message at a time, ns.
+    /// Round-trip latency, one message at a time, ns (median of rounds).
     pub p50_ns: u64,
     /// See `p50_ns`.
     pub p99_ns: u64,
-    /// Round trips per second with `window` outstanding.
+    /// Round trips per second with `window` outstanding (median of rounds).
     pub round_trips_per_s: f64,
     /// Payload (both fields, one direction) in Gbit/s at that rate.
     pub payload_gbps: f64,
+    /// Each round's figures (the fields above are their medians).
+    pub rounds: Vec<RoundFigures>,
     /// Application-thread instructions per message: send side
     /// (`offload_app_send`), `null` when not counted.
     pub app_instructions_send: Option<f64>,
     /// Same, for the whole round trip (send + receive + check).
     pub app_instructions_round_trip: Option<f64>,
+}
+
+/// One round of one system.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundFigures {
+    /// Round-trip latency p50, ns.
+    pub p50_ns: u64,
+    /// Round-trip latency p99, ns.
+    pub p99_ns: u64,
+    /// Round trips per second with `window` outstanding.
+    pub round_trips_per_s: f64,
 }
 
 /// The last line of `cf offload`.
@@ -692,24 +707,41 @@ pub fn run(cfg: &Config) -> Result<(), Error> {
     let loadavg_start = loadavg();
     let set = schemas()?;
     eprintln!(
-        "offload: 2x{} B messages, app on core {}, engine/peer on core {}; {} round trips after {} warm-up, then {} s at window {}; load {}",
-        cfg.size, cfg.app_core, cfg.engine_core, cfg.iters, cfg.warmup, cfg.seconds, cfg.window, loadavg_start
+        "offload: 2x{} B messages, app on core {}, engine/peer on core {}; {} rounds of: {} round trips after {} warm-up, then {} s at window {}; load {}",
+        cfg.size, cfg.app_core, cfg.engine_core, cfg.rounds, cfg.iters, cfg.warmup, cfg.seconds, cfg.window, loadavg_start
     );
     crate::pin::pin_to_core(cfg.app_core)?;
+    // Rounds: every system once per round, so a burst of load from the
+    // other tenants of the machine hits all of them; medians reported.
+    let rounds = cfg.rounds.max(1);
+    let mut samples: Vec<Vec<(u64, u64, f64)>> = vec![Vec::new(); System::ALL.len()];
+    for round in 1..=rounds {
+        for (i, system) in System::ALL.into_iter().enumerate() {
+            eprintln!("  round {round}/{rounds}, {}: latency, then throughput ...", system.name());
+            let mut running = Running::start(system, cfg, &set)?;
+            let hist = latency(running.app.as_mut(), cfg)?;
+            let rate = throughput(running.app.as_mut(), cfg)?;
+            running.stop()?;
+            samples[i].push((hist.value_at_quantile(0.5), hist.value_at_quantile(0.99), rate));
+        }
+    }
     let mut reports = Vec::new();
-    for system in System::ALL {
-        eprintln!("  {}: latency ...", system.name());
-        let mut running = Running::start(system, cfg, &set)?;
-        let hist = latency(running.app.as_mut(), cfg)?;
-        eprintln!("  {}: throughput ...", system.name());
-        let rate = throughput(running.app.as_mut(), cfg)?;
-        running.stop()?;
+    for (system, runs) in System::ALL.into_iter().zip(samples) {
+        let median_u64 = |f: fn(&(u64, u64, f64)) -> u64| {
+            let mut v: Vec<u64> = runs.iter().map(f).collect();
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let mut rates: Vec<f64> = runs.iter().map(|r| r.2).collect();
+        rates.sort_by(f64::total_cmp);
+        let rate = rates[rates.len() / 2];
         reports.push(SystemReport {
             system: system.name().to_owned(),
-            p50_ns: hist.value_at_quantile(0.5),
-            p99_ns: hist.value_at_quantile(0.99),
+            p50_ns: median_u64(|r| r.0),
+            p99_ns: median_u64(|r| r.1),
             round_trips_per_s: rate,
             payload_gbps: rate * (2 * cfg.size) as f64 * 8.0 / 1e9,
+            rounds: runs.iter().map(|r| RoundFigures { p50_ns: r.0, p99_ns: r.1, round_trips_per_s: r.2 }).collect(),
             app_instructions_send: None,
             app_instructions_round_trip: None,
         });
@@ -759,6 +791,11 @@ pub fn run(cfg: &Config) -> Result<(), Error> {
             fmt(r.app_instructions_send),
             fmt(r.app_instructions_round_trip)
         );
+    }
+    println!("(latency and rt/s: medians of {} rounds; each round's p50 ns / rt/s below)", cfg.rounds.max(1));
+    for r in &report.systems {
+        let each: Vec<String> = r.rounds.iter().map(|f| format!("{} / {:.0}", f.p50_ns, f.round_trips_per_s)).collect();
+        println!("  {:<13} {}", r.system, each.join(", "));
     }
     if let (Some(t), Some(p)) = (report.send_instruction_ratio_vs_table, report.send_instruction_ratio_vs_prost) {
         println!(
