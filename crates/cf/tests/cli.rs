@@ -315,7 +315,19 @@ fn overload_refuses_settings_that_cannot_work() {
 fn offload_runs_every_system_and_counts_instructions_when_valgrind_is_there() {
     let have_valgrind = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
     let count = if have_valgrind { "100" } else { "0" };
-    let out = cf(&["offload", "--iters", "300", "--warmup", "30", "--seconds", "0.2", "--count-messages", count]);
+    let out = cf(&[
+        "offload",
+        "--iters",
+        "300",
+        "--warmup",
+        "30",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "2",
+        "--count-messages",
+        count,
+    ]);
     let json = last_json(&out);
     let systems = json["systems"].as_array().expect("systems");
     let names: Vec<&str> = systems.iter().map(|s| s["system"].as_str().unwrap()).collect();
