@@ -11,9 +11,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use cornflakes_eval::echo::Mode;
 use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
-use cornflakes_eval::sweep::{LatencyBound, SweepConfig};
+use cornflakes_eval::sweep::{BoundRule, LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{compare, echo, kv, overload, pingpong, shapes, stall};
+use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -73,6 +73,37 @@ pub(crate) enum Command {
     /// every response checked, HDR-histogram latencies. The last line is a
     /// JSON object.
     Loadgen(LoadgenArgs),
+    /// The threshold study (paper §5, Figure 5): where zero-copy starts to pay on this machine.
+    ///
+    /// For each cell of a grid — responses of 1..32 list elements, 64 B to
+    /// 64 KiB in total, keys spread over a working set that fits in the
+    /// caches and one far beyond the last-level cache — runs the key-value
+    /// server sending every element zero-copy (only-sg) and copying every
+    /// element (only-copy), each swept as `cf compare` does, and reports
+    /// the ratio of their highest loads kept up with. Prints a heatmap per
+    /// working set and the per-element-size means; draws OUT/heatmap-*.png;
+    /// writes the threshold it finds (the smallest element size from which
+    /// zero-copy never loses) to the calibration file that `cf kv-server`
+    /// and `cornflakes::Arena::calibrated` read. The full grid takes about
+    /// 20 minutes; --quick runs a 3 x 4 grid in about 2.
+    Calibrate(CalibrateArgs),
+    /// The hybrid system at every static threshold and with the adaptive one (paper Table 5).
+    ///
+    /// Runs `cornflakes` on the workload with thresholds 64 B .. 16 KiB and
+    /// `never`, then with `--threshold adaptive` (which measures the server's
+    /// cost per request at each threshold while serving and follows the
+    /// cheapest), each swept as `cf compare` does, --repeats times
+    /// interleaved. Prints the medians and the adaptive one's ratio to the
+    /// best static threshold.
+    Thresholds(ThresholdsArgs),
+    /// Each evaluation result of the paper, made again on this machine.
+    ///
+    /// `cf reproduce fig2`, `... fig5 table2`, or `cf reproduce all`: each
+    /// result gets a folder in OUT with its data, PNGs and a README.md that
+    /// quotes what the paper found and says what was found here (or why it
+    /// cannot be made here); OUT/README.md lists them. Figures 6, 7, 12 and
+    /// Tables 1, 2, 4, 5 share one key-value comparison (OUT/kv).
+    Reproduce(ReproduceArgs),
     /// Does a client that stops reading slow down the others?
     ///
     /// Starts the key-value server and alternates two load points at the
@@ -116,6 +147,127 @@ pub(crate) enum Command {
     /// The server half of `pingpong` and `echo` (started by them).
     #[command(hide = true)]
     Serve(ServeArgs),
+    /// The per-host monitor of the drop-in socket library (libcfsocket.so).
+    ///
+    /// Programs run with `LD_PRELOAD=target/release/libcfsocket.so` register
+    /// their listening TCP sockets here; a `connect` to one of them from
+    /// another such program is matched here and both ends get shared-memory
+    /// rings instead of a kernel connection. The monitor is never on the data
+    /// path. Without a monitor the library sends everything to the kernel.
+    /// Stop it with Ctrl-C; see docs/sockets.md.
+    SocketMonitor(SocketMonitorArgs),
+    /// Our RESP server side by side with redis-server under redis-benchmark.
+    ///
+    /// For each value size, starts redis-server (persistence off) and then
+    /// `cf kv-server --protocol resp`, each pinned to --server-core,
+    /// preloads the keys the tests read, and runs redis-benchmark on
+    /// --client-core for GET, SET, MGET (2 and 10 keys) and LRANGE 0 99 of
+    /// a 100-element list, with -c 1 (mean latency), -c 50 and -c 50 -P 16.
+    /// Reads the values back afterwards; any error reply or wrong value
+    /// fails the run. Prints one line per run (with the load average) and
+    /// a table of the ratios; writes OUT/table.txt and OUT/summary.json.
+    /// Needs redis-server, redis-benchmark and taskset (scripts/setup.sh).
+    RedisCompare(RedisCompareArgs),
+}
+
+/// Arguments of `cf socket-monitor`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SocketMonitorArgs {
+    /// Unix socket to listen on: `@name` for an abstract name, or a path.
+    /// Default: `$CFSOCKET_MONITOR`, the variable through which programs
+    /// under the library find the monitor, else @cornflakes-socket-monitor.
+    #[arg(long)]
+    pub(crate) addr: Option<String>,
+    /// Print one line per listen, connect and listener death.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
+}
+
+/// Options of `cf redis-compare`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RedisCompareArgs {
+    /// Value sizes, bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,4096,16384")]
+    sizes: Vec<usize>,
+    /// Tests, comma-separated: get, set, mget-2, mget-10, lrange-100.
+    #[arg(long, value_delimiter = ',', default_value = "get,set,mget-2,mget-10,lrange-100")]
+    tests: Vec<String>,
+    /// Requests per -c 50 run (fewer for large replies: at most 2 GiB of
+    /// replies per run, at least 1000 requests).
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    /// Requests per -c 1 run.
+    #[arg(long, default_value_t = 20_000)]
+    latency_requests: u64,
+    /// Core the servers run on.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core redis-benchmark runs on.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Our server's zero-copy threshold, bytes.
+    #[arg(long, default_value_t = cornflakes_kv::resp::DEFAULT_THRESHOLD)]
+    threshold: usize,
+    /// Directory for table.txt and summary.json.
+    #[arg(long, default_value = "results/redis-compare")]
+    out: PathBuf,
+    /// Offered loads, requests/s, comma-separated, of a YCSB phase with
+    /// our open-loop RESP load generator (get, mget-2, lrange-2 of
+    /// --ycsb-size values, every reply checked); none: no YCSB phase.
+    #[arg(long, value_delimiter = ',')]
+    ycsb_rates: Vec<f64>,
+    /// Skip the redis-benchmark runs (only the YCSB and formats phases).
+    #[arg(long)]
+    ycsb_only: bool,
+    /// Offered loads, requests/s, comma-separated, of the formats phase
+    /// (issue 14, item 5): our server answers YCSB get and lrange-2 of
+    /// --ycsb-size values from one store in RESP and in the Cornflakes
+    /// format (tcp), driven in turn by our two open-loop load generators;
+    /// none: no formats phase.
+    #[arg(long, value_delimiter = ',')]
+    formats_rates: Vec<f64>,
+    /// Keys of the YCSB phase.
+    #[arg(long, default_value_t = 10_000)]
+    ycsb_keys: u32,
+    /// Value bytes of the YCSB phase.
+    #[arg(long, default_value_t = 2048)]
+    ycsb_size: u32,
+    /// Recorded seconds per YCSB point.
+    #[arg(long, default_value_t = 2.0, value_parser = positive)]
+    ycsb_seconds: f64,
+}
+
+impl RedisCompareArgs {
+    pub(crate) fn config(&self) -> Result<cornflakes_eval::redis_compare::RedisCompareConfig, CliError> {
+        use cornflakes_eval::redis_compare::{RedisCompareConfig, Test};
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| {
+                Test::from_name(t).ok_or_else(|| {
+                    cornflakes_eval::Error::Invalid(format!(
+                        "unknown test `{t}` (expected get, set, mget-2, mget-10, lrange-100)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RedisCompareConfig {
+            sizes: if self.ycsb_only { Vec::new() } else { self.sizes.clone() },
+            tests,
+            requests: self.requests,
+            latency_requests: self.latency_requests,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            threshold: self.threshold,
+            out: self.out.clone(),
+            ycsb_rates: self.ycsb_rates.clone(),
+            ycsb_keys: self.ycsb_keys,
+            ycsb_size: self.ycsb_size,
+            ycsb_seconds: self.ycsb_seconds,
+            formats_rates: self.formats_rates.clone(),
+            ..RedisCompareConfig::default()
+        })
+    }
 }
 
 /// A key-value system on the command line: the names of
@@ -219,6 +371,10 @@ pub(crate) struct PingpongArgs {
     /// Core of the server process.
     #[arg(long, default_value_t = 0)]
     server_core: usize,
+    /// Where the server listens: IP:port for tcp and std-tcp (port 0: the
+    /// kernel picks; default 127.0.0.1:0), a socket path for shm.
+    #[arg(long)]
+    addr: Option<String>,
 }
 
 impl PingpongArgs {
@@ -230,6 +386,7 @@ impl PingpongArgs {
             warmup: self.warmup,
             client_core: self.client_core,
             server_core: self.server_core,
+            addr: self.addr.clone(),
         }
     }
 }
@@ -264,6 +421,10 @@ pub(crate) struct EchoArgs {
     /// Core of the server process.
     #[arg(long, default_value_t = 0)]
     server_core: usize,
+    /// Where the server listens: IP:port for tcp (port 0: the kernel
+    /// picks; default 127.0.0.1:0), a socket path for shm.
+    #[arg(long)]
+    addr: Option<String>,
 }
 
 impl EchoArgs {
@@ -278,6 +439,7 @@ impl EchoArgs {
             warmup: self.warmup,
             client_core: self.client_core,
             server_core: self.server_core,
+            addr: self.addr.clone(),
         }
     }
 }
@@ -285,18 +447,22 @@ impl EchoArgs {
 /// Command-line settings of a sweep's stopping rule.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct SweepArgs {
-    /// Median-latency bound (µs) of a load point that counts as kept up.
-    /// Default: 20x the median latency of the sweep's lowest load point,
-    /// at least 200 µs (see --p50-factor, --p50-floor-us).
+    /// The latency quantile a load point must keep within the SLO to count
+    /// as kept up: p99 (the paper's SLO) or p50 (the median, less sensitive
+    /// to the machine's rare stalls).
+    #[arg(long, value_enum, default_value = "p99")]
+    slo: SloQuantile,
+    /// The SLO in µs. Default: a multiple of the quantile at the sweep's
+    /// lowest load point (--slo-factor), at least --slo-floor-us.
     #[arg(long, value_parser = positive)]
-    p50_bound_us: Option<f64>,
-    /// Without --p50-bound-us: the bound as a multiple of the lowest load's
-    /// median latency ...
-    #[arg(long, default_value_t = 20.0, value_parser = positive)]
-    p50_factor: f64,
-    /// ... but never below this many µs.
-    #[arg(long, default_value_t = 200.0, value_parser = non_negative)]
-    p50_floor_us: f64,
+    slo_us: Option<f64>,
+    /// Without --slo-us: the SLO as a multiple of the lowest load's
+    /// latency (default 10 for p99, 20 for p50) ...
+    #[arg(long, value_parser = positive)]
+    slo_factor: Option<f64>,
+    /// ... but never below this many µs (default 50 for p99, 200 for p50).
+    #[arg(long, value_parser = non_negative)]
+    slo_floor_us: Option<f64>,
     /// Extra points that bisect the step where the system fell behind.
     #[arg(long, default_value_t = 2)]
     refine: usize,
@@ -305,12 +471,33 @@ pub(crate) struct SweepArgs {
 impl SweepArgs {
     /// The sweep these settings describe, around `point`.
     fn sweep_config(&self, point: LoadConfig) -> SweepConfig {
-        let bound = match self.p50_bound_us {
-            Some(us) => LatencyBound::Fixed(us),
-            None => LatencyBound::RelativeToLowLoad { factor: self.p50_factor, floor_us: self.p50_floor_us },
+        let default = match self.slo {
+            SloQuantile::P99 => LatencyBound::p99_default(),
+            SloQuantile::P50 => LatencyBound::p50_default(),
         };
-        SweepConfig { bound, refine: self.refine, ..SweepConfig::new(point) }
+        let rule = match (self.slo_us, default.rule) {
+            (Some(us), _) => BoundRule::Fixed(us),
+            (None, BoundRule::RelativeToLowLoad { factor, floor_us }) => BoundRule::RelativeToLowLoad {
+                factor: self.slo_factor.unwrap_or(factor),
+                floor_us: self.slo_floor_us.unwrap_or(floor_us),
+            },
+            (None, fixed) => fixed,
+        };
+        SweepConfig {
+            bound: LatencyBound { quantile: default.quantile, rule },
+            refine: self.refine,
+            ..SweepConfig::new(point)
+        }
     }
+}
+
+/// `--slo`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SloQuantile {
+    /// The 99th percentile.
+    P99,
+    /// The median.
+    P50,
 }
 
 /// Options of `cf compare`.
@@ -355,6 +542,22 @@ pub(crate) struct CompareArgs {
     /// Repeats are interleaved across systems.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
+    /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).
+    /// Default 127.0.0.1:0, or 192.0.2.2:0 with --netns.
+    #[arg(long)]
+    addr: Option<String>,
+    /// Two hosts on one machine (tcp only; needs root): each server runs in
+    /// one network namespace, the load generator in another, joined by a
+    /// veth pair (scripts/netns.sh); the namespaces are removed at the end,
+    /// also on failure. Without root it refuses and says so.
+    #[arg(long)]
+    netns: bool,
+    /// With --netns: MTU of the veth pair, 1500 or 9000.
+    #[arg(long, default_value_t = 1500)]
+    mtu: u32,
+    /// With --netns: the namespace script.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh"))]
+    netns_script: PathBuf,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -387,6 +590,8 @@ impl CompareArgs {
             client_core: self.client_core,
             transport: self.transport,
             repeats: self.repeats as usize,
+            addr: self.addr.clone(),
+            netns: self.netns.then(|| compare::NetnsConfig { script: self.netns_script.clone(), mtu: self.mtu }),
         })
     }
 }
@@ -417,13 +622,70 @@ pub(crate) struct ServerArgs {
     /// ~2500 requests, 25 ms at 100 k/s (4 MiB: ~100 ms).
     #[arg(long, default_value_t = 1 << 20)]
     udp_socket_buffer: usize,
+    /// Zero-copy threshold of the hybrid systems (cornflakes,
+    /// cornflakes-no-sas) and of RESP replies: bytes, `never`, or `adaptive`
+    /// (measured and followed while serving; not with --protocol resp).
+    /// Default: this machine's calibration for the transport (`cf calibrate`
+    /// writes it; see `CORNFLAKES_THRESHOLD`, `CORNFLAKES_CALIBRATION`),
+    /// else the paper's 512.
+    #[arg(long, value_parser = cornflakes_eval::report::parse_threshold)]
+    threshold: Option<cornflakes_eval::report::ThresholdChoice>,
     /// Take commands on standard input (set by `cf compare`): a line asks
     /// for the counters, end of input stops the server.
     #[arg(long, hide = true)]
     exit_with_parent: bool,
+    /// Wire protocol: `kv`, the serializer's own messages (--system), or
+    /// `resp`, RESP2 as Redis speaks it (tcp only), for redis-cli and
+    /// redis-benchmark: e.g. `cf kv-server --protocol resp --transport tcp
+    /// --addr 127.0.0.1:6380 --workload echo` (echo: nothing preloaded).
+    #[arg(long, value_enum, default_value = "kv")]
+    pub(crate) protocol: Protocol,
+    /// RESP: also serve the key-value protocol in the Cornflakes format
+    /// (hybrid, serialize-and-send) from the same store, on this IP:port
+    /// (tcp), for comparing the two formats in one server.
+    #[arg(long)]
+    kv_addr: Option<String>,
+    /// RESP: send replies holding a zero-copy value of at least this many
+    /// bytes with SENDMSG_ZC (default: never, right on loopback and veth
+    /// where the kernel copies anyway; on a NIC try 16384).
+    #[arg(long, default_value_t = usize::MAX, hide_default_value = true)]
+    zero_copy_min: usize,
+}
+
+/// The wire protocol of `cf kv-server`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Protocol {
+    /// The serializer's own request and response messages.
+    Kv,
+    /// RESP2, the Redis protocol.
+    Resp,
 }
 
 impl ServerArgs {
+    pub(crate) fn resp_options(&self) -> Result<cornflakes_eval::resp_server::RespServerOptions, CliError> {
+        if self.transport != Transport::Tcp {
+            return Err(cornflakes_eval::Error::Invalid("--protocol resp runs over --transport tcp".into()).into());
+        }
+        Ok(cornflakes_eval::resp_server::RespServerOptions {
+            workload: self.workload.clone(),
+            addr: self.addr.clone(),
+            core: self.core,
+            threshold: match self.threshold {
+                Some(cornflakes_eval::report::ThresholdChoice::Fixed(t)) => t,
+                Some(cornflakes_eval::report::ThresholdChoice::Adaptive) => {
+                    return Err(cornflakes_eval::Error::Invalid(
+                        "--threshold adaptive is for the key-value protocol; give RESP a number of bytes".into(),
+                    )
+                    .into())
+                }
+                None => cornflakes::field::machine_threshold().for_datapath("tcp"),
+            },
+            controlled_by_parent: self.exit_with_parent,
+            kv_addr: self.kv_addr.clone(),
+            zero_copy_min: self.zero_copy_min,
+        })
+    }
+
     pub(crate) fn options(&self) -> kv::ServerOptions {
         kv::ServerOptions {
             system: self.system.0,
@@ -432,6 +694,7 @@ impl ServerArgs {
             addr: self.addr.clone(),
             core: self.core,
             udp_socket_buffer: self.udp_socket_buffer,
+            threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
         }
     }
@@ -495,6 +758,182 @@ impl LoadgenArgs {
             }),
             core: self.core,
         })
+    }
+}
+
+/// Options of `cf calibrate`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct CalibrateArgs {
+    /// Datapath to calibrate.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Numbers of list elements (comma-separated); default 1,2,4,8,16,32.
+    #[arg(long, value_delimiter = ',')]
+    entries: Vec<u32>,
+    /// Total response sizes in bytes (comma-separated); default 64..65536, powers of two.
+    #[arg(long, value_delimiter = ',')]
+    totals: Vec<u32>,
+    /// Working sets in MiB (comma-separated); default 1 (in cache) and 512 (far beyond the LLC).
+    #[arg(long, value_delimiter = ',')]
+    working_sets_mib: Vec<u64>,
+    /// A small grid (1, 4, 16 entries x 256 B, 1 KiB, 4 KiB, 16 KiB; both working sets) for a first look.
+    #[arg(long)]
+    quick: bool,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.25, value_parser = positive)]
+    seconds: f64,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Directory for summary.json and the heatmaps.
+    #[arg(long, default_value = "cf-calibrate")]
+    out: std::path::PathBuf,
+    /// Calibration file to write (default: $CORNFLAKES_CALIBRATION, else
+    /// $XDG_CONFIG_HOME/cornflakes/calibration or ~/.config/cornflakes/calibration).
+    #[arg(long)]
+    write_to: Option<std::path::PathBuf>,
+    /// Measure and report only; write no calibration file.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl CalibrateArgs {
+    pub(crate) fn config(&self) -> calibrate::CalibrateConfig {
+        use calibrate::CalibrateConfig as C;
+        let or = |given: &Vec<u32>, quick: &[u32], full: &[u32]| {
+            if !given.is_empty() {
+                given.clone()
+            } else if self.quick {
+                quick.to_vec()
+            } else {
+                full.to_vec()
+            }
+        };
+        C {
+            transport: self.transport,
+            entries: or(&self.entries, &[1, 4, 16], &C::ENTRIES),
+            totals: or(&self.totals, &[256, 1024, 4096, 16384], &C::TOTALS),
+            working_sets: if self.working_sets_mib.is_empty() {
+                vec![C::IN_CACHE, C::BEYOND_LLC]
+            } else {
+                self.working_sets_mib.iter().map(|m| m << 20).collect()
+            },
+            seconds: self.seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            out: self.out.clone(),
+            write_to: self.write_to.clone(),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
+/// Options of `cf reproduce`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReproduceArgs {
+    /// Results to make (`all` for every one).
+    #[arg(required = true, num_args = 1..)]
+    figures: Vec<FigureArg>,
+    /// Directory for the results.
+    #[arg(long, default_value = "cf-reproduce")]
+    out: PathBuf,
+    /// Datapath (Figure 9 always runs over tcp).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    seconds: f64,
+    /// Interleaved repeats of each comparison (medians are reported).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core of the servers.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generators.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+/// A figure name on the command line, or `all`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FigureArg(Option<reproduce::Figure>);
+
+impl ValueEnum for FigureArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [FigureArg; 14] = {
+            let mut v = [FigureArg(None); 14];
+            let mut i = 0;
+            while i < 13 {
+                v[i + 1] = FigureArg(Some(reproduce::Figure::ALL[i]));
+                i += 1;
+            }
+            v
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.map_or("all", |f| f.name())))
+    }
+}
+
+impl ReproduceArgs {
+    pub(crate) fn config(&self) -> reproduce::ReproduceConfig {
+        let mut figures: Vec<reproduce::Figure> = Vec::new();
+        for f in &self.figures {
+            match f.0 {
+                None => figures = reproduce::Figure::ALL.to_vec(),
+                Some(fig) if !figures.contains(&fig) => figures.push(fig),
+                Some(_) => {}
+            }
+        }
+        reproduce::ReproduceConfig {
+            figures,
+            out: self.out.clone(),
+            transport: self.transport,
+            seconds: self.seconds,
+            repeats: self.repeats as usize,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        }
+    }
+}
+
+/// Options of `cf thresholds`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ThresholdsArgs {
+    /// Workload (see `cf compare --help`).
+    #[arg(long, value_parser = parse_workload, default_value = "google:max=16")]
+    workload: WorkloadSpec,
+    /// Datapath.
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Interleaved repeats; medians are reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Recorded seconds per load point.
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    seconds: f64,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl ThresholdsArgs {
+    pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let bench = calibrate::Bench {
+            transport: self.transport,
+            seconds: self.seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+        };
+        calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
     }
 }
 

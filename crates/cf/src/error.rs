@@ -12,6 +12,9 @@ pub(crate) enum CliError {
     /// The run failed.
     #[error(transparent)]
     Failed(cornflakes_eval::Error),
+    /// The socket monitor could not start or stopped.
+    #[error("socket monitor: {0} (is another monitor running on that address?)")]
+    Monitor(std::io::Error),
 }
 
 impl From<cornflakes_eval::Error> for CliError {
@@ -29,7 +32,7 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
-            CliError::Failed(_) => ExitCode::FAILURE,
+            CliError::Failed(_) | CliError::Monitor(_) => ExitCode::FAILURE,
         }
     }
 }

@@ -15,20 +15,41 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn run(cli: &Cli) -> Result<(), CliError> {
-    use cornflakes_eval::{compare, echo, kv, overload, pingpong, serve, shapes, stall};
+    use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, serve, shapes, stall};
     match &cli.command {
         Command::Shapes(args) => shapes::run(&args.config())?,
         Command::Pingpong(args) => pingpong::run(&args.config())?,
         Command::Echo(args) => echo::run(&args.config())?,
         Command::Compare(args) => compare::run(&args.config()?)?,
+        Command::KvServer(args) if args.protocol == args::Protocol::Resp => {
+            cornflakes_eval::resp_server::run(&args.resp_options()?)?
+        }
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
         Command::Offload(args) => cornflakes_eval::offload::run(&args.config())?,
+        Command::Thresholds(args) => args.run()?,
+        Command::Reproduce(args) => reproduce::run(&args.config())?,
+        Command::Calibrate(args) => {
+            calibrate::run(&args.config())?;
+        }
         Command::Overload(args) => {
             overload::run(&args.config())?;
         }
+        Command::RedisCompare(args) => cornflakes_eval::redis_compare::run(&args.config()?)?,
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
+        Command::SocketMonitor(args) => {
+            let opts = cornflakes_socket::MonitorOptions {
+                addr: match &args.addr {
+                    Some(a) => cornflakes_socket::MonitorAddr::parse(a),
+                    None => cornflakes_socket::MonitorAddr::from_env(),
+                },
+                verbose: args.verbose,
+                stop: None,
+                on_ready: None,
+            };
+            cornflakes_socket::run_monitor(&opts).map_err(CliError::Monitor)?;
+        }
     }
     Ok(())
 }

@@ -147,7 +147,8 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             // test machine may not give).
             let points = s["points"].as_array().expect("points");
             assert!(points.iter().all(|p| p["server_busy_capacity_rps"].as_f64().is_some_and(|c| c > 0.0)), "{s}");
-            assert!(s["p50_bound_us"].as_f64().expect("p50_bound_us") >= 200.0, "{s}");
+            assert!(s["latency_bound_us"].as_f64().expect("latency_bound_us") >= 50.0, "{s}");
+            assert_eq!(s["latency_bound_quantile"], "p99", "{s}");
             assert!(table.contains(s["name"].as_str().unwrap()), "{table}");
         }
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
@@ -352,4 +353,205 @@ fn offload_refuses_one_core_for_both() {
     let (code, err) = cf_fails(&["offload", "--app-core", "1", "--engine-core", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("must differ"), "{err}");
+}
+
+/// The `READY <addr>` line of a server started by hand.
+fn ready_addr(stdout: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    line.trim().strip_prefix("READY ").unwrap_or_else(|| panic!("not a READY line: {line:?}")).to_owned()
+}
+
+#[test]
+fn every_subcommand_takes_tcp_and_an_addr() {
+    use std::io::{BufReader, Write};
+    // pingpong (with its std::net baseline in the same run) and echo.
+    let json = last_json(&cf(&[
+        "pingpong",
+        "--transport",
+        "tcp",
+        "--addr",
+        "127.0.0.1:0",
+        "--iters",
+        "500",
+        "--warmup",
+        "50",
+    ]));
+    assert_eq!(json["transport"], "tcp");
+    assert!(u64_of(&json, "std_tcp_p50_ns") > 0, "{json}");
+    let json = last_json(&cf(&["pingpong", "--transport", "std-tcp", "--addr", "[::1]:0", "--iters", "500"]));
+    assert_eq!(u64_of(&json, "round_trips"), 500);
+    let json =
+        last_json(&cf(&["echo", "--transport", "tcp", "--addr", "127.0.0.1:0", "--seconds", "0.2", "--warmup", "0"]));
+    assert_eq!(json["errors"], 0, "{json}");
+    assert!(u64_of(&json, "responses") > 0, "{json}");
+
+    // kv-server and loadgen, for a datapath system and for tokio-prost.
+    for system in ["cornflakes", "tokio-prost"] {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
+            .args(["kv-server", "--system", system, "--transport", "tcp", "--addr", "127.0.0.1:0"])
+            .args(["--workload", "twitter:keys=2000", "--exit-with-parent"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let mut stdout = BufReader::new(server.stdout.take().unwrap());
+        let addr = ready_addr(&mut stdout);
+        let out = cf(&[
+            "loadgen",
+            "--system",
+            system,
+            "--transport",
+            "tcp",
+            "--addr",
+            &addr,
+            "--workload",
+            "twitter:keys=2000",
+            "--rate",
+            "3000",
+            "--seconds",
+            "0.3",
+            "--warmup",
+            "0.1",
+        ]);
+        let mut stdin = server.stdin.take().unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        let counters: serde_json::Value = serde_json::from_str(&line).expect("the counters are one JSON line");
+        drop(stdin);
+        server.wait().ok();
+        let json = last_json(&out);
+        assert_eq!(json["name"], system);
+        assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{json}");
+        let p = &json["points"][0];
+        assert_eq!(u64_of(p, "completed"), u64_of(p, "offered"), "{json}");
+        assert!(u64_of(p, "completed") > 0, "{json}");
+        assert!(u64_of(&counters, "handled") >= u64_of(p, "completed"), "{system}: {counters}");
+        assert_eq!(counters["malformed"], 0, "{counters}");
+    }
+
+    // compare, with tokio-prost among the systems.
+    let out = std::env::temp_dir().join(format!("cf-compare-tcp-addr-test-{}", std::process::id()));
+    cf(&[
+        "compare",
+        "--transport",
+        "tcp",
+        "--addr",
+        "127.0.0.1:0",
+        "--workload",
+        "twitter:keys=2000",
+        "--systems",
+        "cornflakes,tokio-prost",
+        "--seconds",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--refine",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary.json written"))
+            .expect("summary.json is JSON");
+    let workload = &summary["workloads"][0];
+    assert_eq!(workload["transport"], "tcp");
+    for s in workload["systems"].as_array().expect("systems") {
+        assert!(s["max_achieved_rps"].as_f64().expect("max_achieved_rps") > 0.0, "{s}");
+        assert_eq!(s["errors"], 0, "{s}");
+    }
+    assert!(workload["ratios"]["cornflakes_over_tokio_prost"].as_f64().is_some(), "{workload}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn tcp_only_settings_are_refused_elsewhere_with_what_to_do() {
+    let (code, err) = cf_fails(&["kv-server", "--system", "tokio-prost", "--transport", "shm", "--workload", "echo"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--transport tcp"), "{err}");
+    let (code, err) = cf_fails(&["compare", "--systems", "tokio-prost", "--workload", "echo"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--transport tcp"), "{err}");
+    let (code, err) = cf_fails(&["compare", "--netns", "--workload", "echo"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--transport tcp"), "{err}");
+    let (code, err) = cf_fails(&["pingpong", "--transport", "udp", "--addr", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--addr is for --transport tcp"), "{err}");
+    let (code, err) = cf_fails(&["compare", "--transport", "tcp", "--addr", "localhost", "--workload", "echo"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Names of the network namespaces `cf compare --netns` makes.
+fn compare_namespaces() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().expect("ip runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("cfcmp"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn compare_across_network_namespaces_when_root() {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let have_ip = Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !root || !have_ip {
+        eprintln!("SKIPPED compare_across_network_namespaces_when_root: needs root and iproute2 (ip)");
+        let (code, err) = cf_fails(&["compare", "--transport", "tcp", "--netns", "--workload", "echo"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("needs root"), "says why: {err}");
+        return;
+    }
+    // As an unprivileged user it refuses and says why.
+    if Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_cf")])
+            .args(["compare", "--transport", "tcp", "--netns", "--workload", "echo"])
+            .output()
+            .expect("setpriv runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        // A binary unreadable by that user fails to start instead: no claim.
+        if !err.contains("Permission denied") {
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("needs root"), "says why: {err}");
+        }
+    }
+    let before = compare_namespaces();
+    let out = std::env::temp_dir().join(format!("cf-compare-netns-test-{}", std::process::id()));
+    for mtu in ["1500", "9000"] {
+        cf(&[
+            "compare",
+            "--transport",
+            "tcp",
+            "--netns",
+            "--mtu",
+            mtu,
+            "--workload",
+            "twitter:keys=2000",
+            "--systems",
+            "cornflakes,tokio-prost",
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+            "--refine",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary.json written"))
+                .expect("summary.json is JSON");
+        for s in summary["workloads"][0]["systems"].as_array().expect("systems") {
+            assert!(s["max_achieved_rps"].as_f64().expect("max_achieved_rps") > 0.0, "MTU {mtu}: {s}");
+            assert_eq!(s["errors"], 0, "MTU {mtu}: {s}");
+        }
+        let after = compare_namespaces();
+        assert!(after.iter().all(|n| before.contains(n)), "namespaces left behind: {after:?}");
+    }
+    std::fs::remove_dir_all(&out).ok();
 }

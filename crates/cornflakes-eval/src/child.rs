@@ -52,8 +52,22 @@ impl ServerChild {
 
     /// Starts `cf <subcommand> <args>` and waits for its `READY` line.
     pub fn spawn_subcommand(subcommand: &str, args: &[String]) -> Result<Self, Error> {
+        Self::spawn_wrapped(&[], subcommand, args)
+    }
+
+    /// Starts `<prefix...> cf <subcommand> <args>` (e.g. `ip netns exec
+    /// NAME`, which execs `cf` in its place) and waits for its `READY` line.
+    pub fn spawn_wrapped(prefix: &[String], subcommand: &str, args: &[String]) -> Result<Self, Error> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find the cf binary: {e}"))?;
-        let mut child = Command::new(exe)
+        let mut command = match prefix {
+            [] => Command::new(exe),
+            [program, rest @ ..] => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(exe);
+                c
+            }
+        };
+        let mut child = command
             .arg(subcommand)
             .args(args)
             .stdin(Stdio::piped())

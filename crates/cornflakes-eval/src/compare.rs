@@ -39,6 +39,96 @@ pub struct CompareConfig {
     /// Sweeps per system (at least 1); the table and ratios use the median
     /// maximum. Repeats are interleaved across systems.
     pub repeats: usize,
+    /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks);
+    /// `None`: 127.0.0.1:0, or [`NETNS_SERVER_ADDR`] across namespaces.
+    pub addr: Option<String>,
+    /// Run across two network namespaces (tcp only; needs root).
+    pub netns: Option<NetnsConfig>,
+}
+
+/// Two "hosts" for `cf compare --netns`: each server runs in namespace
+/// `NAME-b`, the load generator (this process) in `NAME-a`, joined by a
+/// veth pair (`scripts/netns.sh`).
+#[derive(Clone, Debug)]
+pub struct NetnsConfig {
+    /// `scripts/netns.sh`.
+    pub script: PathBuf,
+    /// MTU of the veth pair (1500 or 9000).
+    pub mtu: u32,
+}
+
+/// Where the servers listen across namespaces: `NAME-b`'s end of the veth
+/// pair (see `scripts/netns.sh`).
+pub const NETNS_SERVER_ADDR: &str = "192.0.2.2:0";
+
+/// The namespaces of one `cf compare --netns`, removed when dropped (on
+/// success, error or panic; a process killed by a signal leaves them: then
+/// `scripts/netns.sh down NAME`).
+struct Namespaces {
+    script: PathBuf,
+    name: String,
+}
+
+impl Namespaces {
+    /// Creates them, and moves this thread (and so the load generator's
+    /// threads, started from it later) into `NAME-a`.
+    fn up(cfg: &NetnsConfig) -> Result<Namespaces, Error> {
+        if !rustix::process::geteuid().is_root() {
+            return Err(Error::Invalid(
+                "--netns creates network namespaces and needs root: run as root, or drop --netns to compare over loopback"
+                    .into(),
+            ));
+        }
+        if cfg.mtu != 1500 && cfg.mtu != 9000 {
+            return Err(Error::Invalid(format!("--mtu {} : use 1500 or 9000", cfg.mtu)));
+        }
+        let name = format!("cfcmp{}", std::process::id());
+        let status = std::process::Command::new("bash")
+            .arg(&cfg.script)
+            .args(["up", &name, &cfg.mtu.to_string()])
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", cfg.script.display()))?;
+        let ns = Namespaces { script: cfg.script.clone(), name };
+        if !status.success() {
+            return Err(Error::Failed(format!(
+                "{} up {} failed ({status}; its error is above)",
+                cfg.script.display(),
+                ns.name
+            )));
+        }
+        let path = format!("/run/netns/{}-a", ns.name);
+        let file = std::fs::File::open(&path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        rustix::thread::move_into_link_name_space(
+            std::os::fd::AsFd::as_fd(&file),
+            Some(rustix::thread::LinkNameSpaceType::Network),
+        )
+        .map_err(|e| format!("cannot enter the network namespace {}-a: {e}", ns.name))?;
+        eprintln!(
+            "across namespaces: servers in {0}-b (192.0.2.2), load generator in {0}-a (192.0.2.1), veth MTU {1}",
+            ns.name, cfg.mtu
+        );
+        Ok(ns)
+    }
+
+    /// The command prefix that runs a server in `NAME-b`.
+    fn server_prefix(&self) -> Vec<String> {
+        ["ip", "netns", "exec"].iter().map(|s| s.to_string()).chain([format!("{}-b", self.name)]).collect()
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        let ok = std::process::Command::new("bash")
+            .arg(&self.script)
+            .args(["down", &self.name])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            eprintln!("removed the network namespaces {0}-a and {0}-b", self.name);
+        } else {
+            eprintln!("warning: could not remove the namespaces: run {} down {}", self.script.display(), self.name);
+        }
+    }
 }
 
 /// The systems compared on a workload by default.
@@ -52,6 +142,7 @@ pub fn default_systems(workload: &str) -> Vec<System> {
             System::Capnp,
             System::Rkyv,
             System::Raw,
+            System::TokioProst,
         ]
     } else {
         System::ALL.into_iter().filter(|s| *s != System::Raw).collect()
@@ -109,15 +200,48 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     if args.repeats == 0 {
         return Err(Error::Invalid("--repeats must be at least 1".into()));
     }
+    if args.netns.is_some() && args.transport != Transport::Tcp {
+        return Err(Error::Invalid("--netns runs over tcp: add --transport tcp".into()));
+    }
+    if args.addr.is_some() && args.transport == Transport::Shm {
+        return Err(Error::Invalid(
+            "--addr is for udp and tcp (IP:port); shm servers get their own socket paths".into(),
+        ));
+    }
+    if let Some(a) = &args.addr {
+        crate::transport::parse_tcp_addr(a)?;
+    }
+    let namespaces = args.netns.as_ref().map(Namespaces::up).transpose()?;
+    if let Some(s) = args.systems.iter().find(|s| !s.runs_on_datapath() && args.transport != Transport::Tcp) {
+        return Err(Error::Invalid(format!(
+            "{} is a TCP server (tokio): run it with --transport tcp, or leave it out of --systems",
+            s.name()
+        )));
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     if crate::pin::available_cores() <= args.server_core.max(args.client_core) {
         eprintln!("warning: fewer cores than --server-core/--client-core; pinning will fail");
     }
     let started = Instant::now();
+    let calibrated = cornflakes::field::machine_threshold();
+    eprintln!(
+        "zero-copy threshold of the hybrid systems on {}: {} (from {})",
+        args.transport.name(),
+        report::threshold_text(calibrated.for_datapath(args.transport.name())),
+        calibrated.source
+    );
     let mut summary = Summary::default();
     for spec in &args.workloads {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
-        let systems = if args.systems.is_empty() { default_systems(workload.name()) } else { args.systems.clone() };
+        let systems = if args.systems.is_empty() {
+            // tokio-prost is a TCP server: it joins the default set on tcp.
+            default_systems(workload.name())
+                .into_iter()
+                .filter(|s| s.runs_on_datapath() || args.transport == Transport::Tcp)
+                .collect()
+        } else {
+            args.systems.clone()
+        };
         eprintln!(
             "\n== {} ({} systems x {} repeats; unit: {}) ==",
             workload.name(),
@@ -141,7 +265,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
                     workload.name(),
                     runs.system.name()
                 );
-                match run_system(args, spec, runs.system, &label) {
+                match run_system(args, spec, runs.system, &label, namespaces.as_ref()) {
                     Ok((sweep, server)) => {
                         runs.sweeps.push(sweep);
                         runs.server.add(&server);
@@ -226,7 +350,8 @@ fn runs_report(r: &SystemRuns) -> SystemReport {
     report.repeats_max_rps = Some(r.maxima().iter().map(|x| x.round()).collect());
     report.errors = r.errors();
     report.timeouts = r.timeouts();
-    report.p50_bound_us = median.and_then(|(sweep, _)| report::rounded(sweep.p50_bound_us, 1));
+    report.latency_bound_us = median.and_then(|(sweep, _)| report::rounded(sweep.bound_us, 1));
+    report.latency_bound_quantile = median.map(|(sweep, _)| sweep.quantile);
     report.server = Some(r.server);
     report.failed = r.failures.clone();
     report
@@ -244,14 +369,18 @@ fn run_system(
     spec: &WorkloadSpec,
     system: System,
     label: &str,
+    namespaces: Option<&Namespaces>,
 ) -> Result<(SweepResult, ServerStats), Error> {
+    let default_ip = if namespaces.is_some() { NETNS_SERVER_ADDR } else { "127.0.0.1:0" };
     let path = match args.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
+        Transport::Udp | Transport::Tcp => args.addr.clone().unwrap_or_else(|| default_ip.to_owned()),
     };
     eprintln!("{label}: starting server (preloading)");
     let t0 = Instant::now();
-    let mut server = ServerChild::spawn_subcommand(
+    let prefix = namespaces.map(Namespaces::server_prefix).unwrap_or_default();
+    let mut server = ServerChild::spawn_wrapped(
+        &prefix,
         "kv-server",
         &[
             "--system".into(),
@@ -289,11 +418,12 @@ fn run_system(
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
         eprintln!(
-            "{label}: max {:.0} {}/s (p99 {:.1} µs, p50 bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
+            "{label}: max {:.0} {}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
             best.achieved,
             workload.unit(),
             best.p99_us,
-            result.p50_bound_us,
+            result.quantile.name(),
+            result.bound_us,
             result.server_busy_capacity().unwrap_or(f64::NAN),
             result.errors(),
             result.timeouts(),

@@ -77,6 +77,9 @@ pub struct Config {
     pub client_core: usize,
     /// Core of the server process.
     pub server_core: usize,
+    /// For `tcp`: IP:port the server listens on (port 0: the kernel
+    /// picks); `None`: 127.0.0.1. For `shm`: the socket path.
+    pub addr: Option<String>,
 }
 
 /// The last line of `cf echo`. Figures that could not be measured (no
@@ -126,7 +129,8 @@ pub fn run(args: &Config) -> Result<(), Error> {
     if args.fields == 0 || args.window == 0 {
         return Err(Error::Invalid("--fields and --window must be at least 1".into()));
     }
-    let serve_args = vec![
+    let addr = crate::pingpong::child_addr(args.transport.into(), args.addr.as_deref())?;
+    let mut serve_args = vec![
         "--core".to_owned(),
         args.server_core.to_string(),
         "--role".to_owned(),
@@ -140,6 +144,9 @@ pub fn run(args: &Config) -> Result<(), Error> {
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];
+    if let (Some(a), Transport::Tcp) = (&addr, args.transport) {
+        serve_args.extend(["--addr".to_owned(), a.clone()]);
+    }
     eprintln!(
         "echo over {} ({} server): {} x {} B fields, window {}, {:.1} s",
         args.transport.name(),
@@ -151,8 +158,7 @@ pub fn run(args: &Config) -> Result<(), Error> {
     );
     let report = match args.transport {
         Transport::Shm => {
-            let path = transport::shm_socket_path();
-            let mut serve_args = serve_args;
+            let path = addr.unwrap_or_else(transport::shm_socket_path);
             serve_args.extend(["--addr".to_owned(), path.clone()]);
             let _server = ServerChild::spawn(&serve_args)?;
             crate::pin::pin_to_core(args.client_core)?;

@@ -16,9 +16,12 @@ use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
 use crate::loadgen;
 use crate::report::{self, SystemReport};
+use crate::report::{threshold_text, ThresholdChoice};
 use crate::sweep::{self, SweepConfig};
 use crate::transport::{Target, Transport};
 use crate::Error;
+use cornflakes::field::AdaptiveConfig;
+use cornflakes_kv::server::ThresholdPolicy;
 
 /// What `cf kv-server` runs.
 #[derive(Clone, Debug)]
@@ -40,6 +43,9 @@ pub struct ServerOptions {
     /// delay: on loopback a small request takes about 830 bytes of it, so
     /// the default 1 MiB holds about 2500 requests, 25 ms at 100 k/s.
     pub udp_socket_buffer: usize,
+    /// Zero-copy threshold of the hybrid systems; `None`: this machine's
+    /// calibration for the transport ([`cornflakes::field::machine_threshold`]).
+    pub threshold: Option<crate::report::ThresholdChoice>,
     /// Take commands from standard input (see [`crate::child`]): a line asks
     /// for the counters (one JSON line on standard output), end of input
     /// stops the server, which then prints its final counters.
@@ -131,6 +137,9 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
         crate::pin::pin_to_core(core)?;
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    if !args.system.runs_on_datapath() {
+        return run_tokio_server(args, workload.as_ref());
+    }
     match args.transport {
         Transport::Shm => {
             let _ = std::fs::remove_file(&args.addr);
@@ -167,6 +176,54 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
     }
 }
 
+/// `cf kv-server --system tokio-prost`: the baseline's own tokio server
+/// (crate `cornflakes-kv-tokio`), with the same preload, `READY` line and
+/// parent control as the datapath servers.
+fn run_tokio_server(args: &ServerOptions, workload: &dyn Workload) -> Result<(), Error> {
+    if args.transport != Transport::Tcp {
+        return Err(Error::Invalid(format!(
+            "{} is a TCP server (tokio); use --transport tcp, not {}",
+            args.system.name(),
+            args.transport.name()
+        )));
+    }
+    let addr = crate::transport::parse_tcp_addr(&args.addr)?;
+    let listener = cornflakes_kv_tokio::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let mut store = cornflakes_kv_tokio::ValueStore::new(Limits::default());
+    if workload.preload() {
+        let start = Instant::now();
+        let (mut key, mut sizes) = (Vec::new(), Vec::new());
+        for i in 0..workload.num_keys() {
+            key.clear();
+            workload.key(i, &mut key);
+            workload.value_sizes(i, &mut sizes);
+            store.insert_with(&key, &sizes, |elem, buf| fill_value(i, elem as u32, buf));
+        }
+        eprintln!(
+            "preloaded {} keys, {} MB of values in {:.1} s",
+            store.len(),
+            store.value_bytes() >> 20,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    eprintln!("kv-server: {} at {local}, workload {}", args.system.name(), workload.name());
+    println!("READY {local}");
+    let stats = cornflakes_kv_tokio::serve(listener, store, |stats| {
+        if REPORT.swap(false, Ordering::Relaxed) {
+            use std::io::Write;
+            let report = ServerReport { stats: *stats, ..ServerReport::default() };
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
+        }
+        !STOP.load(Ordering::Relaxed)
+    })
+    .map_err(|e| format!("tokio-prost server failed: {e}"))?;
+    eprintln!("kv-server: stopped after {} requests ({} malformed)", stats.handled, stats.malformed);
+    println!("{}", stats.to_json_line());
+    Ok(())
+}
+
 fn serve<D: Datapath>(
     dp: &mut D,
     args: &ServerOptions,
@@ -176,7 +233,25 @@ fn serve<D: Datapath>(
 ) -> Result<(), Error> {
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
-    eprintln!("kv-server: {} on {} at {addr}, workload {}", args.system.name(), args.transport.name(), workload.name());
+    let calibrated = cornflakes::field::machine_threshold();
+    let (policy, in_use) = match args.threshold {
+        Some(ThresholdChoice::Adaptive) => {
+            (ThresholdPolicy::Adaptive(AdaptiveConfig::default()), "adaptive (--threshold)".to_owned())
+        }
+        Some(ThresholdChoice::Fixed(t)) => {
+            (ThresholdPolicy::Fixed(t), format!("{} (from --threshold)", threshold_text(t)))
+        }
+        None => {
+            let t = calibrated.for_datapath(args.transport.name());
+            (ThresholdPolicy::Fixed(t), format!("{} (from {})", threshold_text(t), calibrated.source))
+        }
+    };
+    eprintln!(
+        "kv-server: {} on {} at {addr}, workload {}, zero-copy threshold {in_use}",
+        args.system.name(),
+        args.transport.name(),
+        workload.name(),
+    );
     println!("READY {addr}");
     let mut last = Instant::now();
     let mut reported = (0, 0);
@@ -185,33 +260,43 @@ fn serve<D: Datapath>(
     let snapshot = Rc::new(Cell::new(DatapathStats::default()));
     let extra_snapshot = Rc::new(RefCell::new(Vec::new()));
     let mut dp = Observed { inner: dp, stats: snapshot.clone(), extra, extra_out: extra_snapshot.clone() };
-    let stats = cornflakes_kv::server::serve(&mut dp, &mut store, args.system, |stats| {
-        let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
-        if problems != reported && last.elapsed() > Duration::from_secs(10) {
-            eprintln!(
-                "kv-server: {} handled, {} malformed dropped, {} responses dropped",
-                stats.handled, problems.0, problems.1
-            );
-            (last, reported) = (Instant::now(), problems);
-        }
-        // A load first: this runs once per loop pass, and a swap is a
-        // locked instruction.
-        // Asked for a report: first let one receive pass copy the
-        // datapath's counters out (see `Observed`), then answer.
-        if REPORT.load(Ordering::Relaxed) && !std::mem::replace(&mut armed, true) {
-            return !STOP.load(Ordering::Relaxed);
-        }
-        if armed && REPORT.swap(false, Ordering::Relaxed) {
-            armed = false;
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
-            let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
-        }
-        !STOP.load(Ordering::Relaxed)
-    })
-    .map_err(|e| format!("server failed: {e}"))?;
+    let (stats, adaptive) =
+        cornflakes_kv::server::serve_with_policy(&mut dp, &mut store, args.system, policy, |stats| {
+            let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
+            if problems != reported && last.elapsed() > Duration::from_secs(10) {
+                eprintln!(
+                    "kv-server: {} handled, {} malformed dropped, {} responses dropped",
+                    stats.handled, problems.0, problems.1
+                );
+                (last, reported) = (Instant::now(), problems);
+            }
+            // A load first: this runs once per loop pass, and a swap is a
+            // locked instruction.
+            // Asked for a report: first let one receive pass copy the
+            // datapath's counters out (see `Observed`), then answer.
+            if REPORT.load(Ordering::Relaxed) && !std::mem::replace(&mut armed, true) {
+                return !STOP.load(Ordering::Relaxed);
+            }
+            if armed && REPORT.swap(false, Ordering::Relaxed) {
+                armed = false;
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
+                let _ = writeln!(out, "{}", report.to_json_line()).and_then(|()| out.flush());
+            }
+            !STOP.load(Ordering::Relaxed)
+        })
+        .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
+    if let Some(a) = adaptive {
+        let costs: Vec<String> = a.costs().map(|(t, ns)| format!("{}: {ns:.0} ns", threshold_text(t))).collect();
+        eprintln!(
+            "kv-server: adaptive threshold ended at {} after {} changes; last cost per request by threshold: {}",
+            threshold_text(a.threshold()),
+            a.changes(),
+            costs.join(", ")
+        );
+    }
     // For `cf compare`, which collects it into summary.json.
     println!("{}", stats.to_json_line());
     Ok(())

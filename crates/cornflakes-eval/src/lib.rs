@@ -14,12 +14,19 @@
 //!   [`compare`]: the paper's comparisons (every system on every workload);
 //!   [`report`]: what they print and write (the JSON objects, built with
 //!   serde; the tables); [`plot`]: the PNG charts.
+//! - [`calibrate`]: `cf calibrate`, the threshold study (paper §5) and the
+//!   calibration file it writes.
+//! - [`reproduce`]: `cf reproduce`, each evaluation result of the paper
+//!   made again on this machine.
 //! - [`stall`]: `cf stall`, other clients' service while one stops
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
 //! - [`offload`]: `cf offload`, Zerializer's offload engine on the second
 //!   core against encoding on the application core.
+//! - [`resp_server`]: `cf kv-server --protocol resp`, the store behind a
+//!   Redis-compatible front end; [`redis_compare`]: `cf redis-compare`,
+//!   it and `redis-server` side by side under `redis-benchmark`.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
@@ -29,6 +36,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod child;
 pub mod compare;
 pub mod echo;
@@ -40,7 +48,11 @@ pub mod overload;
 pub mod pin;
 pub mod pingpong;
 pub mod plot;
+pub mod redis_compare;
 pub mod report;
+pub mod reproduce;
+pub mod resp_load;
+pub mod resp_server;
 pub mod serve;
 pub mod shapes;
 pub mod stall;

@@ -33,6 +33,23 @@ pub struct Config {
     pub client_core: usize,
     /// Core of the server process.
     pub server_core: usize,
+    /// For `tcp` and `std-tcp`: IP:port the server listens on (port 0: the
+    /// kernel picks); `None`: 127.0.0.1. For `shm`: the socket path.
+    pub addr: Option<String>,
+}
+
+/// The `--addr` of a server child: `addr` for the links that take one,
+/// else an error saying which do.
+pub(crate) fn child_addr(link: Link, addr: Option<&str>) -> Result<Option<String>, Error> {
+    match (link, addr) {
+        (_, None) => Ok(None),
+        (Link::Tcp | Link::StdTcp, Some(a)) => transport::parse_tcp_addr(a).map(|_| Some(a.to_owned())),
+        (Link::Shm, Some(a)) => Ok(Some(a.to_owned())),
+        (Link::Udp | Link::Bare, Some(_)) => Err(Error::Invalid(format!(
+            "--addr is for --transport tcp (IP:port to listen on) or shm (socket path); {} picks its own",
+            link.name()
+        ))),
+    }
 }
 
 /// The last line of `cf pingpong`.
@@ -89,6 +106,10 @@ pub fn run(args: &Config) -> Result<(), Error> {
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];
+    let addr = child_addr(args.transport, args.addr.as_deref())?;
+    if let (Some(a), true) = (&addr, matches!(args.transport, Link::Tcp | Link::StdTcp)) {
+        serve_args.extend(["--addr".to_owned(), a.clone()]);
+    }
     let payload = payload(args.size);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
     eprintln!(
@@ -104,7 +125,7 @@ pub fn run(args: &Config) -> Result<(), Error> {
     let mut std_tcp_p50_ns = None;
     match args.transport {
         Link::Shm => {
-            let path = transport::shm_socket_path();
+            let path = addr.unwrap_or_else(transport::shm_socket_path);
             serve_args.extend(["--addr".to_owned(), path.clone()]);
             let _server = ServerChild::spawn(&serve_args)?;
             crate::pin::pin_to_core(args.client_core)?;
@@ -294,16 +315,18 @@ pub fn serve<D: Datapath>(dp: &mut D) -> Result<(), Error> {
     }
 }
 
-/// Server of `std-tcp`: blocking `std::net` sockets on 127.0.0.1, one
+/// Server of `std-tcp`: blocking `std::net` sockets on `addr` (IP:port;
+/// not one: 127.0.0.1 with a port the kernel picks), one
 /// connection at a time, echoing each frame (the 8-byte header with the
 /// length, then the message) with one `write`.
 ///
 /// # Errors
 ///
 /// When the socket cannot be bound.
-pub fn serve_std_tcp() -> Result<(), Error> {
+pub fn serve_std_tcp(addr: &str) -> Result<(), Error> {
     use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind: {e}"))?;
+    let listen = transport::parse_tcp_addr(addr).unwrap_or_else(|_| ([127, 0, 0, 1], 0).into());
+    let listener = std::net::TcpListener::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
     println!("READY {}", listener.local_addr().map_err(|e| e.to_string())?);
     for stream in listener.incoming() {
         let Ok(mut s) = stream else { continue };

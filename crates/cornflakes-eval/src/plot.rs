@@ -261,6 +261,79 @@ pub fn max_throughput_bars_png(path: &Path, title: &str, y_label: &str, bars: &[
     Ok(root.present().map_err(&err)?)
 }
 
+/// A grid of ratios (the paper's Figure 5): one cell per (row, column), coloured blue above 1 and orange below
+/// (white at 1; full colour at 2x either way), its value written in it; `None` cells are grey and say "n/a".
+/// `cells[row][column]`; rows are drawn bottom-up, as a y axis.
+///
+/// # Errors
+///
+/// When `path` does not end in `.png` or the file cannot be drawn.
+pub fn ratio_heatmap_png(
+    path: &Path,
+    title: &str,
+    (x_label, x_ticks): (&str, &[String]),
+    (y_label, y_ticks): (&str, &[String]),
+    cells: &[Vec<Option<f64>>],
+) -> Result<(), Error> {
+    check_png_path(path)?;
+    ensure_font()?;
+    let (nx, ny) = (x_ticks.len().max(1), y_ticks.len().max(1));
+    let err = draw_err(path);
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 24))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .axis_desc_style((FONT, 20))
+        .draw()
+        .map_err(&err)?;
+    let centre = TextStyle::from((FONT, 15)).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
+    let below = TextStyle::from((FONT, 15)).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+    let left = TextStyle::from((FONT, 15)).color(&BLACK).pos(Pos::new(HPos::Right, VPos::Center));
+    for (row, values) in cells.iter().enumerate().take(ny) {
+        for (col, value) in values.iter().enumerate().take(nx) {
+            let (x, y) = (col as f64, row as f64);
+            let color = match value {
+                Some(r) if r.is_finite() && *r > 0.0 => ratio_color(*r),
+                _ => RGBColor(200, 200, 200),
+            };
+            chart.draw_series([Rectangle::new([(x, y), (x + 1.0, y + 1.0)], color.filled())]).map_err(&err)?;
+            chart.draw_series([Rectangle::new([(x, y), (x + 1.0, y + 1.0)], WHITE.stroke_width(1))]).map_err(&err)?;
+            let text = value.filter(|r| r.is_finite()).map_or("n/a".to_owned(), |r| format!("{r:.2}"));
+            let (px, py) = chart.backend_coord(&(x + 0.5, y + 0.5));
+            root.draw(&Text::new(text, (px, py), centre.clone())).map_err(&err)?;
+        }
+    }
+    for (col, tick) in x_ticks.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(col as f64 + 0.5, 0.0));
+        root.draw(&Text::new(tick.as_str(), (px, py + 6), below.clone())).map_err(&err)?;
+    }
+    for (row, tick) in y_ticks.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, row as f64 + 0.5));
+        root.draw(&Text::new(tick.as_str(), (px - 8, py), left.clone())).map_err(&err)?;
+    }
+    Ok(root.present().map_err(&err)?)
+}
+
+/// White at 1, blue towards 2 and above, orange towards 1/2 and below (log scale).
+fn ratio_color(ratio: f64) -> RGBColor {
+    let t = ratio.log2().clamp(-1.0, 1.0);
+    let (target, t) = if t >= 0.0 { (COLORS[0], t) } else { (COLORS[1], -t) };
+    let mix = |c: u8| (255.0 + (f64::from(c) - 255.0) * t * 0.85).round() as u8;
+    RGBColor(mix(target.0), mix(target.1), mix(target.2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +352,24 @@ mod tests {
         std::fs::remove_file(path).ok();
         assert!(bytes.starts_with(&PNG_SIGNATURE), "not a PNG");
         assert!(bytes.len() > 5_000 && bytes.len() < 5_000_000, "odd PNG size {}", bytes.len());
+    }
+
+    #[test]
+    fn draws_a_ratio_heatmap_with_missing_cells() {
+        let path = temp_png("heatmap");
+        let ticks = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cells = vec![vec![Some(0.5), Some(1.0), None], vec![Some(1.7), Some(f64::NAN), Some(3.0)]];
+        ratio_heatmap_png(
+            &path,
+            "sg / copy",
+            ("total size", &ticks(&["64 B", "1 KiB", "64 KiB"])),
+            ("entries", &ticks(&["1", "2"])),
+            &cells,
+        )
+        .unwrap();
+        assert_png(&path);
+        assert_eq!(ratio_color(1.0), RGBColor(255, 255, 255));
+        assert_ne!(ratio_color(2.0), ratio_color(0.5));
     }
 
     fn example_series() -> Vec<Series> {

@@ -38,7 +38,7 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
         Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
         Link::Bare => pingpong::serve_bare(addr),
         Link::StdTcp if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
-        Link::StdTcp => pingpong::serve_std_tcp(),
+        Link::StdTcp => pingpong::serve_std_tcp(addr),
         Link::Shm => {
             let mut dp = transport::shm_server(addr)?;
             println!("READY {addr}");

@@ -237,7 +237,7 @@ fn stalled_client<D: Datapath>(
             send_gets(&mut dp, conn, &mut CornflakesClient::new(&pool), keys, requests)
         }
         System::Raw => send_gets(&mut dp, conn, &mut RawEchoClient::new(&pool), keys, requests),
-        System::Protobuf => send_gets(&mut dp, conn, &mut ProstClient::new(&pool), keys, requests),
+        System::Protobuf | System::TokioProst => send_gets(&mut dp, conn, &mut ProstClient::new(&pool), keys, requests),
         System::Flatbuffers => send_gets(&mut dp, conn, &mut FlatbuffersClient::new(&pool), keys, requests),
         System::Capnp => send_gets(&mut dp, conn, &mut CapnpClient::new(&pool), keys, requests),
         System::Rkyv => send_gets(&mut dp, conn, &mut RkyvClient::new(&pool), keys, requests),

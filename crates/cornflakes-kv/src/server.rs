@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cornflakes::field::{DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes::field::{machine_threshold, AdaptiveConfig, AdaptiveThreshold, ONLY_COPY, ONLY_ZERO_COPY};
 use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
@@ -30,11 +30,15 @@ pub enum System {
     Rkyv,
     /// Echo of the received bytes without serialization (echo only).
     Raw,
+    /// The baseline a Rust developer would write instead: tokio, prost
+    /// and a length-delimited codec (crate `cornflakes-kv-tokio`; tcp
+    /// only, its own server rather than a datapath).
+    TokioProst,
 }
 
 impl System {
     /// Every system, in the order tables list them.
-    pub const ALL: [System; 9] = [
+    pub const ALL: [System; 10] = [
         System::Cornflakes,
         System::CornflakesOnlySg,
         System::CornflakesOnlyCopy,
@@ -44,6 +48,7 @@ impl System {
         System::Capnp,
         System::Rkyv,
         System::Raw,
+        System::TokioProst,
     ];
 
     /// The name used on the command line and in results.
@@ -58,6 +63,7 @@ impl System {
             System::Capnp => "capnp",
             System::Rkyv => "rkyv",
             System::Raw => "raw",
+            System::TokioProst => "tokio-prost",
         }
     }
 
@@ -70,6 +76,12 @@ impl System {
     /// compared against.
     pub fn is_baseline_library(self) -> bool {
         matches!(self, System::Protobuf | System::Flatbuffers | System::Capnp | System::Rkyv)
+    }
+
+    /// Whether the system runs on our datapaths ([`serve`]); `tokio-prost`
+    /// is its own tokio TCP server.
+    pub fn runs_on_datapath(self) -> bool {
+        self != System::TokioProst
     }
 }
 
@@ -139,12 +151,69 @@ const WAIT: Duration = Duration::from_millis(100);
 
 /// Serves requests with `system` until `keep_going` returns false or the
 /// datapath fails. Malformed requests are dropped and counted; one request
-/// never stops the server.
+/// never stops the server. The hybrid systems use this machine's default
+/// threshold ([`machine_threshold`]).
 pub fn serve<D: Datapath>(
     dp: &mut D,
     store: &mut Store,
     system: System,
+    keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    serve_with_threshold(dp, store, system, machine_threshold().default, keep_going)
+}
+
+/// [`serve`], with the zero-copy threshold of the hybrid systems
+/// (`cornflakes`, `cornflakes-no-sas`) given; the ablations keep theirs
+/// (0 and never).
+pub fn serve_with_threshold<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    threshold: usize,
+    keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<ServerStats, RecvError> {
+    serve_with_policy(dp, store, system, ThresholdPolicy::Fixed(threshold), keep_going).map(|(stats, _)| stats)
+}
+
+/// How the hybrid systems choose their zero-copy threshold.
+#[derive(Clone, Copy, Debug)]
+pub enum ThresholdPolicy {
+    /// This many bytes, all along.
+    Fixed(usize),
+    /// Found and followed while serving ([`AdaptiveThreshold`]).
+    Adaptive(AdaptiveConfig),
+}
+
+/// [`serve`], with the hybrid systems' threshold chosen by `policy`.
+/// Returns the controller too when it was adaptive (what it chose, what it
+/// measured).
+pub fn serve_with_policy<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    policy: ThresholdPolicy,
     mut keep_going: impl FnMut(&ServerStats) -> bool,
+) -> Result<(ServerStats, Option<AdaptiveThreshold>), RecvError> {
+    let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
+    let (threshold, mut adaptive) = match policy {
+        ThresholdPolicy::Fixed(t) => (t, None),
+        ThresholdPolicy::Adaptive(config) if hybrid => {
+            let a = AdaptiveThreshold::new(config);
+            (a.threshold(), Some(a))
+        }
+        ThresholdPolicy::Adaptive(_) => (0, None),
+    };
+    let stats = serve_system(dp, store, system, threshold, adaptive.as_mut(), &mut keep_going)?;
+    Ok((stats, adaptive))
+}
+
+fn serve_system<D: Datapath>(
+    dp: &mut D,
+    store: &mut Store,
+    system: System,
+    threshold: usize,
+    adaptive: Option<&mut AdaptiveThreshold>,
+    mut keep_going: &mut dyn FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
     // Cornflakes' arena recovers the store's values (in `pool`, sent
     // zero-copy on purpose); the baselines build whole responses per
@@ -152,19 +221,26 @@ pub fn serve<D: Datapath>(
     let pool = dp.pool().clone();
     let scratch = dp.scratch_pool().clone();
     match system {
-        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, true), &mut keep_going),
-        System::CornflakesOnlySg => run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going),
-        System::CornflakesOnlyCopy => run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going),
+        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going, adaptive),
+        System::CornflakesOnlySg => {
+            run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going, adaptive)
+        }
+        System::CornflakesOnlyCopy => {
+            run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going, adaptive)
+        }
         System::CornflakesNoSas => {
-            run(dp, store, CornflakesServer::new(&pool, DEFAULT_THRESHOLD, false), &mut keep_going)
+            run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, adaptive)
         }
-        System::Raw => run(dp, store, RawEchoServer, &mut keep_going),
-        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going),
+        System::Raw => run(dp, store, RawEchoServer, &mut keep_going, adaptive),
+        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going, adaptive),
         System::Flatbuffers => {
-            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going)
+            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going, adaptive)
         }
-        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going),
-        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going),
+        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going, adaptive),
+        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going, adaptive),
+        System::TokioProst => Err(RecvError::Io(std::io::Error::other(
+            "tokio-prost is its own tokio server (crate cornflakes-kv-tokio), not a codec on a datapath",
+        ))),
     }
 }
 
@@ -173,6 +249,7 @@ fn run<D: Datapath, C: ServerCodec>(
     store: &mut Store,
     mut codec: C,
     keep_going: &mut dyn FnMut(&ServerStats) -> bool,
+    mut adaptive: Option<&mut AdaptiveThreshold>,
 ) -> Result<ServerStats, RecvError> {
     let mut stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
@@ -188,6 +265,7 @@ fn run<D: Datapath, C: ServerCodec>(
             Err(RecvError::Closed(_)) => continue,
             Err(e) => return Err(e),
         }
+        let batch = rx.len() as u64;
         for r in rx.drain(..) {
             match codec.handle(dp, store, &r) {
                 Ok(()) => stats.handled += 1,
@@ -204,7 +282,11 @@ fn run<D: Datapath, C: ServerCodec>(
         // receive reports a real failure.
         let _ = dp.flush();
         let _ = dp.poll_completions();
-        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        let busy = batch_start.elapsed().as_nanos() as u64;
+        stats.busy_ns += busy;
+        if let Some(t) = adaptive.as_deref_mut().and_then(|a| a.observe(batch, busy)) {
+            codec.set_threshold(t);
+        }
     }
     Ok(stats)
 }

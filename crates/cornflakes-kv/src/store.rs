@@ -101,6 +101,43 @@ impl Store {
         Ok(())
     }
 
+    /// Prepends a copy of `elem` to the list value of `key`, creating it
+    /// (RESP's `LPUSH`). O(length of the list).
+    pub fn prepend(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
+        self.check_key(key)?;
+        let len = self.map.get(key).map_or(0, |v| v.len());
+        if len >= self.limits.max_list {
+            return Err(Status::TooLarge);
+        }
+        let [buf] = self.copy_in(&[elem])?.into_inner().map_err(|_| Status::BadRequest)?;
+        self.value_bytes += buf.len();
+        match self.map.get_mut(key) {
+            Some(v) => v.insert(0, buf),
+            None => {
+                self.map.insert(key.into(), smallvec::smallvec![buf]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `key`; whether it was there. Its buffers live on while an
+    /// in-flight send references them.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        match self.map.remove(key) {
+            Some(old) => {
+                self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.value_bytes = 0;
+    }
+
     /// Runs `req`, pushing the response's values (views of stored buffers
     /// or of the request) onto `out`. On an error status `out` is cleared.
     pub fn execute<'s, 'r: 's>(&'s mut self, req: &Request<'r>, out: &mut ResponseVals<'s>) -> Status {

@@ -139,7 +139,21 @@ fn line(buf: &[u8]) -> Option<(&[u8], usize)> {
 }
 
 /// A decimal integer as Redis's `string2ll` accepts it: optional `-`, no
-/// `+`, no leading zeros, no spaces, within `i64`.
+/// `+`, no leading zeros, no spaces, within `i64` (how Redis reads numeric
+/// arguments such as `LRANGE key 0 -1` and the values `INCR` adds to).
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_resp::parse::parse_integer;
+///
+/// assert_eq!(parse_integer(b"-12"), Some(-12));
+/// assert_eq!(parse_integer(b"012"), None);
+/// ```
+pub fn parse_integer(s: &[u8]) -> Option<i64> {
+    integer(s)
+}
+
 fn integer(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s {
         [b'-', d @ ..] => (true, d),

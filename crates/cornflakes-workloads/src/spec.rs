@@ -33,6 +33,17 @@ pub enum WorkloadSpec {
         /// Bytes per element.
         size: u32,
     },
+    /// The calibration grid (`cf calibrate`, paper §5): YCSB's keys and
+    /// values (`fields` elements of `size` bytes), keys drawn uniformly so
+    /// that the working set is all `keys × fields × size` bytes.
+    Grid {
+        /// Number of keys.
+        keys: u32,
+        /// Elements per value.
+        fields: u32,
+        /// Bytes per element.
+        size: u32,
+    },
     /// Google protobuf bytes-field sizes (paper §6.1.4): `keys` 64-byte keys,
     /// each value a list of 1..=`max` fields, keys queried uniformly.
     Google {
@@ -62,7 +73,7 @@ pub enum WorkloadSpec {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// The name before `:` is not a workload.
-    #[error("unknown workload `{0}` (expected one of: echo, ycsb, google, twitter, cdn)")]
+    #[error("unknown workload `{0}` (expected one of: echo, ycsb, google, twitter, cdn, grid)")]
     UnknownWorkload(String),
     /// A parameter this workload does not have.
     #[error("{workload}: unknown parameter `{param}` (expected {expected})")]
@@ -124,6 +135,7 @@ impl WorkloadSpec {
             "google" => WorkloadSpec::Google { keys: google::DEFAULT_KEYS, max: google::DEFAULT_MAX },
             "twitter" => WorkloadSpec::Twitter { keys: twitter::DEFAULT_KEYS, puts: twitter::DEFAULT_PUTS },
             "cdn" => WorkloadSpec::Cdn { objects: cdn::DEFAULT_OBJECTS },
+            "grid" => WorkloadSpec::Grid { keys: 64, fields: 1, size: 512 },
             _ => return None,
         })
     }
@@ -133,6 +145,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Echo { .. } => "echo",
             WorkloadSpec::Ycsb { .. } => "ycsb",
+            WorkloadSpec::Grid { .. } => "grid",
             WorkloadSpec::Google { .. } => "google",
             WorkloadSpec::Twitter { .. } => "twitter",
             WorkloadSpec::Cdn { .. } => "cdn",
@@ -146,6 +159,7 @@ impl WorkloadSpec {
         Ok(match *self {
             WorkloadSpec::Echo { fields, size } => Box::new(echo::Echo::new(fields, size)),
             WorkloadSpec::Ycsb { keys, fields, size } => Box::new(ycsb::Ycsb::new(keys, fields, size)),
+            WorkloadSpec::Grid { keys, fields, size } => Box::new(ycsb::Ycsb::uniform(keys, fields, size)),
             WorkloadSpec::Google { keys, max } => Box::new(google::Google::new(keys, max)),
             WorkloadSpec::Twitter { keys, puts } => Box::new(twitter::Twitter::new(keys, puts)),
             WorkloadSpec::Cdn { objects } => Box::new(cdn::Cdn::new(objects)),
@@ -156,7 +170,9 @@ impl WorkloadSpec {
     fn expected(&self) -> &'static str {
         match self {
             WorkloadSpec::Echo { .. } => "fields (values per message), size (bytes per value)",
-            WorkloadSpec::Ycsb { .. } => "keys, fields (elements per value), size (bytes per element)",
+            WorkloadSpec::Ycsb { .. } | WorkloadSpec::Grid { .. } => {
+                "keys, fields (elements per value), size (bytes per element)"
+            }
             WorkloadSpec::Google { .. } => "keys, max (largest list length)",
             WorkloadSpec::Twitter { .. } => "keys, puts (fraction of requests)",
             WorkloadSpec::Cdn { .. } => "objects",
@@ -170,7 +186,9 @@ impl WorkloadSpec {
         let unknown = || WorkloadError::UnknownParameter { workload, param: param.to_owned(), expected };
         let count = |name: &'static str| parse_count(workload, name, value);
         match self {
-            WorkloadSpec::Echo { fields, size } | WorkloadSpec::Ycsb { fields, size, .. }
+            WorkloadSpec::Echo { fields, size }
+            | WorkloadSpec::Ycsb { fields, size, .. }
+            | WorkloadSpec::Grid { fields, size, .. }
                 if matches!(param, "fields" | "size") =>
             {
                 if param == "fields" {
@@ -180,6 +198,7 @@ impl WorkloadSpec {
                 }
             }
             WorkloadSpec::Ycsb { keys, .. }
+            | WorkloadSpec::Grid { keys, .. }
             | WorkloadSpec::Google { keys, .. }
             | WorkloadSpec::Twitter { keys, .. }
                 if param == "keys" =>
@@ -231,7 +250,7 @@ impl WorkloadSpec {
         };
         match *self {
             WorkloadSpec::Echo { fields, size } => list(fields, size),
-            WorkloadSpec::Ycsb { keys, fields, size } => {
+            WorkloadSpec::Ycsb { keys, fields, size } | WorkloadSpec::Grid { keys, fields, size } => {
                 range("keys", keys, 1, ycsb::MAX_KEYS.into())?;
                 list(fields, size)
             }
@@ -296,6 +315,7 @@ impl fmt::Display for WorkloadSpec {
         match self {
             WorkloadSpec::Echo { fields, size } => write!(f, "echo:fields={fields},size={size}"),
             WorkloadSpec::Ycsb { keys, fields, size } => write!(f, "ycsb:keys={keys},fields={fields},size={size}"),
+            WorkloadSpec::Grid { keys, fields, size } => write!(f, "grid:keys={keys},fields={fields},size={size}"),
             WorkloadSpec::Google { keys, max } => write!(f, "google:keys={keys},max={max}"),
             WorkloadSpec::Twitter { keys, puts } => write!(f, "twitter:keys={keys},puts={puts}"),
             WorkloadSpec::Cdn { objects } => write!(f, "cdn:objects={objects}"),

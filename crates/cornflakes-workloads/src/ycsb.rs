@@ -106,12 +106,21 @@ pub(crate) struct Ycsb {
     keys: u32,
     fields: u32,
     size: u32,
+    /// Keys drawn uniformly instead of by the scrambled Zipfian (the
+    /// calibration grid, whose working set must be what it says).
+    uniform: bool,
     name: String,
 }
 
 impl Ycsb {
     pub(crate) fn new(keys: u32, fields: u32, size: u32) -> Self {
-        Ycsb { keys, fields, size, name: format!("ycsb-{fields}x{size}B") }
+        Ycsb { keys, fields, size, uniform: false, name: format!("ycsb-{fields}x{size}B") }
+    }
+
+    /// The calibration grid's cell: YCSB's keys and values, keys drawn
+    /// uniformly, so that `keys × fields × size` bytes are all touched.
+    pub(crate) fn uniform(keys: u32, fields: u32, size: u32) -> Self {
+        Ycsb { keys, fields, size, uniform: true, name: format!("grid-{fields}x{size}B-{keys}keys") }
     }
 }
 
@@ -143,19 +152,25 @@ impl Workload for Ycsb {
 
     fn generator(&self, seed: u64) -> Box<dyn Generator> {
         let op = if self.fields == 1 { Op::Get } else { Op::GetList };
-        Box::new(YcsbGen { rng: SmallRng::seed_from_u64(seed), zipf: ScrambledZipfian::new(self.keys), op })
+        let zipf = (!self.uniform).then(|| ScrambledZipfian::new(self.keys));
+        Box::new(YcsbGen { rng: SmallRng::seed_from_u64(seed), zipf, keys: self.keys, op })
     }
 }
 
 struct YcsbGen {
     rng: SmallRng,
-    zipf: ScrambledZipfian,
+    /// `None`: uniform over `keys`.
+    zipf: Option<ScrambledZipfian>,
+    keys: u32,
     op: Op,
 }
 
 impl Generator for YcsbGen {
     fn next(&mut self, out: &mut Transaction) {
-        let key = self.zipf.key(self.rng.random::<f64>());
+        let key = match &self.zipf {
+            Some(z) => z.key(self.rng.random::<f64>()),
+            None => self.rng.random_range(0..self.keys),
+        };
         out.requests.clear();
         out.requests.push(Request::one(self.op, key));
     }
@@ -238,6 +253,24 @@ mod tests {
         let one = WorkloadSpec::Ycsb { keys: 10, fields: 1, size: 4096 }.build().unwrap();
         one.generator(1).next(&mut t);
         assert_eq!((t.requests.len(), t.requests[0].op), (1, Op::Get));
+    }
+
+    #[test]
+    fn the_grid_draws_every_key_about_equally() {
+        let spec: WorkloadSpec = "grid:keys=100,fields=8,size=64".parse().unwrap();
+        assert_eq!(spec.to_string(), "grid:keys=100,fields=8,size=64");
+        let w = spec.build().unwrap();
+        assert_eq!(w.name(), "grid-8x64B-100keys");
+        assert_eq!(crate::total_value_bytes(w.as_ref()), 100 * 8 * 64);
+        let (mut g, mut t, mut counts) = (w.generator(7), Transaction::default(), [0u32; 100]);
+        for _ in 0..100_000 {
+            g.next(&mut t);
+            assert_eq!(t.requests[0].op, Op::GetList);
+            counts[t.requests[0].keys[0] as usize] += 1;
+        }
+        // Uniform: each key near 1000 draws; the Zipfian's hottest of 100
+        // keys would get thousands more.
+        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
     }
 
     #[test]

@@ -498,7 +498,7 @@ impl RingProducer {
     /// sleep. Clears the flag when set, so only one wake-up is sent per
     /// sleep.
     #[inline(always)]
-    pub(crate) fn take_peer_sleeping(&self) -> bool {
+    pub fn take_peer_sleeping(&self) -> bool {
         let s = &self.ring.control().sleep.sleeping;
         s.load(Ordering::SeqCst) != 0 && s.swap(0, Ordering::SeqCst) != 0
     }
@@ -660,7 +660,7 @@ impl RingConsumer {
 
     /// `has_data` with a `SeqCst` load, after announcing sleep.
     #[inline(always)]
-    pub(crate) fn has_data_seqcst(&self) -> bool {
+    pub fn has_data_seqcst(&self) -> bool {
         self.head_tag(Ordering::SeqCst) == self.head ^ self.key
     }
 
@@ -753,8 +753,16 @@ impl RingConsumer {
     /// more before sleeping: with the producer's `SeqCst` publish and flag
     /// read, one of the two sides is sure to see the other.
     #[inline(always)]
-    pub(crate) fn set_sleeping(&self, sleeping: bool) {
+    pub fn set_sleeping(&self, sleeping: bool) {
         self.ring.control().sleep.sleeping.store(sleeping as u32, Ordering::SeqCst);
+    }
+
+    /// Whether the sleep flag is set now: cleared by the producer when it
+    /// sends a wake-up ([`RingProducer::take_peer_sleeping`]), so a set flag
+    /// that reads clear means a wake-up was sent.
+    #[inline(always)]
+    pub fn sleeping_flag(&self) -> bool {
+        self.ring.control().sleep.sleeping.load(Ordering::SeqCst) != 0
     }
 }
 

@@ -104,6 +104,10 @@ impl ServerCodec for CornflakesServer {
     fn end_batch(&mut self) {
         self.arena.reset();
     }
+
+    fn set_threshold(&mut self, threshold: usize) {
+        self.arena.set_threshold(threshold);
+    }
 }
 
 /// Without serialize-and-send: header and copied data go into a separate

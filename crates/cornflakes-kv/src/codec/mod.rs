@@ -50,6 +50,10 @@ pub trait ServerCodec {
 
     /// Called after each received batch (reset arenas, release scratch).
     fn end_batch(&mut self) {}
+
+    /// Changes the zero-copy threshold of fields set from now on (hybrid
+    /// codecs; the others have none).
+    fn set_threshold(&mut self, _threshold: usize) {}
 }
 
 /// The client half of a serializer.

@@ -99,3 +99,21 @@ fn preload_fills_elements() {
     let v = s.get(b"k").unwrap();
     assert_eq!((v[0].as_slice(), v[1].as_slice()), (&[1u8; 3][..], &[2u8; 5][..]));
 }
+
+#[test]
+fn prepend_remove_and_clear_keep_the_byte_count() {
+    let mut s = store();
+    s.append(b"l", b"b").unwrap();
+    s.prepend(b"l", b"a").unwrap();
+    s.prepend(b"new", b"x").unwrap();
+    let list: Vec<&[u8]> = s.get(b"l").unwrap().iter().map(|b| b.as_slice()).collect();
+    assert_eq!(list, [&b"a"[..], b"b"]);
+    assert_eq!(s.value_bytes(), 3);
+    let held = s.get(b"l").unwrap()[0].clone();
+    assert!(s.remove(b"l"));
+    assert!(!s.remove(b"l"));
+    assert_eq!(held.as_slice(), b"a", "a removed value referenced elsewhere stays intact");
+    assert_eq!((s.len(), s.value_bytes()), (1, 1));
+    s.clear();
+    assert_eq!((s.len(), s.value_bytes()), (0, 0));
+}

@@ -35,8 +35,10 @@ pub struct Arena {
 }
 
 impl Arena {
-    /// An arena whose fields may reference `pool`, with the default
-    /// threshold of 512 bytes.
+    /// An arena whose fields may reference `pool`, with the paper's
+    /// threshold of 512 bytes, whatever the machine: code and tests behave
+    /// the same everywhere. Servers that want this machine's measured
+    /// threshold use [`Arena::calibrated`].
     ///
     /// # Examples
     ///
@@ -49,6 +51,24 @@ impl Arena {
     /// ```
     pub fn new(pool: &Pool) -> Self {
         Self::with_threshold(Some(pool), DEFAULT_THRESHOLD)
+    }
+
+    /// An arena whose fields may reference `pool`, with this machine's
+    /// threshold: the one `cf calibrate` measured and wrote, or the paper's
+    /// 512 bytes when there is none (see
+    /// [`machine_threshold`](super::machine_threshold) for where it is
+    /// looked up and how to override it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{field::machine_threshold, Arena, Pool};
+    /// let pool = Pool::new().unwrap();
+    /// let arena = Arena::calibrated(&pool);
+    /// assert_eq!(arena.threshold(), machine_threshold().default);
+    /// ```
+    pub fn calibrated(pool: &Pool) -> Self {
+        Self::with_threshold(Some(pool), super::machine_threshold().default)
     }
 
     /// An arena with an explicit threshold: [`ONLY_COPY`],

@@ -10,14 +10,18 @@
 //! field, Cornflakes takes either the metadata cache miss or the data cache
 //! miss, never both.
 
+mod adaptive;
 mod arena;
 mod bytes;
 mod list;
+mod threshold;
 // Storage helpers of generated structs, reachable only through
 // `crate::__private`.
 pub(crate) mod storage;
 
+pub use adaptive::{AdaptiveConfig, AdaptiveThreshold, CANDIDATES as ADAPTIVE_CANDIDATES};
 pub use arena::{Arena, DEFAULT_THRESHOLD, ONLY_COPY, ONLY_ZERO_COPY};
 pub use bytes::{CfBytes, CfString};
 pub use list::List;
 pub(crate) use storage::Nested;
+pub use threshold::{calibration_path, load_threshold, machine_threshold, Threshold, ThresholdSource};

@@ -1,0 +1,732 @@
+//! A Redis-compatible front end (RESP2) over the same [`Store`] the
+//! Cornflakes-format server uses: [`RespDb`] runs one parsed command and
+//! writes its reply with the hybrid rule (framing and values below the
+//! threshold copied, larger values referenced from the store's pinned
+//! buffers); [`serve`] runs the connections of a raw byte-stream datapath.
+//!
+//! # What is Redis's and what is not
+//!
+//! Commands: PING ECHO GET SET (EX PX NX XX KEEPTTL GET) MGET MSET DEL
+//! EXISTS APPEND STRLEN INCR TTL PTTL LPUSH RPUSH LRANGE LINDEX LLEN DBSIZE
+//! FLUSHALL SELECT INFO CONFIG GET COMMAND (COUNT, DOCS, INFO) CLIENT
+//! (SETNAME GETNAME ID) HELLO QUIT, with Redis 7.0's arities and error
+//! texts. Differences, each answered with an error rather than a wrong
+//! answer: one database (`SELECT n`, n ≠ 0: `DB index is out of range`);
+//! RESP2 only (`HELLO 3`: `NOPROTO`, what Redis says for a version it does
+//! not speak); empty keys, keys over [`Limits::max_key`] and values over
+//! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
+//! pool exhaustion is Redis's `OOM` error. SET's EXAT/PXAT are not parsed
+//! (`syntax error`).
+//!
+//! Types: a key holds a string (one element) or a list. A value preloaded
+//! with more than one element is a list; a list made by LPUSH/RPUSH is
+//! remembered as one even with a single element.
+//!
+//! Expiry is lazy (checked when a key is touched), as Redis does without
+//! its active cycle.
+
+mod serve;
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use cornflakes::RcBuf;
+use cornflakes_resp::{parse::parse_integer, Command, Reply};
+use hashbrown::{HashMap, HashSet};
+
+pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
+use crate::protocol::{Limits, Status};
+use crate::store::Store;
+/// Cornflakes' hybrid threshold (512 B), the default for RESP replies.
+pub use cornflakes::field::DEFAULT_THRESHOLD;
+
+/// What the server does after a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Read the next command.
+    Continue,
+    /// Send what was replied, then close the connection (QUIT).
+    Close,
+}
+
+/// Per-connection state commands can see.
+#[derive(Clone, Debug, Default)]
+pub struct Session {
+    /// Set by `CLIENT SETNAME`.
+    pub name: Option<Vec<u8>>,
+    /// `CLIENT ID`.
+    pub id: u64,
+}
+
+/// The store's limits for RESP: lists as long as memory allows (Redis has
+/// no limit), keys up to 64 KiB, values up to 1 MiB (a value is one pool
+/// buffer, at most 2 MiB, and a reply must fit one send).
+pub fn resp_limits() -> Limits {
+    Limits { max_key: 64 << 10, max_value: 1 << 20, max_keys: usize::MAX, max_list: 1 << 24, max_response: usize::MAX }
+}
+
+/// Keys, their types and expiry times, over a [`Store`].
+pub struct RespDb {
+    store: Store,
+    /// Keys made lists by LPUSH/RPUSH (a value of more than one element
+    /// is a list anyway).
+    lists: HashSet<Box<[u8]>>,
+    expires: HashMap<Box<[u8]>, Instant>,
+    threshold: usize,
+    started: Instant,
+}
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+const SYNTAX: &str = "ERR syntax error";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    String,
+    List,
+}
+
+/// `(name, arity, flags)` as Redis 7.0's command table has them: a
+/// positive arity is exact, a negative one a minimum (name included).
+const COMMANDS: &[(&str, i64, &[&str])] = &[
+    ("append", 3, &["write", "denyoom"]),
+    ("client", -2, &["noscript", "loading", "stale"]),
+    ("command", -1, &["loading", "stale"]),
+    ("config", -2, &["admin", "noscript", "loading", "stale"]),
+    ("dbsize", 1, &["readonly", "fast"]),
+    ("del", -2, &["write"]),
+    ("echo", 2, &["fast"]),
+    ("exists", -2, &["readonly", "fast"]),
+    ("flushall", -1, &["write"]),
+    ("get", 2, &["readonly", "fast"]),
+    ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("incr", 2, &["write", "denyoom", "fast"]),
+    ("info", -1, &["loading", "stale"]),
+    ("lindex", 3, &["readonly"]),
+    ("llen", 2, &["readonly", "fast"]),
+    ("lpush", -3, &["write", "denyoom", "fast"]),
+    ("lrange", 4, &["readonly"]),
+    ("mget", -2, &["readonly", "fast"]),
+    ("mset", -3, &["write", "denyoom"]),
+    ("ping", -1, &["fast"]),
+    ("pttl", 2, &["readonly", "fast"]),
+    ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("rpush", -3, &["write", "denyoom", "fast"]),
+    ("select", 2, &["loading", "stale", "fast"]),
+    ("set", -3, &["write", "denyoom"]),
+    ("strlen", 2, &["readonly", "fast"]),
+    ("ttl", 2, &["readonly", "fast"]),
+];
+
+fn arity_ok(arity: i64, argc: usize) -> bool {
+    let argc = argc as i64;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
+}
+
+fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+/// Redis's text for an unknown command: the name and the start of its
+/// arguments, 128 bytes at most each.
+fn unknown_command(cmd: &Command<'_>) -> String {
+    let mut args = String::new();
+    for a in cmd.args.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&lossy(&a[..a.len().min(room)]));
+        args.push_str("' ");
+    }
+    let name = cmd.name();
+    format!("ERR unknown command '{}', with args beginning with: {args}", lossy(&name[..name.len().min(128)]))
+}
+
+fn unknown_subcommand(container: &str, sub: &[u8]) -> String {
+    format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        lossy(&sub[..sub.len().min(128)]),
+        container.to_ascii_uppercase()
+    )
+}
+
+fn arity_error(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+fn integer_arg(arg: &[u8]) -> Option<i64> {
+    parse_integer(arg)
+}
+
+/// The error reply for a store status.
+fn status_error(status: Status) -> &'static str {
+    match status {
+        Status::NoMemory => "OOM command not allowed when used memory > 'maxmemory'.",
+        Status::TooLarge => "ERR string exceeds maximum allowed size (this server: 1 MiB values, 64 KiB keys)",
+        Status::BadRequest => "ERR empty keys are not supported by this server",
+        _ => "ERR internal error",
+    }
+}
+
+impl RespDb {
+    /// A database over `store`; values of at least `threshold` bytes are
+    /// replied by reference (zero-copy).
+    pub fn new(store: Store, threshold: usize) -> Self {
+        RespDb { store, lists: HashSet::new(), expires: HashMap::new(), threshold, started: Instant::now() }
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store, to preload it.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// The zero-copy threshold.
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
+    /// Removes `key` when its time is up; its kind when it exists.
+    fn kind(&mut self, key: &[u8]) -> Option<Kind> {
+        if !self.expires.is_empty() {
+            if let Some(&at) = self.expires.get(key) {
+                if at <= Instant::now() {
+                    self.delete(key);
+                    return None;
+                }
+            }
+        }
+        let value = self.store.get(key)?;
+        if value.len() != 1 || (!self.lists.is_empty() && self.lists.contains(key)) {
+            Some(Kind::List)
+        } else {
+            Some(Kind::String)
+        }
+    }
+
+    fn delete(&mut self, key: &[u8]) -> bool {
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        if !self.lists.is_empty() {
+            self.lists.remove(key);
+        }
+        self.store.remove(key)
+    }
+
+    /// The string value of `key`: `Ok(None)` when missing, `Err` when a list.
+    fn string(&mut self, key: &[u8]) -> Result<Option<&RcBuf>, &'static str> {
+        match self.kind(key) {
+            None => Ok(None),
+            Some(Kind::List) => Err(WRONGTYPE),
+            Some(Kind::String) => Ok(self.store.get(key).and_then(|v| v.first())),
+        }
+    }
+
+    /// Sets `key` to the string `value` (no expiry).
+    fn set_string(&mut self, key: &[u8], value: &[u8]) -> Result<(), Status> {
+        self.store.put(key, &[value])?;
+        if !self.lists.is_empty() {
+            self.lists.remove(key);
+        }
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        Ok(())
+    }
+
+    fn value(&self, reply: &mut Reply<RcBuf>, v: &RcBuf) {
+        if v.len() >= self.threshold {
+            reply.bulk_value(v.clone());
+        } else {
+            reply.bulk(v);
+        }
+    }
+
+    /// Runs `cmd` for the connection `session`, appending its reply.
+    pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
+        let mut lower = [0u8; 16];
+        let name = cmd.name();
+        let Some(entry) = (name.len() <= lower.len())
+            .then(|| {
+                lower[..name.len()].copy_from_slice(name);
+                lower[..name.len()].make_ascii_lowercase();
+                &lower[..name.len()]
+            })
+            .and_then(|n| COMMANDS.iter().find(|c| c.0.as_bytes() == n))
+        else {
+            reply.error(&unknown_command(cmd));
+            return After::Continue;
+        };
+        let (name, arity, _) = *entry;
+        let args = &cmd.args[1..];
+        if !arity_ok(arity, cmd.args.len()) {
+            reply.error(&arity_error(name));
+            return After::Continue;
+        }
+        match name {
+            "get" => match self.string(&args[0]) {
+                Ok(Some(v)) => {
+                    let v = v.clone();
+                    self.value(reply, &v)
+                }
+                Ok(None) => reply.null(),
+                Err(e) => reply.error(e),
+            },
+            "set" => self.set(args, reply),
+            "mget" => {
+                reply.array(args.len());
+                for key in args {
+                    match self.string(key) {
+                        Ok(Some(v)) => {
+                            let v = v.clone();
+                            self.value(reply, &v)
+                        }
+                        _ => reply.null(),
+                    }
+                }
+            }
+            "mset" => {
+                if args.len() % 2 != 0 {
+                    reply.error(&arity_error(name));
+                } else {
+                    let mut failed = None;
+                    for kv in args.chunks(2) {
+                        if let Err(s) = self.set_string(&kv[0], &kv[1]) {
+                            failed = Some(s);
+                        }
+                    }
+                    match failed {
+                        None => reply.simple("OK"),
+                        Some(s) => reply.error(status_error(s)),
+                    }
+                }
+            }
+            "del" => {
+                let n = args.iter().filter(|k| self.kind(k).is_some() && self.delete(k)).count();
+                reply.integer(n as i64);
+            }
+            "exists" => {
+                let n = args.iter().filter(|k| self.kind(k).is_some()).count();
+                reply.integer(n as i64);
+            }
+            "append" => match self.string(&args[0]) {
+                Err(e) => reply.error(e),
+                Ok(old) => {
+                    let mut new = old.map(|v| v.to_vec()).unwrap_or_default();
+                    new.extend_from_slice(&args[1]);
+                    // APPEND keeps the key's time to live.
+                    let ttl = self.expires.get(&args[0][..]).copied();
+                    match self.set_string(&args[0], &new) {
+                        Ok(()) => {
+                            if let Some(at) = ttl {
+                                self.expires.insert(args[0][..].into(), at);
+                            }
+                            reply.integer(new.len() as i64)
+                        }
+                        Err(s) => reply.error(status_error(s)),
+                    }
+                }
+            },
+            "strlen" => match self.string(&args[0]) {
+                Ok(v) => reply.integer(v.map_or(0, |v| v.len() as i64)),
+                Err(e) => reply.error(e),
+            },
+            "incr" => self.incr(&args[0], reply),
+            "ttl" | "pttl" => {
+                let n = match self.kind(&args[0]) {
+                    None => -2,
+                    Some(_) => match self.expires.get(&args[0][..]) {
+                        None => -1,
+                        Some(&at) => {
+                            let ms = at.saturating_duration_since(Instant::now()).as_millis() as i64;
+                            if name == "ttl" {
+                                (ms + 500) / 1000
+                            } else {
+                                ms
+                            }
+                        }
+                    },
+                };
+                reply.integer(n);
+            }
+            "lpush" | "rpush" => self.push(name == "lpush", args, reply),
+            "lrange" => self.lrange(args, reply),
+            "lindex" => match (self.kind(&args[0]), integer_arg(&args[1])) {
+                (_, None) => reply.error(NOT_INTEGER),
+                (None, _) => reply.null(),
+                (Some(Kind::String), _) => reply.error(WRONGTYPE),
+                (Some(Kind::List), Some(i)) => {
+                    let list = self.store.get(&args[0]).unwrap_or_default();
+                    let i = if i < 0 { i + list.len() as i64 } else { i };
+                    match usize::try_from(i).ok().and_then(|i| list.get(i)) {
+                        Some(v) => {
+                            let v = v.clone();
+                            self.value(reply, &v)
+                        }
+                        None => reply.null(),
+                    }
+                }
+            },
+            "llen" => match self.kind(&args[0]) {
+                None => reply.integer(0),
+                Some(Kind::String) => reply.error(WRONGTYPE),
+                Some(Kind::List) => reply.integer(self.store.get(&args[0]).map_or(0, |l| l.len() as i64)),
+            },
+            "dbsize" => reply.integer(self.store.len() as i64),
+            "flushall" => match args {
+                [] => self.flushall(reply),
+                [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
+                    self.flushall(reply)
+                }
+                _ => reply.error(SYNTAX),
+            },
+            "select" => match integer_arg(&args[0]) {
+                None => reply.error(NOT_INTEGER),
+                Some(0) => reply.simple("OK"),
+                Some(_) => reply.error("ERR DB index is out of range"),
+            },
+            "ping" => match args {
+                [] => reply.simple("PONG"),
+                [msg] => reply.bulk(msg),
+                _ => reply.error(&arity_error(name)),
+            },
+            "echo" => reply.bulk(&args[0]),
+            "info" => self.info(args, reply),
+            "config" => self.config(args, reply),
+            "command" => command(args, reply),
+            "client" => client(args, session, reply),
+            "hello" => hello(args, session, reply),
+            "quit" => {
+                reply.simple("OK");
+                return After::Close;
+            }
+            _ => reply.error(&unknown_command(cmd)),
+        }
+        After::Continue
+    }
+
+    fn flushall(&mut self, reply: &mut Reply<RcBuf>) {
+        self.store.clear();
+        self.lists.clear();
+        self.expires.clear();
+        reply.simple("OK");
+    }
+
+    /// `SET key value [NX|XX] [GET] [EX s|PX ms|KEEPTTL]`, parsed as
+    /// Redis 7.0's `parseExtendedStringArgumentsOrReply` does.
+    fn set(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let (key, value) = (&args[0][..], &args[1][..]);
+        let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+        let mut ttl: Option<(bool, &[u8])> = None; // (milliseconds?, number)
+        let mut i = 2;
+        while i < args.len() {
+            let opt = &args[i][..];
+            let next = args.get(i + 1);
+            let is = |s: &[u8]| opt.eq_ignore_ascii_case(s);
+            if is(b"nx") && !xx {
+                nx = true;
+            } else if is(b"xx") && !nx {
+                xx = true;
+            } else if is(b"get") {
+                get = true;
+            } else if is(b"keepttl") && ttl.is_none() {
+                keepttl = true;
+            } else if let Some(n) = next.filter(|_| (is(b"ex") || is(b"px")) && !keepttl && ttl.is_none()) {
+                ttl = Some((is(b"px"), &n[..]));
+                i += 1;
+            } else {
+                return reply.error(SYNTAX);
+            }
+            i += 1;
+        }
+        let deadline = match ttl {
+            None => None,
+            Some((ms, n)) => match integer_arg(n) {
+                None => return reply.error(NOT_INTEGER),
+                Some(n) if n <= 0 || (!ms && n > i64::MAX / 1000) => {
+                    return reply.error("ERR invalid expire time in 'set' command")
+                }
+                Some(n) => {
+                    let d = if ms { Duration::from_millis(n as u64) } else { Duration::from_secs(n as u64) };
+                    Some(Instant::now().checked_add(d).unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40)))
+                }
+            },
+        };
+        let old = match self.kind(key) {
+            Some(Kind::List) if get => return reply.error(WRONGTYPE),
+            Some(_) => self.store.get(key).and_then(|v| v.first()).cloned(),
+            None => None,
+        };
+        let exists = self.store.get(key).is_some();
+        if (nx && exists) || (xx && !exists) {
+            return match (get, old) {
+                (true, Some(v)) => self.value(reply, &v),
+                _ => reply.null(),
+            };
+        }
+        let kept = if keepttl { self.expires.get(key).copied() } else { None };
+        if let Err(s) = self.set_string(key, value) {
+            return reply.error(status_error(s));
+        }
+        if let Some(at) = deadline.or(kept) {
+            self.expires.insert(key.into(), at);
+        }
+        match (get, old) {
+            (false, _) => reply.simple("OK"),
+            (true, Some(v)) => self.value(reply, &v),
+            (true, None) => reply.null(),
+        }
+    }
+
+    fn incr(&mut self, key: &[u8], reply: &mut Reply<RcBuf>) {
+        let current = match self.string(key) {
+            Err(e) => return reply.error(e),
+            Ok(None) => 0,
+            Ok(Some(v)) => match integer_arg(v) {
+                Some(n) => n,
+                None => return reply.error(NOT_INTEGER),
+            },
+        };
+        let Some(next) = current.checked_add(1) else {
+            return reply.error("ERR increment or decrement would overflow");
+        };
+        // INCR keeps the key's time to live.
+        let ttl = self.expires.get(key).copied();
+        match self.set_string(key, next.to_string().as_bytes()) {
+            Ok(()) => {
+                if let Some(at) = ttl {
+                    self.expires.insert(key.into(), at);
+                }
+                reply.integer(next)
+            }
+            Err(s) => reply.error(status_error(s)),
+        }
+    }
+
+    fn push(&mut self, front: bool, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        if self.kind(key) == Some(Kind::String) {
+            return reply.error(WRONGTYPE);
+        }
+        for elem in &args[1..] {
+            let pushed = if front { self.store.prepend(key, elem) } else { self.store.append(key, elem) };
+            if let Err(s) = pushed {
+                // The elements before stay pushed, as in Redis when memory
+                // runs out part way.
+                self.lists.insert(key.into());
+                return reply.error(status_error(s));
+            }
+        }
+        self.lists.insert(key.into());
+        reply.integer(self.store.get(key).map_or(0, |l| l.len() as i64));
+    }
+
+    fn lrange(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let (Some(start), Some(stop)) = (integer_arg(&args[1]), integer_arg(&args[2])) else {
+            return reply.error(NOT_INTEGER);
+        };
+        match self.kind(&args[0]) {
+            None => return reply.array(0),
+            Some(Kind::String) => return reply.error(WRONGTYPE),
+            Some(Kind::List) => {}
+        }
+        let list = self.store.get(&args[0]).unwrap_or_default();
+        let len = list.len() as i64;
+        let start = if start < 0 { (len + start).max(0) } else { start };
+        let stop = if stop < 0 { len + stop } else { stop.min(len - 1) };
+        if start > stop || start >= len {
+            return reply.array(0);
+        }
+        let range = &list[start as usize..=stop as usize];
+        reply.array(range.len());
+        for v in range {
+            if v.len() >= self.threshold {
+                reply.bulk_value(v.clone());
+            } else {
+                reply.bulk(v);
+            }
+        }
+    }
+
+    fn info(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let wants = |section: &str| {
+            args.is_empty()
+                || args.iter().any(|a| {
+                    a.eq_ignore_ascii_case(section.as_bytes())
+                        || a.eq_ignore_ascii_case(b"all")
+                        || a.eq_ignore_ascii_case(b"everything")
+                        || a.eq_ignore_ascii_case(b"default")
+                })
+        };
+        let mut text = String::new();
+        if wants("server") {
+            text.push_str(&format!(
+                "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\nserver_name:cornflakes-kv\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n",
+                std::process::id(),
+                self.started.elapsed().as_secs()
+            ));
+        }
+        if wants("keyspace") {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            text.push_str("# Keyspace\r\n");
+            if !self.store.is_empty() {
+                text.push_str(&format!("db0:keys={},expires={},avg_ttl=0\r\n", self.store.len(), self.expires.len()));
+            }
+        }
+        reply.bulk(text.as_bytes());
+    }
+
+    fn config(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        if !args[0].eq_ignore_ascii_case(b"get") {
+            return reply.error(&unknown_subcommand("config", &args[0]));
+        }
+        if args.len() < 2 {
+            return reply.error(&arity_error("config|get"));
+        }
+        // What clients ask at start (redis-benchmark: save, appendonly).
+        let known: [(&str, &str); 6] = [
+            ("appendonly", "no"),
+            ("databases", "1"),
+            ("maxmemory", "0"),
+            ("proto-max-bulk-len", "1048576"),
+            ("save", ""),
+            ("timeout", "0"),
+        ];
+        let found: Vec<(&str, &str)> = known
+            .iter()
+            .filter(|(k, _)| args[1..].iter().any(|p| glob_match(&p.to_ascii_lowercase(), k.as_bytes())))
+            .copied()
+            .collect();
+        reply.array(found.len() * 2);
+        for (k, v) in found {
+            reply.bulk(k.as_bytes());
+            reply.bulk(v.as_bytes());
+        }
+    }
+}
+
+/// Redis's glob (`*`, `?`, literal otherwise), for CONFIG GET patterns.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|i| glob_match(rest, &text[i..])),
+        Some((b'?', rest)) => !text.is_empty() && glob_match(rest, &text[1..]),
+        Some((c, rest)) => text.first() == Some(c) && glob_match(rest, &text[1..]),
+    }
+}
+
+fn command_info(reply: &mut Reply<RcBuf>, (name, arity, flags): (&str, i64, &[&str])) {
+    let keyed = flags.contains(&"readonly") || flags.contains(&"write");
+    let last = match name {
+        "mget" | "del" | "exists" => -1,
+        "mset" => -1,
+        _ if keyed => 1,
+        _ => 0,
+    };
+    reply.array(6);
+    reply.bulk(name.as_bytes());
+    reply.integer(arity);
+    reply.array(flags.len());
+    for f in flags {
+        reply.simple(f);
+    }
+    reply.integer(i64::from(keyed));
+    reply.integer(last);
+    reply.integer(if name == "mset" { 2 } else { i64::from(keyed) });
+}
+
+fn command(args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+    match args.first() {
+        None => {
+            reply.array(COMMANDS.len());
+            for &c in COMMANDS {
+                command_info(reply, c);
+            }
+        }
+        Some(sub) if sub.eq_ignore_ascii_case(b"count") => reply.integer(COMMANDS.len() as i64),
+        // redis-cli asks for the docs to show hints; without them it uses
+        // its own table.
+        Some(sub) if sub.eq_ignore_ascii_case(b"docs") => reply.array(0),
+        Some(sub) if sub.eq_ignore_ascii_case(b"info") => {
+            reply.array(args.len() - 1);
+            for a in &args[1..] {
+                match COMMANDS.iter().find(|c| c.0.as_bytes().eq_ignore_ascii_case(a)) {
+                    Some(&c) => command_info(reply, c),
+                    None => reply.null(),
+                }
+            }
+        }
+        Some(sub) => reply.error(&unknown_subcommand("command", sub)),
+    }
+}
+
+fn client(args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mut Reply<RcBuf>) {
+    let sub = &args[0];
+    if sub.eq_ignore_ascii_case(b"setname") {
+        let [_, name] = args else { return reply.error(&arity_error("client|setname")) };
+        if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+            return reply.error("ERR Client names cannot contain spaces, newlines or special characters.");
+        }
+        session.name = (!name.is_empty()).then(|| name.to_vec());
+        reply.simple("OK");
+    } else if sub.eq_ignore_ascii_case(b"getname") {
+        match &session.name {
+            Some(n) => reply.bulk(n),
+            None => reply.null(),
+        }
+    } else if sub.eq_ignore_ascii_case(b"id") {
+        reply.integer(session.id as i64);
+    } else {
+        reply.error(&unknown_subcommand("client", sub));
+    }
+}
+
+/// `HELLO [2 [SETNAME name]]`; any other version is Redis's `NOPROTO`
+/// (this server speaks RESP2 only).
+fn hello(args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mut Reply<RcBuf>) {
+    if let Some(ver) = args.first() {
+        match integer_arg(ver) {
+            None => return reply.error("ERR Protocol version is not an integer or out of range"),
+            Some(2) => {}
+            Some(_) => return reply.error("NOPROTO unsupported protocol version"),
+        }
+        let mut i = 1;
+        while i < args.len() {
+            if args[i].eq_ignore_ascii_case(b"setname") && i + 1 < args.len() {
+                session.name = Some(args[i + 1].to_vec());
+                i += 2;
+            } else {
+                return reply.error(&format!("ERR Syntax error in HELLO option '{}'", lossy(&args[i])));
+            }
+        }
+    }
+    reply.array(14);
+    for (k, v) in [("server", "redis"), ("version", "7.0.0")] {
+        reply.bulk(k.as_bytes());
+        reply.bulk(v.as_bytes());
+    }
+    reply.bulk(b"proto");
+    reply.integer(2);
+    reply.bulk(b"id");
+    reply.integer(session.id as i64);
+    for (k, v) in [("mode", "standalone"), ("role", "master")] {
+        reply.bulk(k.as_bytes());
+        reply.bulk(v.as_bytes());
+    }
+    reply.bulk(b"modules");
+    reply.array(0);
+}

@@ -1,0 +1,412 @@
+//! The RESP serving loop over a raw byte-stream datapath (the tcp datapath
+//! with [`Framing::Raw`](cornflakes_datapath::tcp::Framing::Raw)).
+//!
+//! Each connection has a buffer for the start of a command that has not
+//! fully arrived. When it is empty (the usual case), commands are parsed
+//! straight from the received pool buffer, without a copy; only an
+//! incomplete tail is copied. All replies to what one receive carried
+//! (pipelining) are built into one [`Reply`] and sent as one message: its
+//! copied runs go into the first segment, values at or above the threshold
+//! as zero-copy segments that hold a reference to the store's buffer until
+//! the kernel is done (a SET that replaces the value meanwhile swaps in new
+//! buffers and leaves the old ones to the send).
+//!
+//! A client that sends what Redis would refuse (see
+//! [`cornflakes_resp::ProtocolError`]) gets Redis's error and is
+//! disconnected; one whose incomplete command exceeds the query buffer
+//! limit, or that does not read its replies (its queue in the datapath is
+//! at its bound), is disconnected without one. Each is counted; the others
+//! are served on.
+
+use std::time::{Duration, Instant};
+
+use cornflakes::RcBuf;
+use cornflakes_datapath::tcp::TcpDatapath;
+use cornflakes_datapath::{ConnId, Datapath, Received, RecvError, Segment, SendError};
+use cornflakes_resp::{parse_command, Limits, Part, ProtocolError, Reply};
+use hashbrown::HashMap;
+
+use super::{After, RespDb, Session};
+use crate::codec::{HandleError, ServerCodec};
+use crate::server::ServerStats;
+
+/// A datapath that carries a raw byte stream per connection and can close
+/// one.
+pub trait RawTransport: Datapath {
+    /// Closes `conn` (queued replies are dropped).
+    fn close_conn(&mut self, conn: ConnId);
+    /// Messages queued on `conn` that its socket has not taken yet.
+    fn queued_on(&self, conn: ConnId) -> usize;
+}
+
+impl RawTransport for TcpDatapath {
+    fn close_conn(&mut self, conn: ConnId) {
+        self.close(conn);
+    }
+
+    fn queued_on(&self, conn: ConnId) -> usize {
+        self.queued(conn)
+    }
+}
+
+/// Settings of [`serve`].
+#[derive(Clone, Copy, Debug)]
+pub struct ServeOptions {
+    /// What one client may send (Redis's limits, except the query buffer:
+    /// see [`ServeOptions::default`]).
+    pub limits: Limits,
+    /// How long a connection being closed after its last reply (QUIT, a
+    /// protocol error) waits for that reply to leave.
+    pub close_linger: Duration,
+}
+
+impl Default for ServeOptions {
+    /// Redis's limits, but bulk arguments only as long as the store's
+    /// largest value (1 MiB + 64 KiB for the command around it is not
+    /// needed: a bulk is one argument) and 64 MiB of query buffer per
+    /// connection (Redis: 1 GiB).
+    fn default() -> Self {
+        ServeOptions {
+            limits: Limits { max_bulk_len: 1 << 20, max_query_buffer: 64 << 20, ..Limits::default() },
+            close_linger: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What the RESP server counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RespStats {
+    /// Commands run.
+    pub commands: u64,
+    /// Connections seen.
+    pub connections: u64,
+    /// Connections closed for a protocol error (after Redis's error reply).
+    pub protocol_errors: u64,
+    /// Connections closed because an incomplete command exceeded the
+    /// query buffer limit.
+    pub query_buffer_full: u64,
+    /// Connections closed because a reply could not be queued (the client
+    /// does not read, or no buffer).
+    pub reply_dropped: u64,
+    /// Connections closed after QUIT.
+    pub quit: u64,
+    /// Nanoseconds spent on batches that held input.
+    pub busy_ns: u64,
+}
+
+impl RespStats {
+    /// The counters as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("integer fields always serialize")
+    }
+}
+
+#[derive(Default)]
+struct Conn {
+    /// The start of a command that has not fully arrived.
+    pending: Vec<u8>,
+    session: Session,
+    /// Set once the connection is to close after its replies leave.
+    closing: bool,
+}
+
+/// Largest message one reply is sent as; longer replies go as several
+/// (the datapath's limit is 2 MiB).
+const CHUNK: usize = 1 << 20;
+
+const WAIT: Duration = Duration::from_millis(100);
+
+/// The RESP side's state between batches.
+struct RespLoop {
+    stats: RespStats,
+    conns: HashMap<ConnId, Conn>,
+    closing: Vec<(ConnId, Instant)>,
+    rx: Vec<Received>,
+    reply: Reply<RcBuf>,
+    next_id: u64,
+}
+
+impl RespLoop {
+    fn new(threshold: usize) -> Self {
+        RespLoop {
+            stats: RespStats::default(),
+            conns: HashMap::new(),
+            closing: Vec::new(),
+            rx: Vec::with_capacity(64),
+            reply: Reply::new(threshold),
+            next_id: 1,
+        }
+    }
+
+    /// Receives and answers one batch; how many receives it held.
+    fn batch<D: RawTransport>(
+        &mut self,
+        dp: &mut D,
+        db: &mut RespDb,
+        options: &ServeOptions,
+    ) -> Result<usize, RecvError> {
+        let batch_start = Instant::now();
+        let n = match dp.recv_batch(&mut self.rx, 64) {
+            Ok(0) => {
+                close_finished(dp, &mut self.conns, &mut self.closing, options);
+                let _ = dp.poll_completions();
+                return Ok(0);
+            }
+            Ok(n) => n,
+            Err(RecvError::Closed(conn)) => {
+                self.conns.remove(&conn);
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
+        let (stats, reply) = (&mut self.stats, &mut self.reply);
+        for r in self.rx.drain(..) {
+            let conn = self.conns.entry(r.conn).or_insert_with(|| {
+                stats.connections += 1;
+                self.next_id += 1;
+                Conn { session: Session { id: self.next_id - 1, name: None }, ..Conn::default() }
+            });
+            if conn.closing {
+                continue;
+            }
+            reply.clear();
+            let end = handle_input(db, conn, &r.payload, &options.limits, reply, stats);
+            if !reply.is_empty() && !send_reply(dp, r.conn, reply) {
+                stats.reply_dropped += 1;
+                dp.close_conn(r.conn);
+                self.conns.remove(&r.conn);
+                continue;
+            }
+            if let Some(end) = end {
+                match end {
+                    End::Quit => stats.quit += 1,
+                    End::Protocol => stats.protocol_errors += 1,
+                    End::QueryBufferFull => stats.query_buffer_full += 1,
+                }
+                conn.closing = true;
+                conn.pending = Vec::new();
+                self.closing.push((r.conn, Instant::now() + options.close_linger));
+            }
+        }
+        let _ = dp.flush();
+        let _ = dp.poll_completions();
+        close_finished(dp, &mut self.conns, &mut self.closing, options);
+        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        Ok(n)
+    }
+
+    fn wait_time(&self) -> Duration {
+        if self.closing.is_empty() {
+            WAIT
+        } else {
+            Duration::from_millis(1)
+        }
+    }
+}
+
+/// Serves RESP on every connection of `dp` until `keep_going` returns
+/// false or the datapath fails.
+///
+/// # Errors
+///
+/// When receiving fails for another reason than a client leaving.
+pub fn serve<D: RawTransport>(
+    dp: &mut D,
+    db: &mut RespDb,
+    options: &ServeOptions,
+    mut keep_going: impl FnMut(&RespStats) -> bool,
+) -> Result<RespStats, RecvError> {
+    let mut resp = RespLoop::new(db.threshold());
+    while keep_going(&resp.stats) {
+        if resp.batch(dp, db, options)? == 0 {
+            dp.wait(resp.wait_time())?;
+        }
+    }
+    Ok(resp.stats)
+}
+
+/// Serves RESP on `dp` and, from the same store, the key-value protocol in
+/// `codec`'s format on `kv` (issue 14, item 5: the same requests in both
+/// formats, same store, same process). `kv` must share `dp`'s pool (the
+/// store's values are sent zero-copy from it). When both are idle the loop
+/// sleeps up to 50 µs on one ring, alternating, so either side waits at
+/// most that long for the loop to notice it.
+///
+/// # Errors
+///
+/// When receiving fails on either datapath for another reason than a
+/// client leaving.
+pub fn serve_with_kv<D: RawTransport, K: Datapath, C: ServerCodec>(
+    dp: &mut D,
+    kv: &mut K,
+    mut codec: C,
+    db: &mut RespDb,
+    options: &ServeOptions,
+    mut keep_going: impl FnMut(&RespStats, &ServerStats) -> bool,
+) -> Result<(RespStats, ServerStats), RecvError> {
+    let mut resp = RespLoop::new(db.threshold());
+    let mut kv_stats = ServerStats::default();
+    let mut rx: Vec<Received> = Vec::with_capacity(32);
+    let mut turn = false;
+    while keep_going(&resp.stats, &kv_stats) {
+        let got_resp = resp.batch(dp, db, options)?;
+        let batch_start = Instant::now();
+        let got_kv = match kv.recv_batch(&mut rx, 32) {
+            Ok(n) => n,
+            Err(RecvError::Closed(_)) => 0,
+            Err(e) => return Err(e),
+        };
+        for r in rx.drain(..) {
+            match codec.handle(kv, db.store_mut(), &r) {
+                Ok(()) => kv_stats.handled += 1,
+                Err(HandleError::Malformed) => kv_stats.malformed += 1,
+                Err(HandleError::Send(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_))) => {
+                    kv_stats.dropped_full += 1
+                }
+                Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
+                Err(HandleError::Send(_)) => kv_stats.send_failed += 1,
+            }
+        }
+        if got_kv > 0 {
+            codec.end_batch();
+            let _ = kv.flush();
+            let _ = kv.poll_completions();
+            kv_stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        }
+        if got_resp == 0 && got_kv == 0 {
+            let _ = kv.poll_completions();
+            turn = !turn;
+            if turn {
+                dp.wait(IDLE_WAIT)?;
+            } else {
+                kv.wait(IDLE_WAIT)?;
+            }
+        }
+    }
+    Ok((resp.stats, kv_stats))
+}
+
+/// How long [`serve_with_kv`] sleeps on one ring when both are idle.
+const IDLE_WAIT: Duration = Duration::from_micros(50);
+
+/// Why a connection ends.
+enum End {
+    Quit,
+    Protocol,
+    QueryBufferFull,
+}
+
+/// Runs the commands `input` completes on `conn`, appending replies.
+fn handle_input(
+    db: &mut RespDb,
+    conn: &mut Conn,
+    input: &[u8],
+    limits: &Limits,
+    reply: &mut Reply<RcBuf>,
+    stats: &mut RespStats,
+) -> Option<End> {
+    let joined;
+    let buf: &[u8] = if conn.pending.is_empty() {
+        input
+    } else {
+        conn.pending.extend_from_slice(input);
+        joined = std::mem::take(&mut conn.pending);
+        &joined
+    };
+    let mut at = 0;
+    let mut end = None;
+    loop {
+        match parse_command(&buf[at..], limits) {
+            Ok(Some((cmd, used))) => {
+                at += used;
+                stats.commands += 1;
+                if db.execute(&cmd, &mut conn.session, reply) == After::Close {
+                    end = Some(End::Quit);
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(ProtocolError::QueryBufferFull(_)) => {
+                end = Some(End::QueryBufferFull);
+                break;
+            }
+            Err(e) => {
+                reply.error(&format!("ERR {e}"));
+                end = Some(End::Protocol);
+                break;
+            }
+        }
+    }
+    if end.is_none() && at < buf.len() {
+        conn.pending.clear();
+        conn.pending.extend_from_slice(&buf[at..]);
+    }
+    end
+}
+
+/// Queues `reply` on `conn` as one message per [`CHUNK`]; false when the
+/// connection must be closed (it does not read, or no buffer).
+fn send_reply<D: Datapath>(dp: &mut D, conn: ConnId, reply: &Reply<RcBuf>) -> bool {
+    let mut segments: Vec<Segment<'_>> = Vec::with_capacity(reply.parts().len());
+    let mut len = 0;
+    let push = |dp: &mut D, segments: &mut Vec<Segment<'_>>| -> bool {
+        let result = dp.push_segments(conn, 0, segments);
+        segments.clear();
+        match result {
+            Ok(()) => true,
+            // The client has gone: nothing to do.
+            Err(SendError::Closed(_)) => true,
+            Err(_) => false,
+        }
+    };
+    for part in reply.parts() {
+        match part {
+            Part::Copied(range) => {
+                for piece in reply.copied()[range.clone()].chunks(CHUNK) {
+                    if len + piece.len() > CHUNK && !segments.is_empty() {
+                        if !push(dp, &mut segments) {
+                            return false;
+                        }
+                        len = 0;
+                    }
+                    segments.push(Segment::Copy(piece));
+                    len += piece.len();
+                }
+            }
+            Part::Value(v) => {
+                if len + v.len() > CHUNK && !segments.is_empty() {
+                    if !push(dp, &mut segments) {
+                        return false;
+                    }
+                    len = 0;
+                }
+                segments.push(Segment::ZeroCopy(v.clone()));
+                len += v.len();
+            }
+        }
+    }
+    segments.is_empty() || push(dp, &mut segments)
+}
+
+/// Closes the connections whose last replies have left (or that waited
+/// longer than the linger).
+fn close_finished<D: RawTransport>(
+    dp: &mut D,
+    conns: &mut HashMap<ConnId, Conn>,
+    closing: &mut Vec<(ConnId, Instant)>,
+    _options: &ServeOptions,
+) {
+    if closing.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    closing.retain(|&(conn, deadline)| {
+        if dp.queued_on(conn) == 0 || now >= deadline {
+            dp.close_conn(conn);
+            conns.remove(&conn);
+            false
+        } else {
+            true
+        }
+    });
+}

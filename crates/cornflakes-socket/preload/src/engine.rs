@@ -1,0 +1,1132 @@
+//! Ring sockets: the descriptor table and what each ring socket holds.
+//!
+//! A ring socket's descriptor number is a real kernel descriptor: one end
+//! of a Unix socket pair whose other end the peer process holds. The pair
+//! carries no data, only one-byte wake-ups (when the reader said it sleeps)
+//! and, through the kernel, the peer's death or last close (`POLLHUP`). So
+//! the number space, `close`, `dup`, `poll`/`epoll` of mixed sets and
+//! process death behave as the kernel's. Data goes through two rings
+//! (`cornflakes_datapath::shm::ring`), never through the kernel.
+//!
+//! Locks: [`TABLE`] is taken only for a descriptor whose [`MANAGED`] bit is
+//! set, so calls on every other descriptor (including the ones this library
+//! makes itself, with `rustix`'s raw system calls) never touch it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use cornflakes_datapath::shm::ring::PushError;
+use cornflakes_datapath::shm::{recv_fds, send_fds, RingConsumer, RingProducer};
+use cornflakes_socket::proto::{Frame, Op, CONNECT_FDS, FRAME_LEN, STATUS_OK};
+use cornflakes_socket::MonitorAddr;
+use libc::c_int;
+use rustix::event::{PollFd, PollFlags};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+
+use crate::real::real;
+
+/// An `errno` value.
+pub(crate) type Errno = c_int;
+/// A call's result: a value or the `errno` to report.
+pub(crate) type Res<T> = Result<T, Errno>;
+
+/// Descriptors at or above this are never ring sockets (the kernel path
+/// serves them).
+pub(crate) const MAX_FD: usize = 1 << 16;
+/// Record `info` word of the end-of-stream record (`close`/`shutdown`).
+const INFO_FIN: u32 = 1;
+/// Written by a reader into its ring's acknowledgement word when it will
+/// never read again: the writer's next `send` fails with `EPIPE`.
+const READER_GONE: u64 = u64::MAX;
+/// Written by a writer into the acknowledgement word of the ring it
+/// *reads* (the peer writes that ring, so the peer sees the word) while it
+/// sleeps for credits: the peer's next read sends it a wake-up byte.
+const WRITER_WAITING: u64 = 1;
+/// Full-ring waits spent spinning before sleeping for credits.
+const SPIN_WAITS: u32 = 64;
+
+static MANAGED: [AtomicBool; MAX_FD] = [const { AtomicBool::new(false) }; MAX_FD];
+static TABLE: Mutex<BTreeMap<RawFd, Arc<Sock>>> = Mutex::new(BTreeMap::new());
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `fd` is a ring socket or a listening socket of ours (one atomic
+/// load: the fast path of every interposed call).
+#[inline]
+pub(crate) fn is_managed(fd: RawFd) -> bool {
+    usize::try_from(fd).ok().and_then(|i| MANAGED.get(i)).is_some_and(|m| m.load(Ordering::Acquire))
+}
+
+pub(crate) fn lookup(fd: RawFd) -> Option<Arc<Sock>> {
+    if !is_managed(fd) {
+        return None;
+    }
+    lock(&TABLE).get(&fd).cloned()
+}
+
+pub(crate) fn insert(fd: RawFd, sock: Arc<Sock>) -> bool {
+    let Some(flag) = usize::try_from(fd).ok().and_then(|i| MANAGED.get(i)) else { return false };
+    lock(&TABLE).insert(fd, sock);
+    flag.store(true, Ordering::Release);
+    true
+}
+
+pub(crate) fn remove(fd: RawFd) -> Option<Arc<Sock>> {
+    if !is_managed(fd) {
+        return None;
+    }
+    let mut t = lock(&TABLE);
+    let s = t.remove(&fd);
+    if let Some(flag) = usize::try_from(fd).ok().and_then(|i| MANAGED.get(i)) {
+        flag.store(false, Ordering::Release);
+    }
+    s
+}
+
+/// Before a `poll`/`epoll` call sleeps in the kernel: spins up to the spin
+/// time for one of `socks` to become ready through its ring (a writer then
+/// finds the data read at once, with no scheduler wake-up on our side).
+/// Kernel descriptors in the same set wait at most this long extra.
+pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clone) -> bool {
+    let until = Instant::now() + config().spin;
+    loop {
+        if socks.clone().any(|c| c.ready().readable) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Bumped in every child of `fork` (a `pthread_atfork` handler installed
+/// with the first ring socket): one atomic load tells a child's call on an
+/// inherited ring socket from the parent's.
+static FORK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn fork_generation() -> u64 {
+    static HOOK: OnceLock<()> = OnceLock::new();
+    HOOK.get_or_init(|| {
+        extern "C" fn in_child() {
+            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// Says once per process, on stderr, that the program used something the
+/// library does not support yet (the call then fails with EOPNOTSUPP).
+pub(crate) fn unsupported(what: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        let line = format!(
+            "libcfsocket[{}]: not supported yet: {what} (EOPNOTSUPP); see docs/sockets.md\n",
+            std::process::id()
+        );
+        let _ = rustix::io::write(stderr(), line.as_bytes());
+    }
+}
+
+/// Knobs read once from the environment.
+pub(crate) struct Config {
+    /// Data bytes of each direction's ring (`CFSOCKET_RING_SIZE`, a power of two).
+    ring_size: usize,
+    /// How long a blocking call polls its ring before sleeping (`CFSOCKET_SPIN_US`).
+    spin: Duration,
+    /// Print why a connection went to the kernel (`CFSOCKET_DEBUG=1`).
+    pub(crate) debug: bool,
+}
+
+pub(crate) fn config() -> &'static Config {
+    static C: OnceLock<Config> = OnceLock::new();
+    C.get_or_init(|| {
+        let num = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        Config {
+            ring_size: num("CFSOCKET_RING_SIZE", 256 * 1024),
+            spin: Duration::from_micros(num("CFSOCKET_SPIN_US", 50) as u64),
+            debug: std::env::var("CFSOCKET_DEBUG").is_ok_and(|v| v == "1"),
+        }
+    })
+}
+
+pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
+    if config().debug {
+        let line = format!("libcfsocket[{}]: {msg}\n", std::process::id());
+        let _ = rustix::io::write(stderr(), line.as_bytes());
+    }
+}
+
+fn stderr() -> BorrowedFd<'static> {
+    // SAFETY: descriptor 2 is only written to; if the program closed it the
+    // write fails with EBADF, which we ignore.
+    unsafe { BorrowedFd::borrow_raw(2) }
+}
+
+fn errno_of(e: rustix::io::Errno) -> Errno {
+    e.raw_os_error()
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// What a managed descriptor is.
+// Always behind an `Arc`, one allocation per socket: the size difference
+// costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Sock {
+    /// A listening socket: the descriptor is the kernel's (the twin that
+    /// takes remote clients); local clients arrive on `channel`.
+    Listen(ListenSock),
+    /// A connection over rings.
+    Conn(ConnSock),
+}
+
+pub(crate) struct ListenSock {
+    /// Accept channel from the monitor (`None` once the monitor is gone).
+    pub(crate) channel: Mutex<Option<OwnedFd>>,
+    /// The program's `O_NONBLOCK`; the kernel twin is always non-blocking.
+    pub(crate) nonblock: AtomicBool,
+    /// The address registered with the monitor.
+    local: SocketAddrV4,
+    /// Without a channel: when `accept` may next try to register again (a
+    /// monitor started or restarted after `listen`).
+    next_retry: Mutex<Option<Instant>>,
+}
+
+/// Least time between two attempts of a listener to reach a monitor.
+const REGISTER_RETRY: Duration = Duration::from_millis(200);
+
+/// A ring endpoint that may move between threads.
+struct Movable<T>(T);
+
+// SAFETY: a ring endpoint owns its mapping and memfd outright and keeps no
+// thread-bound state; here each one lives behind a `Mutex`, so only one
+// thread at a time uses it (the peer process is the only other party, and
+// it is handled through atomics and raw copies, never references).
+unsafe impl Send for Movable<RingProducer> {}
+// SAFETY: as for the producer.
+unsafe impl Send for Movable<RingConsumer> {}
+
+impl<T> std::ops::Deref for Movable<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Movable<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+struct Tx {
+    ring: Movable<RingProducer>,
+    shut: bool,
+}
+
+struct Rx {
+    ring: Movable<RingConsumer>,
+    /// Bytes popped but not yet read: `buf[pos..]`.
+    buf: Vec<u8>,
+    pos: usize,
+    scratch: Vec<u8>,
+    eof: bool,
+    shut: bool,
+    /// The sleep flag is clear because we cleared it (spinning), so no
+    /// wake-up byte is owed to the socket pair.
+    self_disarmed: bool,
+}
+
+impl Rx {
+    fn avail(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Pops one record, appending its bytes; false when none is there.
+    fn pull(&mut self) -> Res<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        let popped = if self.pos >= self.buf.len() {
+            // Everything read: pop straight into `buf` (one copy).
+            self.pos = 0;
+            self.buf.clear();
+            self.ring.try_pop(&mut self.buf)
+        } else {
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            let r = self.ring.try_pop(&mut self.scratch);
+            if matches!(r, Ok(Some(info)) if info != INFO_FIN) {
+                self.buf.extend_from_slice(&self.scratch);
+            }
+            r
+        };
+        match popped {
+            Ok(Some(INFO_FIN)) => {
+                self.eof = true;
+                Ok(false)
+            }
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(_) => Err(libc::ECONNRESET),
+        }
+    }
+}
+
+pub(crate) struct ConnSock {
+    tx: Mutex<Tx>,
+    rx: Mutex<Rx>,
+    pub(crate) local: SocketAddrV4,
+    pub(crate) peer: SocketAddrV4,
+    /// The program's `O_NONBLOCK` (the pair end itself is always non-blocking).
+    pub(crate) nonblock: AtomicBool,
+    /// Our end of the socket pair (a private duplicate of the program's
+    /// descriptor, so that `dup`/`close` by the program cannot pull it away).
+    wake: OwnedFd,
+    /// A kernel TCP socket that answers `setsockopt`/`getsockopt` as the
+    /// kernel would (for a connector: the very socket the program created).
+    pub(crate) shadow: OwnedFd,
+    /// The pair hung up with no FIN record: the peer process died (or
+    /// closed without us), so writes fail with EPIPE.
+    peer_gone: AtomicBool,
+    /// The fork generation that set the connection up. A forked child
+    /// inherits the table, and must neither end the stream when it closes
+    /// its copy nor use the rings (their positions live in each process).
+    generation: u64,
+}
+
+impl Drop for ConnSock {
+    fn drop(&mut self) {
+        if !self.same_process() {
+            return;
+        }
+        // Last descriptor closed: end of stream for the peer, and its next
+        // write fails with EPIPE. Dropping `wake` then hangs up the pair.
+        let mut tx = lock(&self.tx);
+        if !tx.shut {
+            tx.shut = true;
+            let _ = tx.ring.try_push_info(&[], INFO_FIN);
+        }
+        lock(&self.rx).ring.set_acked(READER_GONE);
+        self.wake_peer(&tx);
+    }
+}
+
+fn would_block(flags: c_int, nonblock: &AtomicBool) -> bool {
+    flags & libc::MSG_DONTWAIT != 0 || nonblock.load(Ordering::Relaxed)
+}
+
+fn epipe(flags: c_int) -> Errno {
+    if flags & libc::MSG_NOSIGNAL == 0 {
+        // SAFETY: raise(3) is async-signal-safe and takes no pointer.
+        unsafe { libc::raise(libc::SIGPIPE) };
+    }
+    libc::EPIPE
+}
+
+/// Readiness of a ring socket, as `poll` bits.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Ready {
+    pub(crate) readable: bool,
+    pub(crate) writable: bool,
+    pub(crate) rdhup: bool,
+    pub(crate) hup: bool,
+}
+
+impl ConnSock {
+    fn new(
+        tx: RingProducer,
+        rx: RingConsumer,
+        wake: OwnedFd,
+        shadow: OwnedFd,
+        local: SocketAddrV4,
+        peer: SocketAddrV4,
+        nonblock: bool,
+    ) -> Self {
+        // Armed from the start: a program that waits in the kernel without
+        // calling us first (a plain read of the wake end is impossible, but
+        // an epoll set built before) is still woken.
+        rx.set_sleeping(true);
+        Self {
+            tx: Mutex::new(Tx { ring: Movable(tx), shut: false }),
+            rx: Mutex::new(Rx {
+                ring: Movable(rx),
+                buf: Vec::new(),
+                pos: 0,
+                scratch: Vec::new(),
+                eof: false,
+                shut: false,
+                self_disarmed: false,
+            }),
+            local,
+            peer,
+            nonblock: AtomicBool::new(nonblock),
+            wake,
+            shadow,
+            peer_gone: AtomicBool::new(false),
+            generation: fork_generation(),
+        }
+    }
+
+    /// After a publish: wake the reader if it said it sleeps.
+    fn wake_peer(&self, tx: &Tx) {
+        // Pairs with the reader's SeqCst flag store then ring check: one of
+        // the two sides sees the other.
+        fence(Ordering::SeqCst);
+        if tx.ring.take_peer_sleeping() {
+            // A full pair buffer means wake-ups are already pending.
+            let _ = rustix::net::send(&self.wake, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+        }
+    }
+
+    fn peer_hung_up(&self) -> bool {
+        let mut p = [PollFd::new(&self.wake, PollFlags::empty())];
+        matches!(rustix::event::poll(&mut p, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(n) if n > 0)
+            && p[0].revents().intersects(PollFlags::HUP | PollFlags::ERR)
+    }
+
+    fn drain_wakeups(&self) {
+        let mut b = [0u8; 64];
+        while matches!(rustix::net::recv(&self.wake, &mut b, RecvFlags::DONTWAIT), Ok((n, _)) if n > 0) {}
+    }
+
+    /// `send`/`write`/`writev`/`sendmsg`.
+    fn same_process(&self) -> bool {
+        self.generation == fork_generation()
+    }
+
+    /// A forked child using an inherited ring socket: refused, loudly.
+    fn check_process(&self) -> Res<()> {
+        if self.same_process() {
+            return Ok(());
+        }
+        unsupported("reading or writing a ring socket inherited through fork");
+        Err(libc::EOPNOTSUPP)
+    }
+
+    pub(crate) fn send(&self, bufs: &[&[u8]], flags: c_int) -> Res<usize> {
+        self.check_process()?;
+        let nonblock = would_block(flags, &self.nonblock);
+        let mut tx = lock(&self.tx);
+        if tx.shut || tx.ring.acked() == READER_GONE || self.peer_gone.load(Ordering::Relaxed) {
+            return Err(epipe(flags));
+        }
+        let max = tx.ring.max_len();
+        let mut sent = 0usize;
+        for buf in bufs {
+            let mut rest: &[u8] = buf;
+            let mut waits = 0u32;
+            let mut announced = false;
+            while !rest.is_empty() {
+                let n = rest.len().min(max);
+                match tx.ring.try_push(&rest[..n]) {
+                    Ok(()) => {
+                        sent += n;
+                        rest = &rest[n..];
+                        waits = 0;
+                        if announced {
+                            announced = !self.announce_waiting(false);
+                        }
+                    }
+                    Err(PushError::Full) => {
+                        self.wake_peer(&tx);
+                        if nonblock {
+                            if sent == 0 && self.peer_hung_up() {
+                                self.peer_gone.store(true, Ordering::Relaxed);
+                                return Err(epipe(flags));
+                            }
+                            return if sent > 0 { Ok(sent) } else { Err(libc::EAGAIN) };
+                        }
+                        if tx.ring.acked() == READER_GONE || (waits > 256 && waits % 64 == 0 && self.peer_hung_up()) {
+                            return if sent > 0 { Ok(sent) } else { Err(epipe(flags)) };
+                        }
+                        if waits >= SPIN_WAITS && !announced {
+                            // Announce, then try once more before sleeping.
+                            announced = self.announce_waiting(true);
+                            if announced {
+                                continue;
+                            }
+                        }
+                        if announced {
+                            self.sleep_for_credits();
+                        } else {
+                            // Spinning, or the announcement is impossible
+                            // now (another thread holds our reading half).
+                            backoff(waits);
+                        }
+                        waits += 1;
+                    }
+                    Err(PushError::TooLarge { .. }) => return Err(libc::EMSGSIZE),
+                    Err(PushError::Corrupt) => return Err(libc::ECONNRESET),
+                }
+            }
+        }
+        self.wake_peer(&tx);
+        Ok(sent)
+    }
+
+    /// `recv`/`read`/`readv`/`recvmsg` into `bufs` (written in order).
+    pub(crate) fn recv(&self, bufs: &mut [&mut [u8]], flags: c_int) -> Res<usize> {
+        self.check_process()?;
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let peek = flags & libc::MSG_PEEK != 0;
+        let waitall = flags & libc::MSG_WAITALL != 0 && !peek;
+        let nonblock = would_block(flags, &self.nonblock);
+        let mut rx = lock(&self.rx);
+        if rx.shut || want == 0 {
+            return Ok(0);
+        }
+        let mut copied = 0usize;
+        loop {
+            let need = want - copied;
+            while rx.avail() < need && rx.pull()? {}
+            let n = rx.avail().min(need);
+            if n > 0 {
+                scatter(bufs, copied, &rx.buf[rx.pos..rx.pos + n]);
+                if !peek {
+                    rx.pos += n;
+                }
+                copied += n;
+            }
+            if copied == want || peek && copied > 0 || copied > 0 && !waitall || rx.eof {
+                break;
+            }
+            if nonblock {
+                if self.peer_hung_up() && !rx.ring.has_data_seqcst() {
+                    self.hung_up(&mut rx);
+                    break;
+                }
+                if copied > 0 {
+                    break;
+                }
+                self.rearm_if_empty(&mut rx);
+                return Err(libc::EAGAIN);
+            }
+            if let Err(e) = self.wait_readable(&mut rx) {
+                if copied > 0 {
+                    break;
+                }
+                return Err(e);
+            }
+        }
+        self.rearm_if_empty(&mut rx);
+        drop(rx);
+        if copied > 0 && !peek {
+            self.wake_waiting_writer();
+        }
+        Ok(copied)
+    }
+
+    /// Announces (or withdraws) that our writer sleeps for credits, in the
+    /// acknowledgement word of the ring from the peer (the peer writes that
+    /// ring, so it reads the word). False when our reading half is busy in
+    /// another thread: then no announcement (the writer polls instead).
+    fn announce_waiting(&self, waiting: bool) -> bool {
+        let Ok(rx) = self.rx.try_lock() else { return false };
+        rx.ring.set_acked(if waiting { WRITER_WAITING } else { 0 });
+        drop(rx);
+        // Pairs with the reader's credit return then fence then flag load.
+        fence(Ordering::SeqCst);
+        true
+    }
+
+    /// Sleeps on the pair until the peer has read (it then sends a byte),
+    /// at most 1 ms.
+    fn sleep_for_credits(&self) {
+        let mut p = [PollFd::new(&self.wake, PollFlags::IN)];
+        let _ = rustix::event::poll(&mut p, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: 1_000_000 }));
+        if !p[0].revents().is_empty() {
+            // Bytes meant for our reader go too: it re-checks its ring after
+            // arming its flag, so it loses nothing.
+            self.drain_wakeups();
+        }
+    }
+
+    /// After a read: if the peer's writer sleeps for credits, wake it.
+    fn wake_waiting_writer(&self) {
+        let Ok(tx) = self.tx.try_lock() else { return };
+        fence(Ordering::SeqCst);
+        if tx.ring.acked() == WRITER_WAITING {
+            let _ = rustix::net::send(&self.wake, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+        }
+    }
+
+    /// Spins on the ring, then sleeps on the socket pair until a wake-up,
+    /// the peer's hang-up or a signal.
+    fn wait_readable(&self, rx: &mut Rx) -> Res<()> {
+        // Spinning: clear the flag so the writer sends no wake-up.
+        let was_armed = rx.ring.sleeping_flag();
+        rx.ring.set_sleeping(false);
+        rx.self_disarmed = was_armed;
+        let until = Instant::now() + config().spin;
+        loop {
+            if rx.ring.has_data() {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        }
+        self.arm(rx);
+        if rx.ring.has_data_seqcst() {
+            return Ok(());
+        }
+        let mut p = [PollFd::new(&self.wake, PollFlags::IN)];
+        match rustix::event::poll(&mut p, None) {
+            Ok(_) => {}
+            Err(e) => return Err(errno_of(e)),
+        }
+        let rev = p[0].revents();
+        if rev.intersects(PollFlags::HUP | PollFlags::ERR) && !rx.ring.has_data_seqcst() {
+            self.hung_up(rx);
+        }
+        self.drain_wakeups();
+        rx.self_disarmed = !rx.ring.sleeping_flag();
+        Ok(())
+    }
+
+    /// The pair hung up and the ring is empty: end of stream. Without a FIN
+    /// record the peer died (the kernel would have sent a FIN for it, then
+    /// answered our writes with a reset): later writes fail with EPIPE.
+    fn hung_up(&self, rx: &mut Rx) {
+        if !rx.eof {
+            self.peer_gone.store(true, Ordering::Relaxed);
+        }
+        rx.eof = true;
+    }
+
+    /// Sets the sleep flag, first draining a wake-up byte that was sent for
+    /// the previous sleep.
+    fn arm(&self, rx: &mut Rx) {
+        if rx.ring.sleeping_flag() {
+            return;
+        }
+        if !rx.self_disarmed {
+            self.drain_wakeups();
+        }
+        rx.ring.set_sleeping(true);
+        rx.self_disarmed = false;
+    }
+
+    /// Once everything has been read, arm the flag, so that a waiter in the
+    /// kernel (`poll`/`epoll` on the pair end) is woken by the next write.
+    fn rearm_if_empty(&self, rx: &mut Rx) {
+        if rx.avail() == 0 && !rx.eof && !rx.ring.has_data() {
+            self.arm(rx);
+        }
+    }
+
+    /// Current readiness (non-blocking: a socket locked by another thread's
+    /// blocking read counts as not readable).
+    pub(crate) fn ready(&self) -> Ready {
+        let mut r = Ready::default();
+        if let Ok(rx) = self.rx.try_lock() {
+            r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
+            r.rdhup = rx.eof;
+        }
+        if let Ok(tx) = self.tx.try_lock() {
+            // A full ring still reports writable: see docs/sockets.md.
+            r.writable = true;
+            r.hup = tx.shut && r.rdhup;
+        } else {
+            r.writable = true;
+        }
+        r
+    }
+
+    /// Before the caller sleeps in the kernel on the pair end: arm the flag
+    /// (returns false if data arrived meanwhile).
+    pub(crate) fn prepare_sleep(&self) -> bool {
+        let Ok(mut rx) = self.rx.try_lock() else { return true };
+        self.rearm_if_empty(&mut rx);
+        !(rx.avail() > 0 || rx.eof || rx.ring.has_data_seqcst())
+    }
+
+    /// The kernel said the pair end is readable or hung up: fold that into
+    /// the ring state; returns the readiness.
+    pub(crate) fn after_kernel_wake(&self, hup: bool) -> Ready {
+        if let Ok(mut rx) = self.rx.try_lock() {
+            if hup && !rx.ring.has_data_seqcst() && rx.avail() == 0 {
+                self.hung_up(&mut rx);
+            }
+            let r = self.ready_locked(&rx);
+            if !r.readable {
+                // A spurious wake-up byte: consume it and arm again, or the
+                // next sleep returns at once for ever.
+                self.drain_wakeups();
+                rx.self_disarmed = false;
+                rx.ring.set_sleeping(false);
+                self.arm(&mut rx);
+            }
+            return r;
+        }
+        self.ready()
+    }
+
+    fn ready_locked(&self, rx: &Rx) -> Ready {
+        let readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
+        let hup = rx.eof && self.tx.try_lock().is_ok_and(|t| t.shut);
+        Ready { readable, writable: true, rdhup: rx.eof, hup }
+    }
+
+    /// Bytes readable now without blocking (`FIONREAD`).
+    pub(crate) fn readable_bytes(&self) -> usize {
+        let mut rx = lock(&self.rx);
+        while rx.pull().unwrap_or(false) {}
+        rx.avail()
+    }
+
+    /// `shutdown(how)`.
+    pub(crate) fn shutdown(&self, how: c_int) -> Res<()> {
+        if how == libc::SHUT_WR || how == libc::SHUT_RDWR {
+            let mut tx = lock(&self.tx);
+            if !tx.shut {
+                tx.shut = true;
+                // One spin-wait for room: the FIN must not be lost.
+                let mut waits = 0;
+                while tx.ring.try_push_info(&[], INFO_FIN) == Err(PushError::Full) && waits < 10_000 {
+                    self.wake_peer(&tx);
+                    backoff(waits);
+                    waits += 1;
+                }
+                self.wake_peer(&tx);
+            }
+        }
+        if how == libc::SHUT_RD || how == libc::SHUT_RDWR {
+            lock(&self.rx).shut = true;
+        }
+        if !(libc::SHUT_RD..=libc::SHUT_RDWR).contains(&how) {
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    }
+}
+
+/// Waiting for ring credits (there is no credit wake-up yet): spin for
+/// about the spin time, then sleep 20 µs at a time (below 1 ms, a growing
+/// sleep cost iperf3 half its throughput on a busy host; a writer stuck on
+/// a reader that stopped reading wakes 50 000 times a second, a few % of a
+/// core).
+fn backoff(waits: u32) {
+    if waits < 256 {
+        for _ in 0..256 {
+            std::hint::spin_loop();
+        }
+        if waits % 32 == 31 {
+            std::thread::yield_now();
+        }
+    } else {
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
+
+/// Copies `src` into the buffers, starting `offset` bytes into them.
+fn scatter(bufs: &mut [&mut [u8]], mut offset: usize, mut src: &[u8]) {
+    for b in bufs.iter_mut() {
+        if src.is_empty() {
+            return;
+        }
+        if offset >= b.len() {
+            offset -= b.len();
+            continue;
+        }
+        let n = (b.len() - offset).min(src.len());
+        b[offset..offset + n].copy_from_slice(&src[..n]);
+        src = &src[n..];
+        offset = 0;
+    }
+}
+
+fn monitor_stream() -> Res<OwnedFd> {
+    match connect_monitor() {
+        Err(e) if (e == libc::ECONNREFUSED || e == libc::ENOENT) && start_monitor() => {
+            // Started now: wait (up to 2 s) for it to listen.
+            let until = Instant::now() + Duration::from_secs(2);
+            loop {
+                match connect_monitor() {
+                    Ok(s) => return Ok(s),
+                    Err(e) if Instant::now() >= until => return Err(e),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        }
+        r => r,
+    }
+}
+
+fn connect_monitor() -> Res<OwnedFd> {
+    let addr = MonitorAddr::from_env().to_rustix().map_err(|e| io_errno(&e))?;
+    let s = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+        .map_err(errno_of)?;
+    rustix::net::connect(&s, &addr).map_err(errno_of)?;
+    rustix::net::sockopt::set_socket_timeout(&s, rustix::net::sockopt::Timeout::Recv, Some(Duration::from_secs(2)))
+        .map_err(errno_of)?;
+    Ok(s)
+}
+
+/// Starts `$CFSOCKET_MONITOR_BIN socket-monitor` (the `cf` binary) when no
+/// monitor answers: the first process that needs one starts it, in its own
+/// process group, without the library. Once per process; returns whether
+/// it was started. Two processes racing both start one; the second finds
+/// the address taken and exits.
+fn start_monitor() -> bool {
+    static TRIED: AtomicBool = AtomicBool::new(false);
+    let Some(bin) = std::env::var_os("CFSOCKET_MONITOR_BIN") else { return false };
+    if TRIED.swap(true, Ordering::Relaxed) {
+        return false;
+    }
+    use std::os::unix::process::CommandExt;
+    let spawned = std::process::Command::new(&bin)
+        .arg("socket-monitor")
+        .env_remove("LD_PRELOAD")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            debug(format_args!("started {} socket-monitor (pid {})", bin.to_string_lossy(), child.id()));
+            // Reap it if it exits (another one won the race).
+            let _ = std::thread::Builder::new().name("cfsocket-monitor-reaper".into()).spawn(move || child.wait());
+            true
+        }
+        Err(e) => {
+            debug(format_args!("cannot start {} socket-monitor: {e}", bin.to_string_lossy()));
+            false
+        }
+    }
+}
+
+/// Whether `fd` is an IPv4 stream (TCP) socket, and its local address.
+fn inet_stream_local(fd: BorrowedFd<'_>) -> Option<SocketAddrV4> {
+    if rustix::net::sockopt::socket_type(fd).ok()? != SocketType::STREAM {
+        return None;
+    }
+    let addr = rustix::net::getsockname(fd).ok()?;
+    SocketAddrV4::try_from(addr).ok()
+}
+
+/// `tcpi_state` of a closed (never connected) socket.
+const TCP_CLOSE: u8 = 7;
+
+/// The kernel's TCP state of `fd` (first byte of `struct tcp_info`).
+fn tcp_state(fd: RawFd) -> Option<u8> {
+    let mut info = [0u8; 8];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: getsockopt(2) of TCP_INFO into our 8-byte buffer; the kernel
+    // truncates to `len`.
+    let r = unsafe { (real().getsockopt)(fd, libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &mut len) };
+    (r == 0 && len >= 1).then_some(info[0])
+}
+
+fn loopback(ip: Ipv4Addr) -> Ipv4Addr {
+    if ip.is_unspecified() {
+        Ipv4Addr::LOCALHOST
+    } else {
+        ip
+    }
+}
+
+/// `listen` succeeded on `fd`: if it is an IPv4 TCP socket, register it
+/// with the monitor and keep its accept channel. Nothing changes for the
+/// program when the monitor cannot be reached.
+pub(crate) fn register_listener(fd: RawFd) {
+    // SAFETY: `fd` is the program's open descriptor for this call.
+    let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let Some(local) = inet_stream_local(bfd) else { return };
+    let channel = open_channel(bfd, local);
+    let Ok(fl) = rustix::fs::fcntl_getfl(bfd) else { return };
+    if rustix::fs::fcntl_setfl(bfd, fl | rustix::fs::OFlags::NONBLOCK).is_err() {
+        return;
+    }
+    let next_retry = channel.is_none().then(|| Instant::now() + REGISTER_RETRY);
+    let sock = ListenSock {
+        channel: Mutex::new(channel),
+        nonblock: AtomicBool::new(fl.contains(rustix::fs::OFlags::NONBLOCK)),
+        local,
+        next_retry: Mutex::new(next_retry),
+    };
+    insert(fd, Arc::new(Sock::Listen(sock)));
+}
+
+/// Registers `local` with the monitor; the connection is the accept channel.
+/// The listening socket goes with the frame: the monitor checks that we
+/// really listen there.
+fn open_channel(listener: BorrowedFd<'_>, local: SocketAddrV4) -> Option<OwnedFd> {
+    let channel = match monitor_stream() {
+        Ok(s) => s,
+        Err(e) => {
+            debug(format_args!(
+                "listen {local}: no monitor ({}); kernel only for now",
+                std::io::Error::from_raw_os_error(e)
+            ));
+            return None;
+        }
+    };
+    let frame = Frame::new(Op::Listen, local, local);
+    if send_fds(&channel, &frame.encode(), &[listener]).is_err() || rustix::io::ioctl_fionbio(&channel, true).is_err() {
+        return None;
+    }
+    debug(format_args!("listen {local}: registered"));
+    Some(channel)
+}
+
+/// A listener without a channel (no monitor at `listen`, or it died): try
+/// to register again, at most every [`REGISTER_RETRY`], and watch the new
+/// channel in the epoll sets that watch the listener.
+pub(crate) fn ensure_channel(fd: RawFd, ls: &ListenSock) {
+    if lock(&ls.channel).is_some() {
+        return;
+    }
+    {
+        let mut next = lock(&ls.next_retry);
+        let now = Instant::now();
+        if next.is_some_and(|t| now < t) {
+            return;
+        }
+        *next = Some(now + REGISTER_RETRY);
+    }
+    // SAFETY: `fd` is the listening descriptor the program passed to accept.
+    let listener = unsafe { BorrowedFd::borrow_raw(fd) };
+    let Some(ch) = open_channel(listener, ls.local) else { return };
+    {
+        let mut g = lock(&ls.channel);
+        if g.is_some() {
+            return;
+        }
+        *g = Some(ch);
+    }
+    // Lock order as in epoll_ctl: the sets, then the channel.
+    let sets = lock(&EPOLL_SETS);
+    for (epfd, set) in sets.iter() {
+        if set.contains_key(&fd) {
+            if let Some(ch) = lock(&ls.channel).as_ref() {
+                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: EPOLL_TAG | fd as u32 as u64 };
+                // SAFETY: epoll_ctl(2) ADD of our own channel with our own event.
+                unsafe { (real().epoll_ctl)(*epfd, libc::EPOLL_CTL_ADD, ch.as_raw_fd(), &mut ev) };
+            }
+        }
+    }
+}
+
+/// One connection from the accept channel, if any is queued.
+fn accept_ring(ls: &ListenSock, flags: c_int) -> Res<Option<(RawFd, SocketAddrV4)>> {
+    let mut guard = lock(&ls.channel);
+    let Some(ch) = guard.as_ref() else { return Ok(None) };
+    loop {
+        let mut buf = [0u8; FRAME_LEN + 1];
+        let (n, fds) = match recv_fds(ch, &mut buf) {
+            Ok((0, _)) => {
+                // The monitor is gone: remote and already-queued clients
+                // still come through the kernel twin; the next `accept`
+                // looks for a new monitor.
+                *guard = None;
+                *lock(&ls.next_retry) = None;
+                return Ok(None);
+            }
+            Ok(x) => x,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Ok(None),
+        };
+        let Some(frame) = Frame::decode(&buf[..n]).filter(|f| f.op == Op::Deliver) else { continue };
+        let Ok::<[OwnedFd; CONNECT_FDS], _>([to_peer, from_peer, pair]) = fds.try_into() else { continue };
+        let (Ok(tx), Ok(rx)) = (RingProducer::attach(to_peer), RingConsumer::attach(from_peer)) else { continue };
+        let shadow = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+            .map_err(errno_of)?;
+        let cloexec = flags & libc::SOCK_CLOEXEC != 0;
+        let user_fd = if cloexec {
+            rustix::io::fcntl_dupfd_cloexec(&pair, 0).map_err(errno_of)?
+        } else {
+            // SAFETY: F_DUPFD on a descriptor we own; the result is a new
+            // descriptor that we wrap at once.
+            let r = unsafe { (real().fcntl)(pair.as_raw_fd(), libc::F_DUPFD, 0 as c_int) };
+            if r < 0 {
+                return Err(libc::EMFILE);
+            }
+            // SAFETY: `r` is a fresh descriptor owned by nobody else.
+            unsafe { OwnedFd::from_raw_fd(r) }
+        };
+        let local = SocketAddrV4::new(loopback(*frame.dst.ip()), frame.dst.port());
+        let conn = ConnSock::new(tx, rx, pair, shadow, local, frame.src, flags & libc::SOCK_NONBLOCK != 0);
+        let raw = std::os::fd::IntoRawFd::into_raw_fd(user_fd);
+        if !insert(raw, Arc::new(Sock::Conn(conn))) {
+            // SAFETY: `raw` is ours (just created) and not in the table.
+            unsafe { (real().close)(raw) };
+            return Err(libc::EMFILE);
+        }
+        return Ok(Some((raw, frame.src)));
+    }
+}
+
+/// `accept4` on a listening socket of ours: local clients from the
+/// channel first, then remote ones from the kernel twin; blocks (in
+/// `poll` on both) unless non-blocking.
+pub(crate) fn accept(
+    fd: RawFd,
+    ls: &ListenSock,
+    addr: *mut libc::sockaddr,
+    len: *mut libc::socklen_t,
+    flags: c_int,
+) -> Res<RawFd> {
+    ensure_channel(fd, ls);
+    loop {
+        if let Some((nfd, peer)) = accept_ring(ls, flags)? {
+            // SAFETY: the program passed `addr`/`len` as accept(2) takes
+            // them (null, or a buffer of `*len` bytes).
+            unsafe { write_sockaddr(peer, addr, len) };
+            return Ok(nfd);
+        }
+        // SAFETY: accept4(2) with the program's own arguments.
+        let r = unsafe { (real().accept4)(fd, addr, len, flags) };
+        if r >= 0 {
+            return Ok(r);
+        }
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+        if e != libc::EAGAIN || ls.nonblock.load(Ordering::Relaxed) {
+            return Err(e);
+        }
+        // SAFETY: the listening descriptor stays open during this call.
+        let twin = unsafe { BorrowedFd::borrow_raw(fd) };
+        let chan = lock(&ls.channel).as_ref().and_then(|c| c.try_clone().ok());
+        let mut p = vec![PollFd::new(&twin, PollFlags::IN)];
+        if let Some(c) = &chan {
+            p.push(PollFd::new(c, PollFlags::IN));
+        }
+        match rustix::event::poll(&mut p, None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(errno_of(e)),
+        }
+    }
+}
+
+/// Writes `a` as a `sockaddr_in`, truncated to `*len` as the kernel does.
+///
+/// # Safety
+///
+/// `addr` is null, or `len` points to the size of the buffer at `addr`.
+pub(crate) unsafe fn write_sockaddr(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    let full = std::mem::size_of::<libc::sockaddr_in>();
+    // SAFETY: the caller guarantees `len` is valid; we copy at most `*len`
+    // bytes into `addr`, from a local of `full` bytes.
+    unsafe {
+        let room = (*len as usize).min(full);
+        std::ptr::copy_nonoverlapping((&sin as *const libc::sockaddr_in).cast::<u8>(), addr.cast::<u8>(), room);
+        *len = full as libc::socklen_t;
+    }
+}
+
+/// `connect` of an IPv4 TCP socket to a loopback address: ask the monitor;
+/// `None` means "do what the kernel does" (nobody listens through the
+/// library, no monitor, not a TCP socket...).
+pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
+    if !dst.ip().is_loopback() || dst.port() == 0 {
+        return None;
+    }
+    // SAFETY: `fd` is the program's open descriptor for this call.
+    let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let mut local = inet_stream_local(bfd)?;
+    // Only a socket that never connected: a second `connect` on a kernel
+    // connection (hiredis checks a non-blocking connect that way) is the
+    // kernel's to answer (EISCONN, EALREADY).
+    if tcp_state(fd) != Some(TCP_CLOSE) {
+        return None;
+    }
+    if local.port() == 0 {
+        rustix::net::bind(bfd, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).ok()?;
+        local = inet_stream_local(bfd)?;
+    }
+    local = SocketAddrV4::new(loopback(*local.ip()), local.port());
+    match connect_rings(fd, bfd, local, dst) {
+        Ok(r) => Some(r),
+        Err(why) => {
+            debug(format_args!("connect {dst}: {why}; kernel"));
+            None
+        }
+    }
+}
+
+fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: SocketAddrV4) -> Result<Res<()>, String> {
+    let size = config().ring_size;
+    let rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
+    let peer_rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
+    let tx = RingProducer::attach(peer_rx.memfd().try_clone_to_owned().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let (mine, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let mon = monitor_stream().map_err(|e| format!("no monitor ({})", std::io::Error::from_raw_os_error(e)))?;
+    let frame = Frame::new(Op::Connect, dst, local);
+    send_fds(&mon, &frame.encode(), &[rx.memfd(), peer_rx.memfd(), theirs.as_fd()]).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; FRAME_LEN + 1];
+    let (n, _) = recv_fds(&mon, &mut buf).map_err(|e| e.to_string())?;
+    match Frame::decode(&buf[..n]) {
+        Some(f) if f.op == Op::Reply && f.status == STATUS_OK => {}
+        _ => return Err("no listener through the library".into()),
+    }
+    drop((theirs, peer_rx));
+    // The program's socket becomes the shadow; its number now names our
+    // end of the pair, with the same close-on-exec flag.
+    let fdflags = rustix::io::fcntl_getfd(bfd).map_err(|e| e.to_string())?;
+    let nonblock = rustix::fs::fcntl_getfl(bfd).map_err(|e| e.to_string())?.contains(rustix::fs::OFlags::NONBLOCK);
+    let shadow = rustix::io::fcntl_dupfd_cloexec(bfd, 0).map_err(|e| e.to_string())?;
+    let cloexec = if fdflags.contains(rustix::io::FdFlags::CLOEXEC) { libc::O_CLOEXEC } else { 0 };
+    // SAFETY: dup3(2) of our pair end onto the program's descriptor number,
+    // which it asked us to connect: atomically replaces the kernel socket
+    // (kept alive as `shadow`).
+    if unsafe { (real().dup3)(mine.as_raw_fd(), fd, cloexec) } < 0 {
+        return Err("dup3 failed".into());
+    }
+    let conn = ConnSock::new(tx, rx, mine, shadow, local, dst, nonblock);
+    insert(fd, Arc::new(Sock::Conn(conn)));
+    debug(format_args!("connect {local} -> {dst}: rings"));
+    Ok(if nonblock { Err(libc::EINPROGRESS) } else { Ok(()) })
+}
+
+/// Interest of one epoll set in one of our descriptors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Interest {
+    pub(crate) events: u32,
+    pub(crate) data: u64,
+    /// False after an `EPOLLONESHOT` report, until `EPOLL_CTL_MOD`.
+    pub(crate) armed: bool,
+}
+
+/// epoll set -> our descriptors in it.
+pub(crate) static EPOLL_SETS: Mutex<BTreeMap<RawFd, HashMap<RawFd, Interest>>> = Mutex::new(BTreeMap::new());
+/// Number of interests in [`EPOLL_SETS`] (closes skip the lock when 0).
+pub(crate) static EPOLL_INTERESTS: AtomicUsize = AtomicUsize::new(0);
+/// Tag in the kernel's `epoll_event.data` of our registrations: the low
+/// 32 bits are the descriptor.
+pub(crate) const EPOLL_TAG: u64 = 0xCF50_C4E7_0000_0000;
+pub(crate) const EPOLL_TAG_MASK: u64 = 0xFFFF_FFFF_0000_0000;

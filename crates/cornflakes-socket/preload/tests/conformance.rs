@@ -1,0 +1,161 @@
+//! Conformance: `tests/conformance/conformance.c` runs on the kernel and
+//! under `LD_PRELOAD=libcfsocket.so` (with a monitor in this process); the
+//! two outputs must match line by line, and the monitor must have handed
+//! out ring connections (otherwise the comparison proves nothing).
+//!
+//! Needs `cc`; without it the test says so and passes (nothing to run).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cornflakes_socket::{MonitorAddr, MonitorOptions, MonitorStats};
+
+/// Ring connections the program makes to its own listener (main, EPIPE,
+/// non-blocking, fork echo, killed idle peer, killed writer, 200 idle).
+const RING_CONNECTIONS: u64 = 206;
+
+/// The library, built now: `cargo test` builds this package's test
+/// harnesses but not its cdylib, which would otherwise be stale.
+fn library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // target/<profile>/deps/conformance-<hash> -> target/<profile>/
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let mut build = Command::new(env!("CARGO"));
+            build.args(["build", "--quiet", "-p", "cornflakes-socket-preload"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let st = build.status().unwrap();
+            assert!(st.success(), "building libcfsocket.so failed");
+            let lib = dir.join("libcfsocket.so");
+            assert!(lib.exists(), "{} missing after the build", lib.display());
+            lib
+        })
+        .clone()
+}
+
+fn compile(name: &str) -> Option<PathBuf> {
+    compile_file(name, "conformance.c")
+}
+
+fn compile_file(name: &str, file: &str) -> Option<PathBuf> {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no C compiler (`cc`) to build the conformance program");
+        return None;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(file);
+    let out = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let st = Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&out).arg(&src).status().unwrap();
+    assert!(st.success(), "cc failed on {}", src.display());
+    Some(out)
+}
+
+fn run(prog: &Path, monitor: &str, preload: Option<&Path>) -> Vec<String> {
+    let mut cmd = Command::new(prog);
+    cmd.env("CFSOCKET_MONITOR", monitor).env_remove("LD_PRELOAD");
+    if let Some(lib) = preload {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} (preload: {preload:?}) failed: {:?}\nstdout:\n{text}\nstderr:\n{}",
+        prog.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines().map(str::to_owned).collect()
+}
+
+fn compare(kernel: &[String], library: &[String]) {
+    for (i, (k, l)) in kernel.iter().zip(library).enumerate() {
+        assert_eq!(
+            k,
+            l,
+            "line {} differs (kernel vs library)\nkernel:\n{}\nlibrary:\n{}",
+            i + 1,
+            kernel.join("\n"),
+            library.join("\n")
+        );
+    }
+    assert_eq!(kernel.len(), library.len(), "kernel:\n{}\nlibrary:\n{}", kernel.join("\n"), library.join("\n"));
+    assert_eq!(kernel.last().map(String::as_str), Some("done"));
+}
+
+fn with_monitor(name: &str, f: impl FnOnce(&str)) -> MonitorStats {
+    let spec = format!("@{name}-{}", std::process::id());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = MonitorOptions {
+        addr: MonitorAddr::parse(&spec),
+        verbose: false,
+        stop: Some(stop.clone()),
+        on_ready: Some(Arc::new(move || {
+            let _ = tx.send(());
+        })),
+    };
+    let h = std::thread::spawn(move || cornflakes_socket::run_monitor(&opts));
+    rx.recv_timeout(Duration::from_secs(10)).expect("monitor did not start");
+    f(&spec);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap()
+}
+
+#[test]
+fn kernel_and_library_agree_line_by_line() {
+    let Some(prog) = compile("cf-conformance") else { return };
+    let lib = library();
+    let stats = with_monitor("cf-conformance", |mon| {
+        let kernel = run(&prog, mon, None);
+        let library = run(&prog, mon, Some(&lib));
+        compare(&kernel, &library);
+    });
+    assert_eq!(stats.delivered, RING_CONNECTIONS, "{stats:?}");
+    // The refused connect asked the monitor, then went to the kernel.
+    assert_eq!(stats.no_listener, 1, "{stats:?}");
+    assert_eq!(stats.malformed, 0, "{stats:?}");
+    assert_eq!(stats.listens, 1, "{stats:?}");
+    let _ = std::fs::remove_file(prog);
+}
+
+#[test]
+fn without_a_monitor_everything_goes_to_the_kernel() {
+    let Some(prog) = compile("cf-conformance-nomon") else { return };
+    let lib = library();
+    let nowhere = format!("@cf-no-monitor-{}", std::process::id());
+    let kernel = run(&prog, &nowhere, None);
+    let library = run(&prog, &nowhere, Some(&lib));
+    compare(&kernel, &library);
+    let _ = std::fs::remove_file(prog);
+}
+
+/// The one documented difference: a forked child may not use an inherited
+/// ring socket (EOPNOTSUPP, said on stderr); the parent keeps working.
+#[test]
+fn fork_child_cannot_use_inherited_ring_sockets_loudly() {
+    let Some(prog) = compile_file("cf-fork-inherited", "fork_inherited.c") else { return };
+    let lib = library();
+    let stats = with_monitor("cf-fork-inherited", |mon| {
+        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert_eq!(stdout, "child: EOPNOTSUPP\nparent: wrote 6 read 6 'parent'\n", "stderr: {stderr}");
+        assert!(
+            stderr.contains("not supported yet: reading or writing a ring socket inherited through fork"),
+            "{stderr}"
+        );
+        // On the kernel the child writes (and the parent reads its bytes).
+        let out = Command::new(&prog).output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("child: wrote\nparent: wrote 6 read "));
+    });
+    assert_eq!(stats.delivered, 1, "{stats:?}");
+    let _ = std::fs::remove_file(prog);
+}
