@@ -112,6 +112,21 @@ pub(crate) enum Command {
     /// response. Prints each pair, the medians and the ratios (a server
     /// that isolates its clients keeps throughput >= 0.9x and p99 <= 2x).
     Stall(StallArgs),
+    /// Zerializer's offload engine on the second core vs encoding inline.
+    ///
+    /// The application (on --app-core) sends the paper's two-field message
+    /// (2x--size B) to an echo peer over shared memory and checks every
+    /// echo, three ways side by side: `engine` (the application posts a
+    /// descriptor of an arena object; the engine thread on --engine-core
+    /// encodes it with schema tables, sends, receives and parses the echo),
+    /// `inline-table` (the same encoder and decoder on the application
+    /// core) and `inline-prost` (prost into pinned memory). The echo peer
+    /// runs on --engine-core in all three (inside the engine thread for
+    /// `engine`). Prints p50/p99 round-trip latency, round trips per second
+    /// at --window outstanding and, with valgrind installed, application-
+    /// thread instructions per message from callgrind (send side and whole
+    /// round trip). The last line is a JSON object.
+    Offload(OffloadArgs),
     /// A soak of the key-value server at a multiple of its capacity.
     ///
     /// Starts `cf kv-server` on --server-core, measures its capacity (a
@@ -1170,6 +1185,62 @@ impl OverloadArgs {
             server_core: self.server_core,
             client_core: self.client_core,
             udp_socket_buffer: self.udp_socket_buffer,
+        }
+    }
+}
+
+/// Options of `cf offload`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct OffloadArgs {
+    /// Bytes of each of the message's two fields.
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=262_144))]
+    size: u32,
+    /// Registered fields of at least this many bytes are sent zero-copy.
+    #[arg(long, default_value_t = 512)]
+    threshold: usize,
+    /// Round trips measured one at a time, per system (latency).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Unrecorded round trips first.
+    #[arg(long, default_value_t = 2_000)]
+    warmup: u64,
+    /// Messages outstanding in the throughput run.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    window: u32,
+    /// Seconds of each throughput run.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Rounds of all three systems, interleaved; figures are medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// Core of the application thread.
+    #[arg(long, default_value_t = 0)]
+    app_core: usize,
+    /// Core of the engine thread and the echo peer.
+    #[arg(long, default_value_t = 1)]
+    engine_core: usize,
+    /// Round trips per callgrind run (0: skip the instruction counts).
+    #[arg(long, default_value_t = 2_000)]
+    count_messages: u64,
+    /// Internal: run one system for callgrind, print nothing, exit.
+    #[arg(long, value_enum, hide = true)]
+    count_only: Option<cornflakes_eval::offload::System>,
+}
+
+impl OffloadArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::offload::Config {
+        cornflakes_eval::offload::Config {
+            size: self.size as usize,
+            threshold: self.threshold,
+            iters: self.iters,
+            warmup: self.warmup,
+            window: self.window as usize,
+            seconds: self.seconds,
+            rounds: self.rounds,
+            app_core: self.app_core,
+            engine_core: self.engine_core,
+            count_messages: self.count_messages,
+            count_only: self.count_only,
         }
     }
 }

@@ -312,6 +312,49 @@ fn overload_refuses_settings_that_cannot_work() {
     }
 }
 
+#[test]
+fn offload_runs_every_system_and_counts_instructions_when_valgrind_is_there() {
+    let have_valgrind = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    let count = if have_valgrind { "100" } else { "0" };
+    let out = cf(&[
+        "offload",
+        "--iters",
+        "300",
+        "--warmup",
+        "30",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "2",
+        "--count-messages",
+        count,
+    ]);
+    let json = last_json(&out);
+    let systems = json["systems"].as_array().expect("systems");
+    let names: Vec<&str> = systems.iter().map(|s| s["system"].as_str().unwrap()).collect();
+    assert_eq!(names, ["engine", "inline-table", "inline-prost"]);
+    for s in systems {
+        assert!(u64_of(s, "p50_ns") > 0 && s["round_trips_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["rounds"].as_array().map(Vec::len), Some(2), "{s}");
+        if have_valgrind {
+            let send = s["app_instructions_send"].as_f64().expect("counted");
+            let round_trip = s["app_instructions_round_trip"].as_f64().expect("counted");
+            assert!(send > 10.0 && round_trip > send, "{s}");
+        }
+    }
+    if have_valgrind {
+        // The engine takes encoding and sending off the application core.
+        assert!(json["send_instruction_ratio_vs_table"].as_f64().unwrap() > 2.0, "{json}");
+    }
+}
+
+#[test]
+fn offload_refuses_one_core_for_both() {
+    let (code, err) = cf_fails(&["offload", "--app-core", "1", "--engine-core", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("must differ"), "{err}");
+}
+
 /// The `READY <addr>` line of a server started by hand.
 fn ready_addr(stdout: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();

@@ -22,6 +22,8 @@
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
+//! - [`offload`]: `cf offload`, Zerializer's offload engine on the second
+//!   core against encoding on the application core.
 //! - [`resp_server`]: `cf kv-server --protocol resp`, the store behind a
 //!   Redis-compatible front end; [`redis_compare`]: `cf redis-compare`,
 //!   it and `redis-server` side by side under `redis-benchmark`.
@@ -45,6 +47,7 @@ pub mod echo;
 mod error;
 pub mod kv;
 pub mod loadgen;
+pub mod offload;
 pub mod overload;
 pub mod pin;
 pub mod pingpong;
