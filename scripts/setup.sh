@@ -10,8 +10,8 @@ set -euo pipefail
 # tests and `cf redis-compare`), protoc (protobuf-wire golden checks),
 # iverilog/verilator/yosys (the varint block: testbench, lint, synthesis),
 # and the programs the drop-in socket layer is measured with (nginx, wrk,
-# sockperf, iperf3).
-PACKAGES=(redis-server redis-tools protobuf-compiler iverilog verilator yosys nginx wrk sockperf iperf3 iproute2)
+# sockperf, iperf3); valgrind for instruction counts (cf offload, scripts/bench-*).
+PACKAGES=(redis-server redis-tools protobuf-compiler iverilog verilator yosys valgrind nginx wrk sockperf iperf3 iproute2)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
