@@ -33,6 +33,11 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             overload::run(&args.config())?;
         }
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
+        Command::IpcPingpong(args) => cornflakes_eval::ipc::run(&args.config())?,
+        Command::IpcCompare(args) => {
+            cornflakes_eval::ipc::compare(&args.config())?;
+        }
+        Command::IpcServe(args) => cornflakes_eval::ipc::serve(&args.service, args.max_size, args.core)?,
     }
     Ok(())
 }

@@ -23,6 +23,7 @@
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
 //!   capacity (goodput, memory and recovery), built from load points.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
+//!   [`ipc`]: iceoryx2 ping-pong side by side with ours; and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
 //! Every function that can fail returns [`Error`]: [`Error::Invalid`] for
@@ -36,6 +37,7 @@ pub mod child;
 pub mod compare;
 pub mod echo;
 mod error;
+pub mod ipc;
 pub mod kv;
 pub mod loadgen;
 pub mod overload;
