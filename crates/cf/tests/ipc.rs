@@ -71,3 +71,10 @@ fn ipc_compare_refuses_a_zero_size() {
     let out = Command::new(env!("CARGO_BIN_EXE_cf")).args(["ipc-compare", "--sizes", "0"]).output().expect("cf runs");
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn help_lists_the_ipc_subcommands_and_hides_the_server() {
+    let help = cf(&["--help"]);
+    assert!(help.contains("ipc-pingpong") && help.contains("ipc-compare"), "{help}");
+    assert!(!help.contains("ipc-serve"), "the iceoryx2 server subcommand stays hidden: {help}");
+}
