@@ -53,7 +53,9 @@ fn iox<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
 }
 
 /// A node without iceoryx2's own signal handlers (Ctrl-C stops `cf` as
-/// everywhere else) and with only its errors logged.
+/// everywhere else) and with only its errors logged. Creating it removes
+/// the shared memory of killed runs' nodes (iceoryx2's default
+/// `cleanup_dead_nodes_on_creation`; checked by killing a run with -9).
 fn node() -> Result<Node<ipc::Service>, Error> {
     set_log_level(LogLevel::Error);
     NodeBuilder::new()
