@@ -13,7 +13,7 @@ use cornflakes_eval::loadgen::LoadConfig;
 use cornflakes_eval::serve::Role;
 use cornflakes_eval::sweep::{BoundRule, LatencyBound, SweepConfig};
 use cornflakes_eval::transport::{Link, Target, Transport};
-use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, shapes, stall};
+use cornflakes_eval::{calibrate, compare, echo, ipc, kv, overload, pingpong, reproduce, shapes, stall};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 
@@ -194,6 +194,25 @@ pub(crate) enum Command {
     /// A peer for `cf zc-probe`: reads and discards on --addr until killed.
     #[command(hide = true)]
     ZcSink(ZcSinkArgs),
+    /// Round-trip latency of iceoryx2 request-response between two processes.
+    ///
+    /// Round-trip latency of iceoryx2 (zero-copy IPC) request-response
+    /// between two processes on different cores: the client writes each
+    /// message into a loaned request, the server copies it into a loaned
+    /// response, the client checks every byte. Same options and last line
+    /// (a JSON object, transport "iceoryx2") as `cf pingpong`.
+    IpcPingpong(IpcPingpongArgs),
+    /// iceoryx2 side by side with `cf pingpong --transport shm`.
+    ///
+    /// For each size, --repeats runs of `cf ipc-pingpong` (iceoryx2) and of
+    /// `cf pingpong --transport shm`, alternating which goes first, each in
+    /// its own process with the same cores. Prints a line per run, then a
+    /// table of the median p50 and p99 round trips and shm / iceoryx2
+    /// (below 1: shm is faster); the last line is the table as JSON.
+    IpcCompare(IpcCompareArgs),
+    /// The server half of `ipc-pingpong` (started by it).
+    #[command(hide = true)]
+    IpcServe(IpcServeArgs),
 }
 
 /// Arguments of `cf socket-monitor`.
@@ -1256,6 +1275,93 @@ pub(crate) struct ServeArgs {
     /// (default 127.0.0.1 with a port the kernel picks).
     #[arg(long, default_value = "")]
     pub(crate) addr: String,
+    #[arg(long)]
+    pub(crate) core: Option<usize>,
+}
+
+/// Options of `cf ipc-pingpong`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct IpcPingpongArgs {
+    /// Message size in bytes.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    size: u32,
+    /// Measured round trips.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Unrecorded round trips first.
+    #[arg(long, default_value_t = 10_000)]
+    warmup: u64,
+    /// Core of the client (this process).
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Core of the server process.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+}
+
+impl IpcPingpongArgs {
+    pub(crate) fn config(&self) -> ipc::Config {
+        ipc::Config {
+            size: self.size as usize,
+            iters: self.iters,
+            warmup: self.warmup,
+            client_core: self.client_core,
+            server_core: self.server_core,
+        }
+    }
+}
+
+/// Options of `cf ipc-compare`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct IpcCompareArgs {
+    /// Message sizes in bytes, comma-separated (default: 8 B, 2 KiB, 64 KiB, and 1 MiB less
+    /// 24 B, the largest message of the shm datapath).
+    #[arg(long, value_delimiter = ',', default_values_t = ipc::DEFAULT_SIZES.map(|s| s as u32),
+          value_parser = clap::value_parser!(u32).range(1..))]
+    sizes: Vec<u32>,
+    /// Measured round trips per run, for sizes below 64 KiB.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Measured round trips per run, for sizes of 64 KiB and more.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    large_iters: u64,
+    /// Unrecorded round trips first, per run (a tenth of this from 64 KiB on).
+    #[arg(long, default_value_t = 10_000)]
+    warmup: u64,
+    /// Runs of each system at each size (medians are reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Core of the clients.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Core of the servers.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+}
+
+impl IpcCompareArgs {
+    pub(crate) fn config(&self) -> ipc::CompareConfig {
+        ipc::CompareConfig {
+            sizes: self.sizes.iter().map(|&s| s as usize).collect(),
+            iters: self.iters,
+            large_iters: self.large_iters,
+            warmup: self.warmup,
+            repeats: self.repeats,
+            client_core: self.client_core,
+            server_core: self.server_core,
+        }
+    }
+}
+
+/// Options of the hidden `cf ipc-serve`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct IpcServeArgs {
+    /// The iceoryx2 service name to create.
+    #[arg(long)]
+    pub(crate) service: String,
+    /// Largest message, bytes.
+    #[arg(long)]
+    pub(crate) max_size: usize,
     #[arg(long)]
     pub(crate) core: Option<usize>,
 }

@@ -57,6 +57,11 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             cornflakes_eval::zcprobe::run(&args.config())?;
         }
         Command::ZcSink(args) => cornflakes_eval::zcprobe::sink(args.addr)?,
+        Command::IpcPingpong(args) => cornflakes_eval::ipc::run(&args.config())?,
+        Command::IpcCompare(args) => {
+            cornflakes_eval::ipc::compare(&args.config())?;
+        }
+        Command::IpcServe(args) => cornflakes_eval::ipc::serve(&args.service, args.max_size, args.core)?,
     }
     Ok(())
 }

@@ -31,6 +31,7 @@
 //!   against a blocking `std::net` loop; [`zcprobe`]: `cf zc-probe`, the
 //!   zero-copy send break-even on a path.
 //! - [`pingpong`], [`echo`], [`shapes`]: the smaller benchmarks, and
+//!   [`ipc`]: iceoryx2 ping-pong side by side with ours; and
 //!   [`serve`]: the server half of `pingpong` and `echo`.
 //!
 //! Every function that can fail returns [`Error`]: [`Error::Invalid`] for
@@ -45,6 +46,7 @@ pub mod child;
 pub mod compare;
 pub mod echo;
 mod error;
+pub mod ipc;
 pub mod kv;
 pub mod loadgen;
 pub mod offload;
