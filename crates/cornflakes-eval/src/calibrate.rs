@@ -25,15 +25,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cornflakes::field::{calibration_path, Threshold, ThresholdSource, ONLY_COPY};
-use cornflakes_kv::{ServerStats, System};
+use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::child::ServerChild;
+use crate::compare::{sweep_server, ServerPlace};
 use crate::loadgen::LoadConfig;
 use crate::report::{rounded, threshold_text};
-use crate::sweep::{self, SweepConfig};
-use crate::transport::{Target, Transport};
+use crate::sweep::SweepConfig;
+use crate::transport::Transport;
 use crate::{plot, Error};
 
 /// What `cf calibrate` runs.
@@ -349,22 +349,6 @@ pub fn measure(cfg: &Bench, spec: &WorkloadSpec, system: System, extra: &[String
         Transport::Shm => crate::transport::shm_socket_path(),
         Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
-    let mut args: Vec<String> = vec![
-        "--system".into(),
-        system.name().into(),
-        "--workload".into(),
-        spec.to_string(),
-        "--transport".into(),
-        cfg.transport.name().into(),
-        "--addr".into(),
-        addr.clone(),
-        "--core".into(),
-        cfg.server_core.to_string(),
-        "--exit-with-parent".into(),
-    ];
-    args.extend_from_slice(extra);
-    let mut server = ServerChild::spawn_subcommand("kv-server", &args)?;
-    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let point = LoadConfig {
         rate: None,
         threads: 1,
@@ -375,21 +359,8 @@ pub fn measure(cfg: &Bench, spec: &WorkloadSpec, system: System, extra: &[String
         seed: 1,
     };
     let sweep_cfg = SweepConfig { fractions: vec![0.3, 0.6, 0.8, 0.95, 1.1], refine: 1, ..SweepConfig::new(point) };
-    let target = Target::new(cfg.transport, &server.addr)?;
-    let result = sweep::sweep(
-        &target,
-        system,
-        workload.as_ref(),
-        &sweep_cfg,
-        Some(cfg.client_core),
-        |_| {},
-        || server.report().ok().and_then(|l| ServerStats::from_json_line(&l)),
-    );
-    server.finish();
-    drop(server);
-    if cfg.transport == Transport::Shm {
-        let _ = std::fs::remove_file(&addr);
-    }
+    let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
+    let (result, _) = sweep_server(&place, spec, system, extra, &sweep_cfg, cfg.client_core, |_| {})?;
     let result = result?;
     Ok(Measured {
         max: result.best().map(|p| p.achieved),

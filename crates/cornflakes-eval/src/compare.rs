@@ -377,43 +377,11 @@ fn run_system(
         Transport::Udp | Transport::Tcp => args.addr.clone().unwrap_or_else(|| default_ip.to_owned()),
     };
     eprintln!("{label}: starting server (preloading)");
-    let t0 = Instant::now();
     let prefix = namespaces.map(Namespaces::server_prefix).unwrap_or_default();
-    let mut server = ServerChild::spawn_wrapped(
-        &prefix,
-        "kv-server",
-        &[
-            "--system".into(),
-            system.name().into(),
-            "--workload".into(),
-            spec.to_string(),
-            "--transport".into(),
-            args.transport.name().into(),
-            "--addr".into(),
-            path.clone(),
-            "--core".into(),
-            args.server_core.to_string(),
-            "--exit-with-parent".into(),
-        ],
-    )?;
-    eprintln!("{label}: server ready in {:.1} s", t0.elapsed().as_secs_f64());
+    let where_ = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    let cfg = &args.sweep;
-    let target = Target::new(args.transport, &server.addr)?;
-    let result = sweep::sweep(
-        &target,
-        system,
-        workload.as_ref(),
-        cfg,
-        Some(args.client_core),
-        |m| eprintln!("{label}: {m}"),
-        || server.report().ok().and_then(|l| ServerStats::from_json_line(&l)),
-    );
-    let counters = server.finish().iter().find_map(|l| ServerStats::from_json_line(l));
-    drop(server);
-    if args.transport == Transport::Shm {
-        let _ = std::fs::remove_file(&path);
-    }
+    let (result, counters) =
+        sweep_server(&where_, spec, system, &[], &args.sweep, args.client_core, |m| eprintln!("{label}: {m}"))?;
     let result = result?;
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {
@@ -430,6 +398,58 @@ fn run_system(
             counters.malformed,
             counters.dropped_full + counters.send_failed,
         );
+    }
+    Ok((result, counters))
+}
+
+/// Where a `cf kv-server` runs: its datapath, address (a socket path on
+/// shm), the command it is wrapped in (a network namespace) and its core.
+pub(crate) struct ServerPlace<'a> {
+    pub(crate) transport: Transport,
+    pub(crate) addr: &'a str,
+    pub(crate) prefix: &'a [String],
+    pub(crate) server_core: usize,
+}
+
+/// Starts `cf kv-server` with `system` on `spec` (plus `extra` arguments),
+/// sweeps it from `client_core`, stops it and removes its shm socket: the
+/// sweep, or the reason it failed, and the counters the server reported
+/// when stopped. Used by `cf compare` and `cf calibrate`.
+pub(crate) fn sweep_server(
+    place: &ServerPlace<'_>,
+    spec: &WorkloadSpec,
+    system: System,
+    extra: &[String],
+    sweep_cfg: &SweepConfig,
+    client_core: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<(Result<SweepResult, Error>, Option<ServerStats>), Error> {
+    let t0 = Instant::now();
+    let mut args: Vec<String> = vec![
+        "--system".into(),
+        system.name().into(),
+        "--workload".into(),
+        spec.to_string(),
+        "--transport".into(),
+        place.transport.name().into(),
+        "--addr".into(),
+        place.addr.to_owned(),
+        "--core".into(),
+        place.server_core.to_string(),
+        "--exit-with-parent".into(),
+    ];
+    args.extend_from_slice(extra);
+    let mut server = ServerChild::spawn_wrapped(place.prefix, "kv-server", &args)?;
+    progress(&format!("server ready in {:.1} s", t0.elapsed().as_secs_f64()));
+    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    let target = Target::new(place.transport, &server.addr)?;
+    let result = sweep::sweep(&target, system, workload.as_ref(), sweep_cfg, Some(client_core), &mut progress, || {
+        server.report().ok().and_then(|l| ServerStats::from_json_line(&l))
+    });
+    let counters = server.finish().iter().find_map(|l| ServerStats::from_json_line(l));
+    drop(server);
+    if place.transport == Transport::Shm {
+        let _ = std::fs::remove_file(place.addr);
     }
     Ok((result, counters))
 }
