@@ -287,6 +287,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
                 errors: r.errors(),
                 timeouts: r.timeouts(),
                 dropped: r.server.malformed + r.server.dropped_full + r.server.send_failed,
+                below_probe: r.median().and_then(|(sweep, _)| sweep.below_probe()),
             })
             .collect();
         print!("{}", report::format_table(workload.name(), workload.unit(), &rows, &ratios));

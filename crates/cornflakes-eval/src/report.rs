@@ -146,6 +146,13 @@ pub struct SystemReport {
     /// `cf compare`: repeats that failed, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+    /// The closed-loop probe's achieved load (of the median repeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_rps: Option<f64>,
+    /// Why the maximum is below half the probe, when it is
+    /// ([`SweepResult::below_probe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_probe: Option<String>,
 }
 
 impl SystemReport {
@@ -164,13 +171,18 @@ impl SystemReport {
             latency_bound_quantile: None,
             server: None,
             failed: Vec::new(),
+            probe_rps: None,
+            below_probe: None,
         }
     }
 
     /// The report of a sweep: its points and best point.
     pub fn of_sweep(name: &str, sweep: &SweepResult) -> Option<Self> {
         let best = sweep.best()?;
-        Some(Self::new(name, &sweep.points, best, sweep.server_busy_capacity()))
+        let mut report = Self::new(name, &sweep.points, best, sweep.server_busy_capacity());
+        report.probe_rps = rounded(sweep.probe.achieved, 0);
+        report.below_probe = sweep.below_probe();
+        Some(report)
     }
 
     /// A system with no finished sweep.
@@ -188,6 +200,8 @@ impl SystemReport {
             latency_bound_quantile: None,
             server: None,
             failed: Vec::new(),
+            probe_rps: None,
+            below_probe: None,
         }
     }
 }
@@ -297,6 +311,8 @@ pub struct TableRow<'a> {
     pub timeouts: u64,
     /// Requests and responses the server dropped.
     pub dropped: u64,
+    /// Why its maximum is below half its closed-loop probe, when it is.
+    pub below_probe: Option<String>,
 }
 
 /// The table of one workload, like the paper's, with its ratios.
@@ -345,6 +361,11 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
             None => {
                 let _ = writeln!(out, "{:<22} {:>12}", r.system.name(), "failed");
             }
+        }
+    }
+    for r in rows {
+        if let Some(why) = &r.below_probe {
+            let _ = writeln!(out, "  note: {}: {why}", r.system.name());
         }
     }
     if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(ratios) {
