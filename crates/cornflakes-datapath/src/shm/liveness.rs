@@ -16,6 +16,12 @@ use super::conn::{conn_id, Conn};
 use super::{ShmDatapath, ShmStats};
 use crate::RecvError;
 
+/// The adaptive spin lasts this many average idle gaps. With Poisson
+/// arrivals a gap exceeds k times the mean with probability e^-k: at 4 (the
+/// first choice) 1.8 % of requests paid a wake-up (YCSB at 50 k/s: 3289
+/// sleeps in 174 k requests), at 10 0.005 % (64 sleeps).
+const SPIN_GAPS: u64 = 10;
+
 impl ShmDatapath {
     /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
     /// sleep, look once more, and sleep in `poll` on the sockets.
@@ -68,14 +74,14 @@ impl ShmDatapath {
         }
     }
 
-    /// How long to spin now: 4x the average idle gap, within
+    /// How long to spin now: [`SPIN_GAPS`] times the average idle gap, within
     /// [`ShmConfig::spin`](super::ShmConfig::spin) and
     /// [`ShmConfig::max_spin`](super::ShmConfig::max_spin).
     #[inline]
     fn adaptive_spin(&self) -> Duration {
         let floor = self.config.spin;
         let ceiling = self.config.max_spin.max(floor);
-        Duration::from_nanos(self.idle_gap_ns.saturating_mul(4)).clamp(floor, ceiling)
+        Duration::from_nanos(self.idle_gap_ns.saturating_mul(SPIN_GAPS)).clamp(floor, ceiling)
     }
 
     /// Folds an idle gap that ended with a record into the average (1/8

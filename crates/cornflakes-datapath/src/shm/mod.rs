@@ -231,7 +231,7 @@ pub struct ShmConfig {
     /// Default 1 MiB. A message body in the ring is at most half of it.
     pub ring_size: usize,
     /// How long [`Datapath::wait`] busy-polls before sleeping, at least.
-    /// Default 50 µs. The spin adapts to the traffic: it lasts 4x the
+    /// Default 50 µs. The spin adapts to the traffic: it lasts 10x the
     /// recent average idle gap (the time from a `wait` to the record that
     /// ended it), between `spin` and [`max_spin`](Self::max_spin), so a
     /// server under steady load does not pay a wake-up per request while
