@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 
 use cornflakes::{RcBuf, RcBufMut};
+use smallvec::SmallVec;
 
 use crate::ConnId;
 
@@ -26,10 +27,10 @@ pub(super) fn conn_id(index: usize, generation: u32) -> ConnId {
 /// One message waiting for the socket, in wire order: its frame header is
 /// at the start of `bufs[0]`.
 pub(super) struct OutMsg {
-    /// The segments; `zero_copy[i]` says whether `bufs[i]` is the
-    /// application's buffer (eligible for `SENDMSG_ZC`) or one we copied.
-    pub(super) bufs: Vec<RcBuf>,
-    pub(super) zero_copy: Vec<bool>,
+    /// The segments, each with whether it is the application's buffer
+    /// (eligible for `SENDMSG_ZC`) or one we copied. Inline up to four, so
+    /// a typical message costs no allocation besides its first segment.
+    pub(super) bufs: SmallVec<[(RcBuf, bool); 4]>,
     /// Bytes of all segments.
     pub(super) len: usize,
 }

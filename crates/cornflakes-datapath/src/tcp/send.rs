@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 
 use cornflakes::{Message, RcBuf};
 use io_uring::{opcode, types};
+use smallvec::SmallVec;
 
 use super::completion::{user_data, KIND_SEND};
 use super::conn::{OutMsg, State};
@@ -102,17 +103,14 @@ impl TcpDatapath {
             write_frame_header(&mut first, msg_id, len);
         }
         msg.write_header_and_copies(&layout, &mut first[hdr..])?;
-        let mut bufs = Vec::with_capacity(1 + layout.zero_copy_entries);
-        let mut zero_copy = Vec::with_capacity(1 + layout.zero_copy_entries);
-        bufs.push(first.freeze());
-        zero_copy.push(false);
+        let mut bufs = SmallVec::with_capacity(1 + layout.zero_copy_entries);
+        bufs.push((first.freeze(), false));
         msg.for_each_zero_copy(|b| {
             if !b.is_empty() {
-                bufs.push(b.clone());
-                zero_copy.push(true);
+                bufs.push((b.clone(), true));
             }
         });
-        self.enqueue(i, OutMsg { bufs, zero_copy, len: hdr + len });
+        self.enqueue(i, OutMsg { bufs, len: hdr + len });
         Ok(())
     }
 
@@ -150,29 +148,25 @@ impl TcpDatapath {
             }
         }
         let first = first.freeze();
-        let mut bufs = Vec::with_capacity(2 * segments.len() + 1);
-        let mut zero_copy = Vec::with_capacity(2 * segments.len() + 1);
+        let mut bufs = SmallVec::with_capacity(2 * segments.len() + 1);
         let (mut run_start, mut at) = (0, hdr);
         for s in segments {
             match s {
                 Segment::Copy(b) => at += b.len(),
                 Segment::ZeroCopy(b) if !b.is_empty() => {
                     if at > run_start {
-                        bufs.push(first.slice(run_start..at));
-                        zero_copy.push(false);
+                        bufs.push((first.slice(run_start..at), false));
                     }
                     run_start = at;
-                    bufs.push(b.clone());
-                    zero_copy.push(true);
+                    bufs.push((b.clone(), true));
                 }
                 Segment::ZeroCopy(_) => {}
             }
         }
         if at > run_start {
-            bufs.push(first.slice(run_start..at));
-            zero_copy.push(false);
+            bufs.push((first.slice(run_start..at), false));
         }
-        self.enqueue(i, OutMsg { bufs, zero_copy, len: hdr + len });
+        self.enqueue(i, OutMsg { bufs, len: hdr + len });
         Ok(())
     }
 
@@ -190,7 +184,7 @@ impl TcpDatapath {
     fn enqueue(&mut self, i: usize, m: OutMsg) {
         let c = self.conns.get_mut(i).expect("checked open");
         c.queued_bytes += m.len;
-        self.stats.zero_copy_segments += m.zero_copy.iter().filter(|&&z| z).count() as u64;
+        self.stats.zero_copy_segments += m.bufs.iter().filter(|(_, z)| *z).count() as u64;
         c.queue.push_back(m);
         self.stats.sent += 1;
         self.mark_send(i);
@@ -220,7 +214,7 @@ impl TcpDatapath {
         // Gather iovecs from the queue, skipping what was sent.
         let (mut n, mut skip, mut zc) = (0, c.head_sent, false);
         'msgs: for m in &c.queue {
-            for (b, &is_zc) in m.bufs.iter().zip(&m.zero_copy) {
+            for (b, is_zc) in &m.bufs {
                 if skip >= b.len() {
                     skip -= b.len();
                     continue;
@@ -230,7 +224,7 @@ impl TcpDatapath {
                 }
                 let part = &b[skip..];
                 op.iovs[n] = libc::iovec { iov_base: part.as_ptr() as *mut libc::c_void, iov_len: part.len() };
-                zc |= is_zc && part.len() >= zc_min;
+                zc |= *is_zc && part.len() >= zc_min;
                 skip = 0;
                 n += 1;
             }
@@ -240,7 +234,7 @@ impl TcpDatapath {
             // Hold what the kernel may read until the notification.
             let (mut left, mut skip) = (n, c.head_sent);
             'hold: for m in &c.queue {
-                for b in &m.bufs {
+                for (b, _) in &m.bufs {
                     if skip >= b.len() {
                         skip -= b.len();
                         continue;
