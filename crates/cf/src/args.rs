@@ -96,6 +96,14 @@ pub(crate) enum Command {
     /// interleaved. Prints the medians and the adaptive one's ratio to the
     /// best static threshold.
     Thresholds(ThresholdsArgs),
+    /// How often this machine takes a core away from a busy thread.
+    ///
+    /// Spins one pinned thread per core for --seconds and counts the gaps
+    /// between two clock reads longer than 50 µs, 200 µs and 1 ms. Each such
+    /// gap queues an open-loop load generator's requests behind it, so a
+    /// benchmark's p99/p99.9 cannot be lower than what this shows allows; run
+    /// it before trusting a tail latency (`cf compare` records it).
+    Hiccup(HiccupArgs),
     /// Each evaluation result of the paper, made again on this machine.
     ///
     /// `cf reproduce fig2`, `... fig5 table2`, or `cf reproduce all`: each
@@ -1068,6 +1076,33 @@ impl ThresholdsArgs {
             client_core: self.client_core,
         };
         calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
+    }
+}
+
+/// Options of `cf hiccup`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct HiccupArgs {
+    /// Seconds to watch.
+    #[arg(long, default_value_t = 5.0, value_parser = positive)]
+    seconds: f64,
+    /// Cores to watch (default: every core).
+    #[arg(long, num_args = 1.., value_delimiter = ',')]
+    cores: Vec<usize>,
+}
+
+impl HiccupArgs {
+    pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let cores: Vec<usize> = if self.cores.is_empty() {
+            (0..cornflakes_eval::pin::available_cores()).collect()
+        } else {
+            self.cores.clone()
+        };
+        let found = cornflakes_eval::hiccup::measure(&cores, std::time::Duration::from_secs_f64(self.seconds))?;
+        for h in &found {
+            println!("{h}");
+        }
+        println!("{}", cornflakes_eval::hiccup::json_line(&found));
+        Ok(())
     }
 }
 

@@ -154,7 +154,21 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
     }
+    // The machine's stalls of both cores, before and after.
+    let stalls = summary["machine_stalls"].as_array().expect("machine_stalls");
+    assert_eq!(stalls.len(), 4, "{summary}");
+    assert!(stalls.iter().all(|h| h["seconds"].as_f64().is_some_and(|s| s >= 1.0)), "{summary}");
     std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn hiccup_watches_each_core_it_is_given() {
+    let out = cf(&["hiccup", "--seconds", "0.2", "--cores", "0,1"]);
+    let found = last_json(&out);
+    let cores: Vec<u64> =
+        found.as_array().expect("one object per core").iter().map(|h| h["core"].as_u64().unwrap()).collect();
+    assert_eq!(cores, [0, 1], "{out}");
+    assert!(out.contains("core 1: 0.2 s"), "{out}");
 }
 
 #[test]

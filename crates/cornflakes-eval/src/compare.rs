@@ -231,6 +231,19 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         calibrated.source
     );
     let mut summary = Summary::default();
+    let stalls = |when: &str, summary: &mut Summary| {
+        let cores = [args.server_core, args.client_core];
+        match crate::hiccup::measure(&cores, std::time::Duration::from_secs(1)) {
+            Ok(found) => {
+                for h in found {
+                    eprintln!("machine stalls {when}: {h}");
+                    summary.machine_stalls.push(h);
+                }
+            }
+            Err(e) => eprintln!("warning: cannot watch the cores for stalls: {e}"),
+        }
+    };
+    stalls("before", &mut summary);
     for spec in &args.workloads {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
         let systems = if args.systems.is_empty() {
@@ -333,6 +346,8 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         });
         write_summary(&args.out, &summary)?;
     }
+    stalls("after", &mut summary);
+    write_summary(&args.out, &summary)?;
     eprintln!(
         "\nwrote {} and plots in {:.0} s",
         args.out.join("summary.json").display(),

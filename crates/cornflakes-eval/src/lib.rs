@@ -5,7 +5,8 @@
 //!
 //! - [`transport`], [`pin`], [`child`]: opening the datapaths by name,
 //!   pinning threads to cores, and the server process a benchmark starts
-//!   (`cf serve` / `cf kv-server`) with its control line protocol.
+//!   (`cf serve` / `cf kv-server`) with its control line protocol;
+//!   [`hiccup`]: how often the machine takes a core away (`cf hiccup`).
 //! - [`loadgen`]: one open-loop load point against the key-value server
 //!   (Poisson arrivals, every response checked, HDR latencies);
 //!   [`sweep`]: the capacity probe and the load points around it, with the
@@ -46,6 +47,7 @@ pub mod child;
 pub mod compare;
 pub mod echo;
 mod error;
+pub mod hiccup;
 pub mod ipc;
 pub mod kv;
 pub mod loadgen;

@@ -294,6 +294,11 @@ pub struct WorkloadReport {
 pub struct Summary {
     /// One entry per workload, in the order run.
     pub workloads: Vec<WorkloadReport>,
+    /// The machine's own stalls of the server's and the client's cores
+    /// ([`crate::hiccup`]), watched for a second before the first workload
+    /// and after the last: what tail latencies cannot be lower than.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machine_stalls: Vec<crate::hiccup::CoreHiccups>,
 }
 
 /// One system's line in the table of a workload.

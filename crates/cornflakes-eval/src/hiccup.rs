@@ -1,0 +1,133 @@
+//! `cf hiccup`: how often this machine takes a core away from a thread that
+//! never yields. One thread per core spins reading the clock and counts the
+//! gaps between two reads: on an idle, isolated core they are tens of
+//! nanoseconds; a gap of a millisecond is time the core ran something else
+//! (another process, an interrupt, the hypervisor).
+//!
+//! An open-loop load generator at rate R queues R x gap requests behind
+//! every such gap, so a machine that loses a core for 3 ms ten times in five
+//! seconds gives a p99.9 of milliseconds to any server at 50 k requests/s,
+//! while a closed-loop ping-pong sees one slow round trip per gap. Run it
+//! next to a benchmark's figures to tell the machine's tails from ours
+//! (`cf compare` records it in `summary.json`).
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pin::pin_to_core;
+use crate::Error;
+
+/// The gaps one core showed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CoreHiccups {
+    /// The core.
+    pub core: usize,
+    /// How long it was watched, seconds.
+    pub seconds: f64,
+    /// Gaps longer than 50 µs.
+    pub over_50us: u64,
+    /// Gaps longer than 200 µs.
+    pub over_200us: u64,
+    /// Gaps longer than 1 ms.
+    pub over_1ms: u64,
+    /// The longest gap, µs.
+    pub max_us: f64,
+    /// Time lost in gaps longer than 50 µs, as a share of the time watched.
+    pub lost_share: f64,
+}
+
+impl std::fmt::Display for CoreHiccups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "core {}: {:.1} s, gaps > 50 µs {}, > 200 µs {}, > 1 ms {}, longest {:.0} µs, {:.2} % of the time lost",
+            self.core,
+            self.seconds,
+            self.over_50us,
+            self.over_200us,
+            self.over_1ms,
+            self.max_us,
+            self.lost_share * 100.0
+        )
+    }
+}
+
+/// `found` as one line of JSON.
+pub fn json_line(found: &[CoreHiccups]) -> String {
+    serde_json::to_string(found).expect("plain numbers serialize")
+}
+
+/// Watches each of `cores` for `duration` at the same time (one pinned
+/// thread each).
+///
+/// # Errors
+///
+/// When a thread cannot be pinned (no such core).
+pub fn measure(cores: &[usize], duration: Duration) -> Result<Vec<CoreHiccups>, Error> {
+    let threads: Vec<_> = cores
+        .iter()
+        .map(|&core| {
+            std::thread::spawn(move || -> Result<CoreHiccups, Error> {
+                pin_to_core(core)?;
+                Ok(watch(core, duration, || {}))
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().map_err(|_| Error::Failed("a hiccup thread panicked".into()))?).collect()
+}
+
+/// Spins for `duration`, calling `between` between two clock reads (a
+/// no-op except in tests, which stand in for preemption with it).
+fn watch(core: usize, duration: Duration, mut between: impl FnMut()) -> CoreHiccups {
+    let start = Instant::now();
+    let (mut last, mut lost) = (start, Duration::ZERO);
+    let (mut over_50us, mut over_200us, mut over_1ms, mut max) = (0, 0, 0, Duration::ZERO);
+    loop {
+        between();
+        let now = Instant::now();
+        let gap = now - last;
+        last = now;
+        if gap > Duration::from_micros(50) {
+            over_50us += 1;
+            lost += gap;
+            over_200us += u64::from(gap > Duration::from_micros(200));
+            over_1ms += u64::from(gap > Duration::from_millis(1));
+            max = max.max(gap);
+        }
+        if now - start >= duration {
+            break;
+        }
+    }
+    let seconds = (last - start).as_secs_f64();
+    CoreHiccups {
+        core,
+        seconds,
+        over_50us,
+        over_200us,
+        over_1ms,
+        max_us: max.as_secs_f64() * 1e6,
+        lost_share: lost.as_secs_f64() / seconds.max(f64::MIN_POSITIVE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_core_taken_away_is_counted_as_a_gap() {
+        // Two 3 ms sleeps between clock reads stand in for the core being
+        // given to someone else twice.
+        let mut sleeps = 0;
+        let h = watch(0, Duration::from_millis(30), || {
+            if sleeps < 2 {
+                sleeps += 1;
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        });
+        assert!(h.over_1ms >= 2 && h.max_us >= 3000.0, "{h}");
+        assert!(h.over_1ms <= h.over_200us && h.over_200us <= h.over_50us, "{h}");
+        assert!(h.lost_share >= 0.006 / h.seconds * 0.99 && h.lost_share <= 1.0, "{h}");
+    }
+}
