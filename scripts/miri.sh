@@ -14,3 +14,6 @@ export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 cargo +nightly miri test -p cornflakes --lib --tests
 cargo +nightly miri test -p cornflakes-tests --tests
 cargo +nightly miri test -p cornflakes-baselines -p cornflakes-kv --lib
+# The C API's handles (Box round trips through raw pointers, NULL checks,
+# getters' pointers into owned packets), called as C would.
+cargo +nightly miri test -p cornflakes-capi --lib

@@ -39,6 +39,7 @@ fn null_handles_are_errors_not_crashes() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Miri has no Unix-domain sockets")]
 fn nobody_listening_is_an_io_error_that_says_what_to_do() {
     let mut out: *mut CfConn = null_mut();
     // SAFETY: valid pointers.
