@@ -599,8 +599,98 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
     let path = config.out.join("summary.json");
     std::fs::write(&path, serde_json::to_string_pretty(&summary).expect("serializable"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("wrote {} and table.txt", path.display());
+    let plots = plots(&config.out, &rows, &ycsb, &formats);
+    eprintln!("wrote {}, table.txt and {} plots", path.display(), plots);
     Ok(())
+}
+
+/// Draws, into `out`: per `redis-benchmark` test and mode, requests/s of
+/// both servers by value size (`bench-<test>-<mode>.png`); per request type
+/// of the open-loop phases, p99 latency against achieved load, one curve
+/// per server (`ycsb-<op>.png`) and per format (`formats-<op>.png`). A plot
+/// that cannot be drawn is a warning. Returns how many were written.
+fn plots(out: &std::path::Path, rows: &[Row], ycsb: &[YcsbRow], formats: &[FormatRow]) -> usize {
+    use crate::plot::{self, Series};
+    let mut written = 0;
+    let mut done = |result: Result<(), Error>, path: &std::path::Path| match result {
+        Ok(()) => written += 1,
+        Err(e) => eprintln!("warning: cannot draw {}: {e}", path.display()),
+    };
+    let mut tests: Vec<(&str, &str)> = rows.iter().map(|r| (r.test, r.mode)).collect();
+    tests.dedup();
+    tests.sort_unstable();
+    tests.dedup();
+    for (test, mode) in tests {
+        let bars: Vec<(String, f64)> = rows
+            .iter()
+            .filter(|r| r.test == test && r.mode == mode)
+            .map(|r| (format!("{} {} B", r.server.name(), r.size), r.rps))
+            .collect();
+        let path = out.join(format!("bench-{test}-{mode}.png"));
+        done(
+            plot::max_throughput_bars_png(
+                &path,
+                &format!("redis-benchmark {test} {mode}: ours vs redis-server"),
+                "thousand requests / s",
+                &bars,
+            ),
+            &path,
+        );
+    }
+    let curve = |name: &str, points: Vec<(f64, f64)>| Series { name: name.to_owned(), points };
+    let mut ops: Vec<&str> = ycsb.iter().map(|r| r.op).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    for op in ops {
+        let series: Vec<Series> = [Server::RedisServer, Server::Cornflakes]
+            .iter()
+            .map(|&server| {
+                let points = ycsb
+                    .iter()
+                    .filter(|r| r.op == op && r.server == server)
+                    .map(|r| (r.result.achieved, r.result.p99_us))
+                    .collect();
+                curve(server.name(), points)
+            })
+            .collect();
+        let path = out.join(format!("ycsb-{op}.png"));
+        done(
+            plot::throughput_latency_png(
+                &path,
+                &format!("YCSB {op} over RESP: p99 vs load"),
+                "achieved load (thousand requests / s)",
+                &series,
+            ),
+            &path,
+        );
+    }
+    let mut ops: Vec<&str> = formats.iter().map(|r| r.op).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    for op in ops {
+        let series: Vec<Series> = ["resp", "cornflakes"]
+            .iter()
+            .map(|&format| {
+                let points = formats
+                    .iter()
+                    .filter(|r| r.op == op && r.format == format)
+                    .map(|r| (r.achieved, r.p99_us))
+                    .collect();
+                curve(format, points)
+            })
+            .collect();
+        let path = out.join(format!("formats-{op}.png"));
+        done(
+            plot::throughput_latency_png(
+                &path,
+                &format!("{op}, one server: RESP vs the Cornflakes format, p99 vs load"),
+                "achieved load (thousand requests / s)",
+                &series,
+            ),
+            &path,
+        );
+    }
+    written
 }
 
 /// One point of the YCSB phase.
