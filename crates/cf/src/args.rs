@@ -279,6 +279,11 @@ pub(crate) struct RedisCompareArgs {
     /// none: no formats phase.
     #[arg(long, value_delimiter = ',')]
     formats_rates: Vec<f64>,
+    /// The formats phase also finds each format's highest load kept up
+    /// with (from 10 000 requests/s, half again each step, the last step
+    /// bisected) and prints the ratios next to the paper's Table 3.
+    #[arg(long)]
+    formats_max: bool,
     /// Keys of the YCSB phase.
     #[arg(long, default_value_t = 10_000)]
     ycsb_keys: u32,
@@ -318,6 +323,7 @@ impl RedisCompareArgs {
             ycsb_size: self.ycsb_size,
             ycsb_seconds: self.ycsb_seconds,
             formats_rates: self.formats_rates.clone(),
+            formats_max: self.formats_max,
             ..RedisCompareConfig::default()
         })
     }

@@ -64,6 +64,12 @@ pub struct RedisCompareConfig {
     /// answering YCSB get and lrange-2 from one store in RESP and in the
     /// Cornflakes format, same process, same run; empty: no such phase.
     pub formats_rates: Vec<f64>,
+    /// The formats phase also finds each format's maximum (the highest
+    /// load kept up with: achieved >= 95 % of offered, nothing late or
+    /// wrong), raising the load by half each step from 10 000 requests/s
+    /// and bisecting the last step; its table sets the ratios next to the
+    /// paper's Table 3.
+    pub formats_max: bool,
 }
 
 impl Default for RedisCompareConfig {
@@ -85,6 +91,7 @@ impl Default for RedisCompareConfig {
             ycsb_size: 2048,
             ycsb_seconds: 2.0,
             formats_rates: Vec::new(),
+            formats_max: false,
         }
     }
 }
@@ -564,13 +571,16 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         }
     }
     let ycsb = ycsb_phase(config, &started)?;
-    let formats = formats_phase(config, &started)?;
+    let (formats, formats_max) = formats_phase(config, &started)?;
     let mut table = table(&rows, config);
     if !ycsb.is_empty() {
         table.push_str(&ycsb_table(&ycsb));
     }
-    if !formats.is_empty() {
+    if !config.formats_rates.is_empty() {
         table.push_str(&formats_table(&formats));
+    }
+    if !formats_max.is_empty() {
+        table.push_str(&formats_max_table(&formats_max));
     }
     println!("{table}");
     let load_after = loadavg_text();
@@ -593,6 +603,7 @@ pub fn run(config: &RedisCompareConfig) -> Result<(), Error> {
         "rows": rows,
         "ycsb": ycsb,
         "formats": formats,
+        "formats_max": formats_max,
         "ratios": ratios(&rows),
         "our_server_counters": server_counters,
     });
@@ -800,12 +811,12 @@ pub struct FormatRow {
 /// Our server with a YCSB preload (1 field for get, 2 for lrange-2),
 /// answering RESP and the Cornflakes format from the same store; each
 /// offered load in RESP, then in the Cornflakes format.
-fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<FormatRow>, Error> {
+fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<(Vec<FormatRow>, Vec<FormatMax>), Error> {
     use crate::loadgen::{self, LoadConfig};
     use crate::resp_load::{self, RespLoadConfig, YcsbOp};
-    let mut rows = Vec::new();
+    let (mut rows, mut maxima) = (Vec::new(), Vec::new());
     for (op, fields) in [(YcsbOp::Get, 1), (YcsbOp::Lrange2, 2)] {
-        if config.formats_rates.is_empty() {
+        if config.formats_rates.is_empty() && !config.formats_max {
             break;
         }
         let spec = cornflakes_workloads::WorkloadSpec::Ycsb { keys: config.ycsb_keys, fields, size: config.ycsb_size };
@@ -835,77 +846,168 @@ fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<F
         let [resp_addr, kv_addr] = addrs[..] else {
             return Err(Error::Failed(format!("the server said READY {}, not two addresses", child.addr)));
         };
-        for &rate in &config.formats_rates {
-            let point = RespLoadConfig {
-                addr: resp_addr,
-                op,
-                keys: config.ycsb_keys,
-                size: config.ycsb_size,
-                rate,
-                threads: 1,
-                warmup: Duration::from_millis(500),
-                duration: Duration::from_secs_f64(config.ycsb_seconds),
-                timeout: Duration::from_secs(2),
-                seed: 1,
-                core: Some(config.client_core),
-                lists_at_keys: true,
-            };
-            let r = resp_load::run_point(&point).unwrap_or_else(|e| {
-                eprintln!("  formats resp {} {rate}: {e}", op.name());
-                resp_load::RespLoadResult { offered: rate, ..Default::default() }
-            });
-            rows.push(FormatRow {
-                op: op.name(),
-                format: "resp",
-                offered: rate,
-                achieved: r.achieved,
-                p50_us: r.p50_us,
-                p99_us: r.p99_us,
-                errors: r.errors,
-                timeouts: r.unanswered,
-                load_avg: load_average(),
-            });
-            let cfg = LoadConfig {
-                rate: Some(rate),
-                threads: 1,
-                warmup: Duration::from_millis(500),
-                duration: Duration::from_secs_f64(config.ycsb_seconds),
-                timeout: Duration::from_secs(2),
-                max_outstanding: 60_000,
-                seed: 1,
-            };
-            let target = crate::transport::Target::Tcp(kv_addr);
-            let c = loadgen::run_point(
-                &target,
-                cornflakes_kv::System::Cornflakes,
-                workload.as_ref(),
-                &cfg,
-                Some(config.client_core),
-            )?;
-            rows.push(FormatRow {
-                op: op.name(),
-                format: "cornflakes",
-                offered: rate,
-                achieved: c.achieved,
-                p50_us: c.p50_us,
-                p99_us: c.p99_us,
-                errors: c.errors,
-                timeouts: c.timeouts,
-                load_avg: load_average(),
-            });
-            for r in &rows[rows.len() - 2..] {
-                eprintln!(
-                    "  formats {:>5.0} s  {:<9} {:<10} offered {:>8.0}  achieved {:>8.0} req/s  p50 {:>8.1} us  p99 {:>8.1} us  wrong {}  timeouts {}  (load {:.2})",
-                    started.elapsed().as_secs_f64(), r.op, r.format, r.offered, r.achieved, r.p50_us, r.p99_us, r.errors, r.timeouts, r.load_avg
-                );
-                if r.errors > 0 {
-                    return Err(Error::Failed(format!("{} {} answered {} requests wrongly", r.format, r.op, r.errors)));
+        let measure = |format: &'static str, rate: f64| -> Result<FormatRow, Error> {
+            let row = if format == "resp" {
+                let point = RespLoadConfig {
+                    addr: resp_addr,
+                    op,
+                    keys: config.ycsb_keys,
+                    size: config.ycsb_size,
+                    rate,
+                    threads: 1,
+                    warmup: Duration::from_millis(500),
+                    duration: Duration::from_secs_f64(config.ycsb_seconds),
+                    timeout: Duration::from_secs(2),
+                    seed: 1,
+                    core: Some(config.client_core),
+                    lists_at_keys: true,
+                };
+                // A reply later than the timeout ends the point with an
+                // error: that load was not kept up with.
+                let (r, late) = match resp_load::run_point(&point) {
+                    Ok(r) => (r, 0),
+                    Err(e) => {
+                        eprintln!("  formats resp {} {rate:.0}: {e}", op.name());
+                        (resp_load::RespLoadResult { offered: rate, ..Default::default() }, 1)
+                    }
+                };
+                FormatRow {
+                    op: op.name(),
+                    format,
+                    offered: rate,
+                    achieved: r.achieved,
+                    p50_us: r.p50_us,
+                    p99_us: r.p99_us,
+                    errors: r.errors,
+                    timeouts: r.unanswered + late,
+                    load_avg: load_average(),
                 }
+            } else {
+                let cfg = LoadConfig {
+                    rate: Some(rate),
+                    threads: 1,
+                    warmup: Duration::from_millis(500),
+                    duration: Duration::from_secs_f64(config.ycsb_seconds),
+                    timeout: Duration::from_secs(2),
+                    max_outstanding: 60_000,
+                    seed: 1,
+                };
+                let target = crate::transport::Target::Tcp(kv_addr);
+                let c = loadgen::run_point(
+                    &target,
+                    cornflakes_kv::System::Cornflakes,
+                    workload.as_ref(),
+                    &cfg,
+                    Some(config.client_core),
+                )?;
+                FormatRow {
+                    op: op.name(),
+                    format,
+                    offered: rate,
+                    achieved: c.achieved,
+                    p50_us: c.p50_us,
+                    p99_us: c.p99_us,
+                    errors: c.errors,
+                    timeouts: c.timeouts,
+                    load_avg: load_average(),
+                }
+            };
+            eprintln!(
+                "  formats {:>5.0} s  {:<9} {:<10} offered {:>8.0}  achieved {:>8.0} req/s  p50 {:>8.1} us  p99 {:>8.1} us  wrong {}  timeouts {}  (load {:.2})",
+                started.elapsed().as_secs_f64(), row.op, row.format, row.offered, row.achieved, row.p50_us, row.p99_us, row.errors, row.timeouts, row.load_avg
+            );
+            if row.errors > 0 {
+                return Err(Error::Failed(format!(
+                    "{} {} answered {} requests wrongly",
+                    row.format, row.op, row.errors
+                )));
+            }
+            Ok(row)
+        };
+        for &rate in &config.formats_rates {
+            for format in ["resp", "cornflakes"] {
+                rows.push(measure(format, rate)?);
+            }
+        }
+        if config.formats_max {
+            for format in ["resp", "cornflakes"] {
+                let (max, points) = find_max(|rate| measure(format, rate))?;
+                maxima.push(FormatMax { op: op.name(), format, max_rps: max });
+                rows.extend(points);
             }
         }
         child.finish();
     }
-    Ok(rows)
+    Ok((rows, maxima))
+}
+
+/// A format's highest load kept up with on one request type.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FormatMax {
+    /// `get` or `lrange-2`.
+    pub op: &'static str,
+    /// `resp` or `cornflakes`.
+    pub format: &'static str,
+    /// Requests per second; 0 when not even the first load was kept up with.
+    pub max_rps: f64,
+}
+
+/// The first load of a ramp, requests/s.
+const RAMP_START: f64 = 10_000.0;
+/// Loads tried at most before a ramp gives up rising.
+const RAMP_STEPS: usize = 14;
+
+/// Whether a point kept up with its load: at least 95 % of it achieved,
+/// nothing late or unanswered, nothing wrong.
+fn kept_up(r: &FormatRow) -> bool {
+    r.achieved >= 0.95 * r.offered && r.timeouts == 0 && r.errors == 0
+}
+
+/// Raises the load by half each step from [`RAMP_START`] until a load is
+/// not kept up with twice in a row (one miss may be a stall of the
+/// machine), then bisects that step once: the highest achieved load kept
+/// up with, and every point run.
+fn find_max(mut measure: impl FnMut(f64) -> Result<FormatRow, Error>) -> Result<(f64, Vec<FormatRow>), Error> {
+    let mut points = Vec::new();
+    let mut run = |rate: f64, points: &mut Vec<FormatRow>| -> Result<bool, Error> {
+        let r = measure(rate)?;
+        let kept = kept_up(&r);
+        points.push(r);
+        Ok(kept)
+    };
+    let (mut kept_rate, mut failed_rate) = (None, None);
+    let mut rate = RAMP_START;
+    for _ in 0..RAMP_STEPS {
+        if run(rate, &mut points)? || run(rate, &mut points)? {
+            kept_rate = Some(rate);
+            rate *= 1.5;
+        } else {
+            failed_rate = Some(rate);
+            break;
+        }
+    }
+    if let (Some(lo), Some(hi)) = (kept_rate, failed_rate) {
+        run((lo + hi) / 2.0, &mut points)?;
+    }
+    let max = points.iter().filter(|r| kept_up(r)).map(|r| r.achieved).fold(0.0, f64::max);
+    Ok((max, points))
+}
+
+/// The maxima next to the paper's Table 3.
+fn formats_max_table(maxima: &[FormatMax]) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::from(
+        "\nOne server, one store: highest load kept up with in RESP and in the Cornflakes format (ramp, every response checked)\n",
+    );
+    let _ = writeln!(t, "{:<9} {:>12} {:>12} {:>9} {:>7}", "op", "resp req/s", "cf req/s", "cf/resp", "paper");
+    for op in ["get", "lrange-2"] {
+        let of = |format: &str| maxima.iter().find(|m| m.op == op && m.format == format).map(|m| m.max_rps);
+        let (Some(resp), Some(cf)) = (of("resp"), of("cornflakes")) else { continue };
+        let paper = if op == "get" { "1.26x" } else { "1.40x" };
+        let ratio = if resp > 0.0 { format!("{:.2}x", cf / resp) } else { "-".into() };
+        let _ = writeln!(t, "{op:<9} {resp:>12.0} {cf:>12.0} {ratio:>9} {paper:>7}");
+    }
+    t
 }
 
 fn formats_table(rows: &[FormatRow]) -> String {
@@ -1016,6 +1118,39 @@ fn table(rows: &[Row], _config: &RedisCompareConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A format that keeps up with anything below `capacity`, and stalls
+    /// once (a missed point) at `stall`.
+    fn server(capacity: f64, stall: f64) -> impl FnMut(f64) -> Result<FormatRow, Error> {
+        let mut stalled = false;
+        move |rate| {
+            let hiccup = rate == stall && !std::mem::replace(&mut stalled, true);
+            let achieved = if hiccup { rate * 0.5 } else { rate.min(capacity) };
+            Ok(FormatRow {
+                op: "get",
+                format: "resp",
+                offered: rate,
+                achieved,
+                p50_us: 10.0,
+                p99_us: 50.0,
+                errors: 0,
+                timeouts: 0,
+                load_avg: 0.0,
+            })
+        }
+    }
+
+    #[test]
+    fn the_ramp_finds_the_capacity_and_survives_one_stall() {
+        let (max, points) = find_max(server(100_000.0, 22_500.0)).unwrap();
+        // 10 k, 15 k, 22.5 k (stalled, then again), 33.75 k, 50.6 k, 75.9 k,
+        // 113.9 k twice (not kept up with), then the bisection at 94.9 k.
+        assert!((90_000.0..=100_000.0).contains(&max), "{max}");
+        assert_eq!(points.len(), 10, "{points:?}");
+        assert!(points.iter().filter(|p| p.offered == 22_500.0).count() == 2);
+        let (none, _) = find_max(server(5_000.0, 0.0)).unwrap();
+        assert_eq!(none, 0.0, "not even the first load kept up with");
+    }
 
     #[test]
     fn test_names_round_trip_and_commands_are_what_redis_benchmark_takes() {
