@@ -284,6 +284,11 @@ pub(crate) struct RedisCompareArgs {
     /// bisected) and prints the ratios next to the paper's Table 3.
     #[arg(long)]
     formats_max: bool,
+    /// Keys of the Twitter workload, run next to the YCSB requests in the
+    /// open-loop and formats phases (gets of plain and chunked values, 8 %
+    /// puts; paper Figure 8); 0: no Twitter.
+    #[arg(long, default_value_t = 20_000)]
+    twitter_keys: u32,
     /// Keys of the YCSB phase.
     #[arg(long, default_value_t = 10_000)]
     ycsb_keys: u32,
@@ -324,6 +329,7 @@ impl RedisCompareArgs {
             ycsb_seconds: self.ycsb_seconds,
             formats_rates: self.formats_rates.clone(),
             formats_max: self.formats_max,
+            twitter_keys: self.twitter_keys,
             ..RedisCompareConfig::default()
         })
     }

@@ -23,6 +23,7 @@ fn redis_compare_writes_its_table_summary_and_plots() {
     let run = Command::new(env!("CARGO_BIN_EXE_cf"))
         .args(["redis-compare", "--sizes", "512", "--tests", "get", "--requests", "300", "--latency-requests", "100"])
         .args(["--ycsb-rates", "1000", "--formats-rates", "1000", "--ycsb-keys", "200", "--ycsb-seconds", "0.3"])
+        .args(["--twitter-keys", "300"])
         .arg("--out")
         .arg(&out)
         .output()
@@ -37,6 +38,11 @@ fn redis_compare_writes_its_table_summary_and_plots() {
         let points = summary[phase].as_array().expect(phase);
         assert!(!points.is_empty(), "{phase}: {summary}");
         assert!(points.iter().all(|p| p["errors"] == 0), "{phase}: every reply checked, none wrong: {summary}");
+        // The Twitter workload (gets of plain and chunked values, puts) ran too.
+        assert!(
+            points.iter().any(|p| p["op"] == "twitter" && p["completed"].as_u64().map_or(true, |c| c > 0)),
+            "{phase}: {summary}"
+        );
     }
     for png in ["bench-get-c50.png", "ycsb-get.png", "ycsb-lrange-2.png", "formats-get.png"] {
         let bytes = std::fs::read(out.join(png)).unwrap_or_else(|e| panic!("{png}: {e}"));

@@ -70,6 +70,9 @@ pub struct RedisCompareConfig {
     /// and bisecting the last step; its table sets the ratios next to the
     /// paper's Table 3.
     pub formats_max: bool,
+    /// Keys of the Twitter workload, run with the YCSB requests in both
+    /// open-loop phases (paper Figure 8); 0: no Twitter.
+    pub twitter_keys: u32,
 }
 
 impl Default for RedisCompareConfig {
@@ -92,6 +95,7 @@ impl Default for RedisCompareConfig {
             ycsb_seconds: 2.0,
             formats_rates: Vec::new(),
             formats_max: false,
+            twitter_keys: 20_000,
         }
     }
 }
@@ -721,7 +725,7 @@ pub struct YcsbRow {
 /// Each server in turn: the YCSB keys preloaded over RESP, then each
 /// request type at each offered load (every reply checked).
 fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<YcsbRow>, Error> {
-    use crate::resp_load::{self, RespLoadConfig, YcsbOp};
+    use crate::resp_load::{self, RespLoadConfig, RespOp};
     let mut rows = Vec::new();
     if config.ycsb_rates.is_empty() {
         return Ok(rows);
@@ -731,12 +735,17 @@ fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<Ycsb
         let result = (|| -> Result<(), Error> {
             let _ = Client::connect(addr)?;
             resp_load::preload(addr, config.ycsb_keys, config.ycsb_size)?;
-            for op in YcsbOp::ALL {
+            let mut ops = RespOp::YCSB.to_vec();
+            if config.twitter_keys > 0 {
+                resp_load::preload_workload(addr, resp_load::twitter(config.twitter_keys)?.as_ref())?;
+                ops.push(RespOp::Twitter);
+            }
+            for op in ops {
                 for &rate in &config.ycsb_rates {
                     let point = RespLoadConfig {
                         addr,
                         op,
-                        keys: config.ycsb_keys,
+                        keys: if op == RespOp::Twitter { config.twitter_keys } else { config.ycsb_keys },
                         size: config.ycsb_size,
                         rate,
                         threads: 1,
@@ -788,7 +797,7 @@ fn ycsb_phase(config: &RedisCompareConfig, started: &Instant) -> Result<Vec<Ycsb
 /// One point of the formats phase.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FormatRow {
-    /// `get` or `lrange-2`.
+    /// `get`, `lrange-2` or `twitter`.
     pub op: &'static str,
     /// `resp` or `cornflakes`.
     pub format: &'static str,
@@ -813,13 +822,21 @@ pub struct FormatRow {
 /// offered load in RESP, then in the Cornflakes format.
 fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<(Vec<FormatRow>, Vec<FormatMax>), Error> {
     use crate::loadgen::{self, LoadConfig};
-    use crate::resp_load::{self, RespLoadConfig, YcsbOp};
+    use crate::resp_load::{self, RespLoadConfig, RespOp};
     let (mut rows, mut maxima) = (Vec::new(), Vec::new());
-    for (op, fields) in [(YcsbOp::Get, 1), (YcsbOp::Lrange2, 2)] {
+    let ycsb =
+        |fields| cornflakes_workloads::WorkloadSpec::Ycsb { keys: config.ycsb_keys, fields, size: config.ycsb_size };
+    let mut phases = vec![(RespOp::Get, ycsb(1)), (RespOp::Lrange2, ycsb(2))];
+    if config.twitter_keys > 0 {
+        let spec = format!("twitter:keys={}", config.twitter_keys)
+            .parse()
+            .map_err(|e: cornflakes_workloads::WorkloadError| Error::Invalid(e.to_string()))?;
+        phases.push((RespOp::Twitter, spec));
+    }
+    for (op, spec) in phases {
         if config.formats_rates.is_empty() && !config.formats_max {
             break;
         }
-        let spec = cornflakes_workloads::WorkloadSpec::Ycsb { keys: config.ycsb_keys, fields, size: config.ycsb_size };
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
         let args: Vec<String> = [
             "--protocol",
@@ -851,7 +868,7 @@ fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<(Vec<
                 let point = RespLoadConfig {
                     addr: resp_addr,
                     op,
-                    keys: config.ycsb_keys,
+                    keys: if op == RespOp::Twitter { config.twitter_keys } else { config.ycsb_keys },
                     size: config.ycsb_size,
                     rate,
                     threads: 1,
@@ -944,7 +961,7 @@ fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<(Vec<
 /// A format's highest load kept up with on one request type.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FormatMax {
-    /// `get` or `lrange-2`.
+    /// `get`, `lrange-2` or `twitter`.
     pub op: &'static str,
     /// `resp` or `cornflakes`.
     pub format: &'static str,
@@ -1000,10 +1017,9 @@ fn formats_max_table(maxima: &[FormatMax]) -> String {
         "\nOne server, one store: highest load kept up with in RESP and in the Cornflakes format (ramp, every response checked)\n",
     );
     let _ = writeln!(t, "{:<9} {:>12} {:>12} {:>9} {:>7}", "op", "resp req/s", "cf req/s", "cf/resp", "paper");
-    for op in ["get", "lrange-2"] {
+    for (op, paper) in [("get", "1.26x"), ("lrange-2", "1.40x"), ("twitter", "1.088x")] {
         let of = |format: &str| maxima.iter().find(|m| m.op == op && m.format == format).map(|m| m.max_rps);
         let (Some(resp), Some(cf)) = (of("resp"), of("cornflakes")) else { continue };
-        let paper = if op == "get" { "1.26x" } else { "1.40x" };
         let ratio = if resp > 0.0 { format!("{:.2}x", cf / resp) } else { "-".into() };
         let _ = writeln!(t, "{op:<9} {resp:>12.0} {cf:>12.0} {ratio:>9} {paper:>7}");
     }

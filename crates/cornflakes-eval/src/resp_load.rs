@@ -8,41 +8,50 @@
 //! Every reply is checked byte for byte against the value its key holds
 //! ([`check_value`]). Requests: `GET k` (one 2 KiB value), `MGET k1 k2`
 //! (two keys), `LRANGE l:k 0 -1` (a two-element list), keys drawn from
-//! YCSB's scrambled Zipfian.
+//! YCSB's scrambled Zipfian; and the Twitter workload (paper Figure 8):
+//! `GET k` of plain values, `LRANGE k 0 -1` of values chunked into lists,
+//! and puts that write a key's own value back (`SET k v`, or `DEL k` +
+//! `RPUSH k chunks...` for a list, which stays consistent because each
+//! connection's commands run in order and Twitter points use one).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use cornflakes_workloads::{check_value, fill_value, Transaction, Workload, WorkloadSpec};
+use cornflakes_workloads::{check_value, fill_value, Op, Transaction, Workload, WorkloadSpec};
 use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::{Distribution, Exp};
+use smallvec::{smallvec, SmallVec};
 
 use crate::Error;
 
-/// The YCSB requests of the paper's Redis experiment (Table 3).
+/// The requests of the paper's Redis experiment: YCSB's (Table 3) and
+/// the Twitter workload's (Figure 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum YcsbOp {
+pub enum RespOp {
     /// `GET key`: one value.
     Get,
     /// `MGET key1 key2`: two values.
     Mget2,
     /// `LRANGE l:key 0 -1`: a list of two values.
     Lrange2,
+    /// The Twitter workload: gets of plain and list values, 8 % puts.
+    Twitter,
 }
 
-impl YcsbOp {
-    /// All three, in table order.
-    pub const ALL: [YcsbOp; 3] = [YcsbOp::Get, YcsbOp::Mget2, YcsbOp::Lrange2];
+impl RespOp {
+    /// The YCSB requests, in table order.
+    pub const YCSB: [RespOp; 3] = [RespOp::Get, RespOp::Mget2, RespOp::Lrange2];
 
     /// The name in results.
     pub fn name(self) -> &'static str {
         match self {
-            YcsbOp::Get => "get",
-            YcsbOp::Mget2 => "mget-2",
-            YcsbOp::Lrange2 => "lrange-2",
+            RespOp::Get => "get",
+            RespOp::Mget2 => "mget-2",
+            RespOp::Lrange2 => "lrange-2",
+            RespOp::Twitter => "twitter",
         }
     }
 }
@@ -53,10 +62,10 @@ pub struct RespLoadConfig {
     /// The server.
     pub addr: SocketAddr,
     /// Request type.
-    pub op: YcsbOp,
-    /// Keys (each a plain value and a two-element list `l:<key>`).
+    pub op: RespOp,
+    /// Keys (YCSB: each a plain value and a two-element list `l:<key>`).
     pub keys: u32,
-    /// Bytes of each value (and list element).
+    /// Bytes of each value (and list element); YCSB only.
     pub size: u32,
     /// Offered requests per second, all threads together.
     pub rate: f64,
@@ -100,6 +109,95 @@ pub struct RespLoadResult {
 
 fn workload(keys: u32, size: u32) -> Result<Box<dyn Workload>, Error> {
     WorkloadSpec::Ycsb { keys, fields: 1, size }.build().map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// The Twitter workload over `keys` keys (its default share of puts).
+pub fn twitter(keys: u32) -> Result<Box<dyn Workload>, Error> {
+    format!("twitter:keys={keys}")
+        .parse::<WorkloadSpec>()
+        .and_then(|s| s.build())
+        .map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// Appends the commands that store key `i`'s value as the workload holds
+/// it: `SET k v` for one value, `DEL k` + `RPUSH k elements...` for a list.
+/// Returns the number of replies they produce.
+fn push_store(w: &dyn Workload, i: u32, key: &mut Vec<u8>, sizes: &mut Vec<u32>, out: &mut Vec<u8>) -> usize {
+    w.key(i, key);
+    w.value_sizes(i, sizes);
+    let mut value = Vec::new();
+    if let [size] = sizes[..] {
+        value.resize(size as usize, 0);
+        fill_value(i, 0, &mut value);
+        out.extend_from_slice(b"*3\r\n");
+        push_bulk(out, b"SET");
+        push_bulk(out, key);
+        push_bulk(out, &value);
+        return 1;
+    }
+    out.extend_from_slice(b"*2\r\n");
+    push_bulk(out, b"DEL");
+    push_bulk(out, key);
+    out.extend_from_slice(format!("*{}\r\n", sizes.len() + 2).as_bytes());
+    push_bulk(out, b"RPUSH");
+    push_bulk(out, key);
+    for (e, &size) in sizes.iter().enumerate() {
+        value.resize(size as usize, 0);
+        fill_value(i, e as u32, &mut value);
+        push_bulk(out, &value);
+    }
+    2
+}
+
+/// Stores every key of `w` as [`push_store`] does, pipelined, and checks
+/// that no reply is an error.
+///
+/// # Errors
+///
+/// When the server cannot be reached or refuses a write.
+pub fn preload_workload(addr: SocketAddr, w: &dyn Workload) -> Result<(), Error> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+    let (mut key, mut sizes, mut out, mut got) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 65536];
+    for start in (0..w.num_keys()).step_by(200) {
+        out.clear();
+        let replies: usize =
+            (start..w.num_keys().min(start + 200)).map(|i| push_store(w, i, &mut key, &mut sizes, &mut out)).sum();
+        s.write_all(&out).map_err(|e| format!("preload: {e}"))?;
+        got.clear();
+        let mut at = 0;
+        for _ in 0..replies {
+            loop {
+                if let Some((parsed, next)) = parse_reply(&got, at)? {
+                    if let Parsed::Line(a, b) = parsed {
+                        if got[a..b].starts_with(b"-") {
+                            return Err(Error::Failed(format!(
+                                "preload refused: {}",
+                                String::from_utf8_lossy(&got[a..b])
+                            )));
+                        }
+                    }
+                    at = next;
+                    break;
+                }
+                let r = s.read(&mut buf).map_err(|e| format!("preload: {e}"))?;
+                if r == 0 {
+                    return Err("preload: the server closed the connection".into());
+                }
+                got.extend_from_slice(&buf[..r]);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn push_lrange(out: &mut Vec<u8>, key: &[u8]) {
+    out.extend_from_slice(b"*4\r\n");
+    push_bulk(out, b"LRANGE");
+    push_bulk(out, key);
+    push_bulk(out, b"0");
+    push_bulk(out, b"-1");
 }
 
 fn push_bulk(out: &mut Vec<u8>, b: &[u8]) {
@@ -165,10 +263,10 @@ pub fn preload(addr: SocketAddr, keys: u32, size: u32) -> Result<(), Error> {
 }
 
 /// A reply parsed from a buffer: the byte ranges of its values (`None`
-/// for a nil), or an error / other reply.
+/// for a nil), or the range of a one-line reply (`+OK`, `:2`, `-ERR ...`).
 enum Parsed {
     Values(Vec<Option<(usize, usize)>>),
-    Other,
+    Line(usize, usize),
 }
 
 /// Parses one reply at `buf[at..]`; `Ok(None)` when incomplete.
@@ -214,13 +312,44 @@ fn parse_reply(buf: &[u8], at: usize) -> Result<Option<(Parsed, usize)>, Error> 
             }
             Ok(Some((Parsed::Values(vals), p)))
         }
-        _ => Ok(Some((Parsed::Other, next))),
+        _ => Ok(Some((Parsed::Line(at, next - 2), next))),
     }
 }
 
+/// What a reply must be.
+enum Expect {
+    /// Values, in order: (key, element, length) each.
+    Values(SmallVec<[(u32, u32, u32); 2]>),
+    /// `+OK`.
+    Ok,
+    /// An integer reply (`DEL`'s count, `RPUSH`'s length): any number.
+    Integer,
+}
+
+/// A command sent and not yet answered.
 struct Pending {
     arrival: Instant,
-    keys: [u32; 2],
+    expect: Expect,
+    /// The last command of its transaction: its reply ends the latency.
+    last: bool,
+}
+
+impl Expect {
+    /// Whether `parsed` (in `buf`) is the reply this expects.
+    fn holds(&self, parsed: &Parsed, buf: &[u8]) -> bool {
+        match (self, parsed) {
+            (Expect::Values(want), Parsed::Values(got)) => {
+                want.len() == got.len()
+                    && want
+                        .iter()
+                        .zip(got)
+                        .all(|(&(k, e, len), r)| r.is_some_and(|(a, b)| check_value(k, e, len, &buf[a..b])))
+            }
+            (Expect::Ok, Parsed::Line(a, b)) => &buf[*a..*b] == b"+OK",
+            (Expect::Integer, Parsed::Line(a, b)) => buf[*a..*b].starts_with(b":"),
+            _ => false,
+        }
+    }
 }
 
 /// Runs one load point.
@@ -260,14 +389,14 @@ fn thread_main(cfg: &RespLoadConfig, thread: usize) -> Result<ThreadResult, Erro
     if let Some(core) = cfg.core {
         crate::pin::pin_to_core(core)?;
     }
-    let w = workload(cfg.keys, cfg.size)?;
+    let w = if cfg.op == RespOp::Twitter { twitter(cfg.keys)? } else { workload(cfg.keys, cfg.size)? };
     let mut gen = w.generator(cfg.seed.wrapping_add(thread as u64 * 7919));
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (thread as u64 + 1).wrapping_mul(0x9E37_79B9));
     let gap = Exp::new(cfg.rate / cfg.threads as f64).map_err(|e| Error::Invalid(format!("rate: {e}")))?;
     let mut s = TcpStream::connect(cfg.addr).map_err(|e| format!("cannot connect to {}: {e}", cfg.addr))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut hist = Histogram::<u64>::new(3).expect("histogram");
-    let (mut errors, mut txn, mut key) = (0u64, Transaction::default(), Vec::new());
+    let (mut errors, mut txn, mut key, mut sizes) = (0u64, Transaction::default(), Vec::new(), Vec::new());
     let start = Instant::now();
     let (record_from, end) = (start + cfg.warmup, start + cfg.warmup + cfg.duration);
     let mut next = start + Duration::from_secs_f64(gap.sample(&mut rng));
@@ -282,40 +411,72 @@ fn thread_main(cfg: &RespLoadConfig, thread: usize) -> Result<ThreadResult, Erro
         }
         // Arrivals due.
         while next <= now && next < end {
-            let mut keys = [0u32; 2];
-            let n = if cfg.op == YcsbOp::Mget2 { 2 } else { 1 };
-            for k in keys.iter_mut().take(n) {
-                gen.next(&mut txn);
-                *k = txn.requests[0].keys[0];
-            }
+            let arrival = next;
+            let mut expect = |expect: Expect, last: bool| pending.push_back(Pending { arrival, expect, last });
             match cfg.op {
-                YcsbOp::Get => {
-                    w.key(keys[0], &mut key);
-                    out.extend_from_slice(b"*2\r\n");
-                    push_bulk(&mut out, b"GET");
-                    push_bulk(&mut out, &key);
-                }
-                YcsbOp::Mget2 => {
-                    out.extend_from_slice(b"*3\r\n");
-                    push_bulk(&mut out, b"MGET");
-                    for &k in &keys {
-                        w.key(k, &mut key);
-                        push_bulk(&mut out, &key);
+                RespOp::Get | RespOp::Mget2 | RespOp::Lrange2 => {
+                    let mut keys = [0u32; 2];
+                    let n = if cfg.op == RespOp::Mget2 { 2 } else { 1 };
+                    for k in keys.iter_mut().take(n) {
+                        gen.next(&mut txn);
+                        *k = txn.requests[0].keys[0];
+                    }
+                    match cfg.op {
+                        RespOp::Get => {
+                            w.key(keys[0], &mut key);
+                            out.extend_from_slice(b"*2\r\n");
+                            push_bulk(&mut out, b"GET");
+                            push_bulk(&mut out, &key);
+                            expect(Expect::Values(smallvec![(keys[0], 0, cfg.size)]), true);
+                        }
+                        RespOp::Mget2 => {
+                            out.extend_from_slice(b"*3\r\n");
+                            push_bulk(&mut out, b"MGET");
+                            for &k in &keys {
+                                w.key(k, &mut key);
+                                push_bulk(&mut out, &key);
+                            }
+                            expect(Expect::Values(keys.iter().map(|&k| (k, 0, cfg.size)).collect()), true);
+                        }
+                        _ => {
+                            w.key(keys[0], &mut key);
+                            if !cfg.lists_at_keys {
+                                key.splice(0..0, *b"l:");
+                            }
+                            push_lrange(&mut out, &key);
+                            expect(Expect::Values(smallvec![(keys[0], 0, cfg.size), (keys[0], 1, cfg.size)]), true);
+                        }
                     }
                 }
-                YcsbOp::Lrange2 => {
-                    w.key(keys[0], &mut key);
-                    if !cfg.lists_at_keys {
-                        key.splice(0..0, *b"l:");
+                RespOp::Twitter => {
+                    gen.next(&mut txn);
+                    let (op, k) = (txn.requests[0].op, txn.requests[0].keys[0]);
+                    w.value_sizes(k, &mut sizes);
+                    match op {
+                        Op::Put => {
+                            if push_store(w.as_ref(), k, &mut key, &mut sizes, &mut out) == 1 {
+                                expect(Expect::Ok, true);
+                            } else {
+                                expect(Expect::Integer, false);
+                                expect(Expect::Integer, true);
+                            }
+                        }
+                        _ => {
+                            w.key(k, &mut key);
+                            if let [size] = sizes[..] {
+                                out.extend_from_slice(b"*2\r\n");
+                                push_bulk(&mut out, b"GET");
+                                push_bulk(&mut out, &key);
+                                expect(Expect::Values(smallvec![(k, 0, size)]), true);
+                            } else {
+                                push_lrange(&mut out, &key);
+                                let elements = sizes.iter().enumerate().map(|(e, &len)| (k, e as u32, len)).collect();
+                                expect(Expect::Values(elements), true);
+                            }
+                        }
                     }
-                    out.extend_from_slice(b"*4\r\n");
-                    push_bulk(&mut out, b"LRANGE");
-                    push_bulk(&mut out, &key);
-                    push_bulk(&mut out, b"0");
-                    push_bulk(&mut out, b"-1");
                 }
             }
-            pending.push_back(Pending { arrival: next, keys });
             next += Duration::from_secs_f64(gap.sample(&mut rng));
         }
         // Send (requests are small: the socket buffer takes them).
@@ -346,22 +507,13 @@ fn thread_main(cfg: &RespLoadConfig, thread: usize) -> Result<ThreadResult, Erro
         }
         while let Some((parsed, used)) = parse_reply(&inbuf, in_at)? {
             let p = pending.pop_front().ok_or("a reply nobody asked for")?;
-            let ok = match (cfg.op, parsed) {
-                (YcsbOp::Get, Parsed::Values(v)) if v.len() == 1 => {
-                    v[0].is_some_and(|(a, b)| check_value(p.keys[0], 0, cfg.size, &inbuf[a..b]))
-                }
-                (YcsbOp::Mget2, Parsed::Values(v)) if v.len() == 2 => {
-                    v.iter().zip(p.keys).all(|(r, k)| r.is_some_and(|(a, b)| check_value(k, 0, cfg.size, &inbuf[a..b])))
-                }
-                (YcsbOp::Lrange2, Parsed::Values(v)) if v.len() == 2 => v
-                    .iter()
-                    .enumerate()
-                    .all(|(e, r)| r.is_some_and(|(a, b)| check_value(p.keys[0], e as u32, cfg.size, &inbuf[a..b]))),
-                _ => false,
-            };
+            let ok = p.expect.holds(&parsed, &inbuf);
             in_at = used;
             let now = Instant::now();
-            if p.arrival >= record_from && p.arrival < end {
+            if !p.last {
+                // A transaction's earlier command: only a wrong reply counts.
+                errors += u64::from(!ok);
+            } else if p.arrival >= record_from && p.arrival < end {
                 if ok {
                     let _ = hist.record(now.duration_since(p.arrival).as_nanos() as u64);
                 } else {
@@ -389,7 +541,7 @@ fn thread_main(cfg: &RespLoadConfig, thread: usize) -> Result<ThreadResult, Erro
             }
         }
     }
-    let unanswered = pending.iter().filter(|p| p.arrival >= record_from && p.arrival < end).count() as u64;
+    let unanswered = pending.iter().filter(|p| p.last && p.arrival >= record_from && p.arrival < end).count() as u64;
     Ok((hist, errors, unanswered))
 }
 
@@ -398,13 +550,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reply_holds_only_what_was_expected() {
+        let mut v = vec![0u8; 100];
+        fill_value(7, 1, &mut v);
+        let mut wire = format!("*1\r\n$100\r\n").into_bytes();
+        wire.extend_from_slice(&v);
+        wire.extend_from_slice(b"\r\n+OK\r\n:3\r\n-ERR wrong\r\n");
+        let (values, at) = parse_reply(&wire, 0).unwrap().unwrap();
+        assert!(Expect::Values(smallvec![(7, 1, 100)]).holds(&values, &wire));
+        assert!(!Expect::Values(smallvec![(7, 0, 100)]).holds(&values, &wire), "another element's bytes");
+        assert!(!Expect::Values(smallvec![(7, 1, 100), (7, 2, 100)]).holds(&values, &wire), "a missing element");
+        let (ok, at) = parse_reply(&wire, at).unwrap().unwrap();
+        assert!(Expect::Ok.holds(&ok, &wire) && !Expect::Integer.holds(&ok, &wire));
+        let (int, at) = parse_reply(&wire, at).unwrap().unwrap();
+        assert!(Expect::Integer.holds(&int, &wire) && !Expect::Ok.holds(&int, &wire));
+        let (err, _) = parse_reply(&wire, at).unwrap().unwrap();
+        assert!(!Expect::Ok.holds(&err, &wire) && !Expect::Integer.holds(&err, &wire));
+    }
+
+    #[test]
     fn replies_parse_whole_or_not_at_all() {
         let wire = b"$3\r\nabc\r\n*2\r\n$1\r\nx\r\n$-1\r\n-ERR no\r\n";
         let (Parsed::Values(v), n) = parse_reply(wire, 0).unwrap().unwrap() else { panic!() };
         assert_eq!((v, n), (vec![Some((4, 7))], 9));
         let (Parsed::Values(v), m) = parse_reply(wire, 9).unwrap().unwrap() else { panic!() };
         assert_eq!(v, vec![Some((17, 18)), None]);
-        assert!(matches!(parse_reply(wire, m).unwrap(), Some((Parsed::Other, _))));
+        let (Parsed::Line(a, b), _) = parse_reply(wire, m).unwrap().unwrap() else { panic!() };
+        assert_eq!(&wire[a..b], b"-ERR no");
         for cut in 0..9 {
             assert!(parse_reply(&wire[..cut], 0).unwrap().is_none(), "{cut}");
         }
