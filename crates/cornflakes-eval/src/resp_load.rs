@@ -553,7 +553,7 @@ mod tests {
     fn a_reply_holds_only_what_was_expected() {
         let mut v = vec![0u8; 100];
         fill_value(7, 1, &mut v);
-        let mut wire = format!("*1\r\n$100\r\n").into_bytes();
+        let mut wire = b"*1\r\n$100\r\n".to_vec();
         wire.extend_from_slice(&v);
         wire.extend_from_slice(b"\r\n+OK\r\n:3\r\n-ERR wrong\r\n");
         let (values, at) = parse_reply(&wire, 0).unwrap().unwrap();
