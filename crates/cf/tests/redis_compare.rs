@@ -44,6 +44,12 @@ fn redis_compare_writes_its_table_summary_and_plots() {
             "{phase}: {summary}"
         );
     }
+    let formats = summary["formats"].as_array().unwrap();
+    for op in ["get", "mget-2", "lrange-2", "twitter"] {
+        for format in ["resp", "cornflakes"] {
+            assert!(formats.iter().any(|p| p["op"] == op && p["format"] == format), "{op} {format}: {summary}");
+        }
+    }
     for png in ["bench-get-c50.png", "ycsb-get.png", "ycsb-lrange-2.png", "formats-get.png"] {
         let bytes = std::fs::read(out.join(png)).unwrap_or_else(|e| panic!("{png}: {e}"));
         assert!(bytes.starts_with(b"\x89PNG"), "{png} is a PNG");

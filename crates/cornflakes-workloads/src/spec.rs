@@ -44,6 +44,19 @@ pub enum WorkloadSpec {
         /// Bytes per element.
         size: u32,
     },
+    /// YCSB's keys and plain values, each request a get-many ([`Op::GetM`])
+    /// of `n` keys drawn by the scrambled Zipfian: the paper's mget-2 of its
+    /// Redis experiment (Table 3), in the key-value protocol.
+    ///
+    /// [`Op::GetM`]: crate::Op::GetM
+    Mget {
+        /// Number of keys.
+        keys: u32,
+        /// Bytes per value.
+        size: u32,
+        /// Keys per request.
+        n: u32,
+    },
     /// Google protobuf bytes-field sizes (paper §6.1.4): `keys` 64-byte keys,
     /// each value a list of 1..=`max` fields, keys queried uniformly.
     Google {
@@ -136,6 +149,7 @@ impl WorkloadSpec {
             "twitter" => WorkloadSpec::Twitter { keys: twitter::DEFAULT_KEYS, puts: twitter::DEFAULT_PUTS },
             "cdn" => WorkloadSpec::Cdn { objects: cdn::DEFAULT_OBJECTS },
             "grid" => WorkloadSpec::Grid { keys: 64, fields: 1, size: 512 },
+            "mget" => WorkloadSpec::Mget { keys: ycsb::DEFAULT_KEYS, size: 2048, n: 2 },
             _ => return None,
         })
     }
@@ -146,6 +160,7 @@ impl WorkloadSpec {
             WorkloadSpec::Echo { .. } => "echo",
             WorkloadSpec::Ycsb { .. } => "ycsb",
             WorkloadSpec::Grid { .. } => "grid",
+            WorkloadSpec::Mget { .. } => "mget",
             WorkloadSpec::Google { .. } => "google",
             WorkloadSpec::Twitter { .. } => "twitter",
             WorkloadSpec::Cdn { .. } => "cdn",
@@ -160,6 +175,7 @@ impl WorkloadSpec {
             WorkloadSpec::Echo { fields, size } => Box::new(echo::Echo::new(fields, size)),
             WorkloadSpec::Ycsb { keys, fields, size } => Box::new(ycsb::Ycsb::new(keys, fields, size)),
             WorkloadSpec::Grid { keys, fields, size } => Box::new(ycsb::Ycsb::uniform(keys, fields, size)),
+            WorkloadSpec::Mget { keys, size, n } => Box::new(ycsb::Ycsb::get_many(keys, size, n)),
             WorkloadSpec::Google { keys, max } => Box::new(google::Google::new(keys, max)),
             WorkloadSpec::Twitter { keys, puts } => Box::new(twitter::Twitter::new(keys, puts)),
             WorkloadSpec::Cdn { objects } => Box::new(cdn::Cdn::new(objects)),
@@ -173,6 +189,7 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb { .. } | WorkloadSpec::Grid { .. } => {
                 "keys, fields (elements per value), size (bytes per element)"
             }
+            WorkloadSpec::Mget { .. } => "keys, size (bytes per value), n (keys per request)",
             WorkloadSpec::Google { .. } => "keys, max (largest list length)",
             WorkloadSpec::Twitter { .. } => "keys, puts (fraction of requests)",
             WorkloadSpec::Cdn { .. } => "objects",
@@ -199,6 +216,7 @@ impl WorkloadSpec {
             }
             WorkloadSpec::Ycsb { keys, .. }
             | WorkloadSpec::Grid { keys, .. }
+            | WorkloadSpec::Mget { keys, .. }
             | WorkloadSpec::Google { keys, .. }
             | WorkloadSpec::Twitter { keys, .. }
                 if param == "keys" =>
@@ -206,6 +224,8 @@ impl WorkloadSpec {
                 *keys = count("keys")?
             }
             WorkloadSpec::Google { max, .. } if param == "max" => *max = count("max")?,
+            WorkloadSpec::Mget { size, .. } if param == "size" => *size = count("size")?,
+            WorkloadSpec::Mget { n, .. } if param == "n" => *n = count("n")?,
             WorkloadSpec::Twitter { puts, .. } if param == "puts" => {
                 *puts = value.parse::<f64>().map_err(|_| WorkloadError::BadValue {
                     workload,
@@ -253,6 +273,11 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb { keys, fields, size } | WorkloadSpec::Grid { keys, fields, size } => {
                 range("keys", keys, 1, ycsb::MAX_KEYS.into())?;
                 list(fields, size)
+            }
+            WorkloadSpec::Mget { keys, size, n } => {
+                range("keys", keys, 1, ycsb::MAX_KEYS.into())?;
+                range("n", n, 1, limits.max_keys as u64)?;
+                list(n, size)
             }
             WorkloadSpec::Google { keys, max } => {
                 range("keys", keys, 1, google::MAX_KEYS.into())?;
@@ -316,6 +341,7 @@ impl fmt::Display for WorkloadSpec {
             WorkloadSpec::Echo { fields, size } => write!(f, "echo:fields={fields},size={size}"),
             WorkloadSpec::Ycsb { keys, fields, size } => write!(f, "ycsb:keys={keys},fields={fields},size={size}"),
             WorkloadSpec::Grid { keys, fields, size } => write!(f, "grid:keys={keys},fields={fields},size={size}"),
+            WorkloadSpec::Mget { keys, size, n } => write!(f, "mget:keys={keys},size={size},n={n}"),
             WorkloadSpec::Google { keys, max } => write!(f, "google:keys={keys},max={max}"),
             WorkloadSpec::Twitter { keys, puts } => write!(f, "twitter:keys={keys},puts={puts}"),
             WorkloadSpec::Cdn { objects } => write!(f, "cdn:objects={objects}"),

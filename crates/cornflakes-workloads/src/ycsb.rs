@@ -109,18 +109,26 @@ pub(crate) struct Ycsb {
     /// Keys drawn uniformly instead of by the scrambled Zipfian (the
     /// calibration grid, whose working set must be what it says).
     uniform: bool,
+    /// Keys per request: above 1, each request is a get-many of that many.
+    per_request: u32,
     name: String,
 }
 
 impl Ycsb {
     pub(crate) fn new(keys: u32, fields: u32, size: u32) -> Self {
-        Ycsb { keys, fields, size, uniform: false, name: format!("ycsb-{fields}x{size}B") }
+        Ycsb { keys, fields, size, uniform: false, per_request: 1, name: format!("ycsb-{fields}x{size}B") }
+    }
+
+    /// YCSB's keys with one plain value each, every request a get-many of
+    /// `n` keys.
+    pub(crate) fn get_many(keys: u32, size: u32, n: u32) -> Self {
+        Ycsb { keys, fields: 1, size, uniform: false, per_request: n, name: format!("mget-{n}x{size}B") }
     }
 
     /// The calibration grid's cell: YCSB's keys and values, keys drawn
     /// uniformly, so that `keys × fields × size` bytes are all touched.
     pub(crate) fn uniform(keys: u32, fields: u32, size: u32) -> Self {
-        Ycsb { keys, fields, size, uniform: true, name: format!("grid-{fields}x{size}B-{keys}keys") }
+        Ycsb { keys, fields, size, uniform: true, per_request: 1, name: format!("grid-{fields}x{size}B-{keys}keys") }
     }
 }
 
@@ -151,9 +159,19 @@ impl Workload for Ycsb {
     }
 
     fn generator(&self, seed: u64) -> Box<dyn Generator> {
-        let op = if self.fields == 1 { Op::Get } else { Op::GetList };
+        let op = match (self.per_request, self.fields) {
+            (2.., _) => Op::GetM,
+            (_, 1) => Op::Get,
+            _ => Op::GetList,
+        };
         let zipf = (!self.uniform).then(|| ScrambledZipfian::new(self.keys));
-        Box::new(YcsbGen { rng: SmallRng::seed_from_u64(seed), zipf, keys: self.keys, op })
+        Box::new(YcsbGen {
+            rng: SmallRng::seed_from_u64(seed),
+            zipf,
+            keys: self.keys,
+            op,
+            per_request: self.per_request,
+        })
     }
 }
 
@@ -163,16 +181,28 @@ struct YcsbGen {
     zipf: Option<ScrambledZipfian>,
     keys: u32,
     op: Op,
+    per_request: u32,
+}
+
+impl YcsbGen {
+    fn draw(&mut self) -> u32 {
+        match &self.zipf {
+            Some(z) => z.key(self.rng.random::<f64>()),
+            None => self.rng.random_range(0..self.keys),
+        }
+    }
 }
 
 impl Generator for YcsbGen {
     fn next(&mut self, out: &mut Transaction) {
-        let key = match &self.zipf {
-            Some(z) => z.key(self.rng.random::<f64>()),
-            None => self.rng.random_range(0..self.keys),
-        };
         out.requests.clear();
-        out.requests.push(Request::one(self.op, key));
+        let first = self.draw();
+        let mut request = Request::one(self.op, first);
+        for _ in 1..self.per_request {
+            let key = self.draw();
+            request.keys.push(key);
+        }
+        out.requests.push(request);
     }
 }
 
@@ -300,5 +330,26 @@ mod tests {
         assert!((f1 - 0.5f64.powf(THETA) / ZETAN).abs() < 0.0015, "second key {f1}");
         // Skewed but spread: many keys seen, far fewer than the draws.
         assert!(distinct.len() > 30_000 && distinct.len() < 120_000, "{}", distinct.len());
+    }
+
+    #[test]
+    fn mget_asks_for_n_plain_values_per_request() {
+        let spec: WorkloadSpec = "mget:keys=1000,size=2048,n=2".parse().unwrap();
+        assert_eq!(spec.to_string().parse::<WorkloadSpec>().unwrap(), spec);
+        assert!("mget:n=65".parse::<WorkloadSpec>().is_err(), "beyond the store's keys per request");
+        let w = spec.build().unwrap();
+        assert_eq!(w.name(), "mget-2x2048B");
+        let mut sizes = Vec::new();
+        w.value_sizes(3, &mut sizes);
+        assert_eq!(sizes, [2048]);
+        let (mut g, mut t) = (w.generator(5), Transaction::default());
+        let mut distinct = HashSet::new();
+        for _ in 0..1000 {
+            g.next(&mut t);
+            assert_eq!((t.requests.len(), t.requests[0].op, t.requests[0].keys.len()), (1, Op::GetM, 2));
+            assert!(t.requests[0].keys.iter().all(|&k| k < 1000));
+            distinct.insert(t.requests[0].keys[1]);
+        }
+        assert!(distinct.len() > 100, "the second key is drawn too, not copied");
     }
 }
