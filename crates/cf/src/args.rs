@@ -104,6 +104,17 @@ pub(crate) enum Command {
     /// benchmark's p99/p99.9 cannot be lower than what this shows allows; run
     /// it before trusting a tail latency (`cf compare` records it).
     Hiccup(HiccupArgs),
+    /// Instructions and estimated cycles per step of a request (Figure 11).
+    ///
+    /// Runs `cf kv-server` under callgrind (valgrind), one serializer at a
+    /// time, with collection on only inside the steps of request handling
+    /// (deserialize, store, set value, serialize & send, flush), while the
+    /// load generator offers --rate from the other core over shm. Prints and
+    /// writes, per system and step, instructions, simulated cache misses and
+    /// estimated cycles per request (OUT/table.md, phases.json, phases.png,
+    /// and each callgrind file for `callgrind_annotate`). Counts are exact
+    /// and repeatable, unlike times on a machine without cycle counters.
+    Phases(PhasesArgs),
     /// Each evaluation result of the paper, made again on this machine.
     ///
     /// `cf reproduce fig2`, `... fig5 table2`, or `cf reproduce all`: each
@@ -1088,6 +1099,56 @@ impl ThresholdsArgs {
             client_core: self.client_core,
         };
         calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
+    }
+}
+
+/// Options of `cf phases`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PhasesArgs {
+    /// Serializers (default: the paper's three: cornflakes, protobuf,
+    /// flatbuffers; the others have no steps marked and are refused).
+    #[arg(long, value_enum, num_args = 1.., value_delimiter = ',')]
+    systems: Vec<SystemArg>,
+    /// Workload (the paper's Figure 11 is the CDN trace).
+    #[arg(long, value_parser = parse_workload, default_value = "cdn")]
+    workload: WorkloadSpec,
+    /// Offered transactions per second; callgrind runs the server 50-100x
+    /// slower than natively, so keep it low.
+    #[arg(long, value_parser = positive, default_value_t = 300.0)]
+    rate: f64,
+    /// Recorded seconds of load per system.
+    #[arg(long, value_parser = positive, default_value_t = 4.0)]
+    seconds: f64,
+    /// Directory for the results.
+    #[arg(long, default_value = "cf-phases")]
+    out: PathBuf,
+    /// Core of the server.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+}
+
+impl PhasesArgs {
+    pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let systems: Vec<System> = if self.systems.is_empty() {
+            cornflakes_eval::phases::PAPER_SYSTEMS.to_vec()
+        } else {
+            self.systems.iter().map(|s| s.0).collect()
+        };
+        let (_, table) = cornflakes_eval::phases::run(&cornflakes_eval::phases::PhasesConfig {
+            systems,
+            workload: self.workload.clone(),
+            rate: self.rate,
+            seconds: self.seconds,
+            out: self.out.clone(),
+            server_core: self.server_core,
+            client_core: self.client_core,
+        })?;
+        print!("{table}");
+        eprintln!("wrote {}", self.out.display());
+        Ok(())
     }
 }
 

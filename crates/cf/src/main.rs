@@ -30,6 +30,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Offload(args) => cornflakes_eval::offload::run(&args.config())?,
         Command::Thresholds(args) => args.run()?,
         Command::Hiccup(args) => args.run()?,
+        Command::Phases(args) => args.run()?,
         Command::Reproduce(args) => reproduce::run(&args.config())?,
         Command::Calibrate(args) => {
             calibrate::run(&args.config())?;

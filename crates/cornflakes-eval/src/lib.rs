@@ -18,7 +18,8 @@
 //! - [`calibrate`]: `cf calibrate`, the threshold study (paper §5) and the
 //!   calibration file it writes.
 //! - [`reproduce`]: `cf reproduce`, each evaluation result of the paper
-//!   made again on this machine.
+//!   made again on this machine; [`phases`]: `cf phases`, instructions and
+//!   estimated cycles per step of a request, from callgrind.
 //! - [`stall`]: `cf stall`, other clients' service while one stops
 //!   reading.
 //! - [`overload`]: `cf overload`, a soak at a multiple of the server's
@@ -53,6 +54,7 @@ pub mod kv;
 pub mod loadgen;
 pub mod offload;
 pub mod overload;
+pub mod phases;
 pub mod pin;
 pub mod pingpong;
 pub mod plot;

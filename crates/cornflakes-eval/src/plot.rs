@@ -261,6 +261,78 @@ pub fn max_throughput_bars_png(path: &Path, title: &str, y_label: &str, bars: &[
     Ok(root.present().map_err(&err)?)
 }
 
+/// Grouped bars (the paper's Figure 11): one group per entry of `groups` (e.g. a step of request handling), one bar
+/// per series in each (e.g. a system, in its colour, named in the legend). `series[i].1[g]` is series `i`'s value in
+/// group `g`; non-finite or missing values leave an empty slot.
+///
+/// # Errors
+///
+/// When `path` does not end in `.png` or the file cannot be drawn.
+pub fn grouped_bars_png(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<(), Error> {
+    check_png_path(path)?;
+    ensure_font()?;
+    let value = |s: &(String, Vec<f64>), g: usize| s.1.get(g).copied().filter(|v| v.is_finite() && *v >= 0.0);
+    let y_max = series.iter().flat_map(|s| (0..groups.len()).filter_map(|g| value(s, g))).fold(0.0, f64::max);
+    let y_end = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+    let n = groups.len().max(1) as f64;
+    let width = 0.8 / series.len().max(1) as f64;
+
+    let err = draw_err(path);
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 24))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..n - 0.5, 0f64..y_end)
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc(y_label)
+        .label_style((FONT, 17))
+        .axis_desc_style((FONT, 20))
+        .y_label_formatter(&|v| tick_label(*v))
+        .y_max_light_lines(1)
+        .bold_line_style(BLACK.mix(0.18))
+        .light_line_style(BLACK.mix(0.06))
+        .draw()
+        .map_err(&err)?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let left = |g: usize| g as f64 - 0.4 + i as f64 * width;
+        chart
+            .draw_series((0..groups.len()).filter_map(|g| {
+                value(s, g).map(|v| Rectangle::new([(left(g), 0.0), (left(g) + width * 0.9, v)], color.filled()))
+            }))
+            .map_err(&err)?
+            .label(s.0.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+    }
+    let below = TextStyle::from((FONT, 18)).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+    for (g, name) in groups.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(g as f64, 0.0));
+        root.draw(&Text::new(name.as_str(), (px, py + 10), below.clone())).map_err(&err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(&err)?;
+    Ok(root.present().map_err(&err)?)
+}
+
 /// A grid of ratios (the paper's Figure 5): one cell per (row, column), coloured blue above 1 and orange below
 /// (white at 1; full colour at 2x either way), its value written in it; `None` cells are grey and say "n/a".
 /// `cells[row][column]`; rows are drawn bottom-up, as a y axis.
@@ -352,6 +424,15 @@ mod tests {
         std::fs::remove_file(path).ok();
         assert!(bytes.starts_with(&PNG_SIGNATURE), "not a PNG");
         assert!(bytes.len() > 5_000 && bytes.len() < 5_000_000, "odd PNG size {}", bytes.len());
+    }
+
+    #[test]
+    fn draws_grouped_bars_with_missing_values() {
+        let path = temp_png("grouped");
+        let groups: Vec<String> = ["deserialize", "store", "send"].iter().map(|s| s.to_string()).collect();
+        let series = vec![("a".to_string(), vec![100.0, 2000.0, 50.0]), ("b".to_string(), vec![f64::NAN, 1500.0])];
+        grouped_bars_png(&path, "per step", "instructions", &groups, &series).unwrap();
+        assert_png(&path);
     }
 
     #[test]

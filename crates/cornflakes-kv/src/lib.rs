@@ -8,11 +8,13 @@
 //! - [`store`]: keys to values in pinned pool buffers.
 //! - [`codec`]: one server and one client codec per serializer.
 //! - [`server`]: the serving loop.
+//! - [`phase`]: the steps of answering a request, for profilers.
 //! - [`resp`]: the same store behind a Redis-compatible (RESP2) front end.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod phase;
 pub mod resp;
 pub mod server;
 pub mod store;

@@ -289,8 +289,10 @@ fn run<D: Datapath, C: ServerCodec>(
         codec.end_batch();
         // Errors here are the peer's (closed) or back-pressure; the next
         // receive reports a real failure.
-        let _ = dp.flush();
-        let _ = dp.poll_completions();
+        crate::phase::flush(|| {
+            let _ = dp.flush();
+            let _ = dp.poll_completions();
+        });
         let busy = batch_start.elapsed().as_nanos() as u64;
         stats.busy_ns += busy;
         if let Some(t) = adaptive.as_deref_mut().and_then(|a| a.observe(batch, busy)) {

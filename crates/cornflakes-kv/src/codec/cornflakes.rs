@@ -13,6 +13,7 @@ use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::kv_proto::{KvRequest, KvResponse};
+use crate::phase;
 use crate::protocol::{Op, Status};
 use crate::store::Store;
 
@@ -64,7 +65,8 @@ impl CornflakesServer {
 impl ServerCodec for CornflakesServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         let arena = &self.arena;
-        let mut msg = KvRequest::deserialize(&rx.payload, arena).map_err(|_| HandleError::Malformed)?;
+        let mut msg =
+            phase::deserialize(|| KvRequest::deserialize(&rx.payload, arena)).map_err(|_| HandleError::Malformed)?;
         if msg.get_op() == Op::Echo as u32 {
             // Echo: the decoded values already are zero-copy references to
             // the received buffer (or borrowed short values); move the list
@@ -87,18 +89,21 @@ impl ServerCodec for CornflakesServer {
             }
             return self.respond(dp, rx, &resp);
         }
-        let req = decode_request(&msg);
+        let req = phase::deserialize(|| decode_request(&msg));
         let mut vals = ResponseVals::new();
-        let status = store.execute(&req, &mut vals);
-        let mut resp = KvResponse::new_in(arena);
-        resp.set_status(status as u32);
-        if !vals.is_empty() {
-            resp.init_vals(vals.len());
-            for v in vals {
-                resp.append_vals(v);
+        let status = phase::store(|| store.execute(&req, &mut vals));
+        let resp = phase::set_value(|| {
+            let mut resp = KvResponse::new_in(arena);
+            resp.set_status(status as u32);
+            if !vals.is_empty() {
+                resp.init_vals(vals.len());
+                for v in vals {
+                    resp.append_vals(v);
+                }
             }
-        }
-        self.respond(dp, rx, &resp)
+            resp
+        });
+        phase::serialize_send(|| self.respond(dp, rx, &resp))
     }
 
     fn end_batch(&mut self) {

@@ -47,6 +47,7 @@ use cornflakes_baselines::flatbuffers::{self, Allocator, FlatBufferBuilder, Veri
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec, ZERO_COPY_MIN};
+use crate::phase;
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -183,11 +184,15 @@ impl Tx {
     ) -> Result<(), SendError> {
         let bound = msg.size_bound();
         if bound >= ZERO_COPY_MIN {
-            if let Ok(alloc) = PinnedAlloc::new(&self.pool, bound) {
+            let built = phase::set_value(|| {
+                let alloc = PinnedAlloc::new(&self.pool, bound).ok()?;
                 let mut b = FlatBufferBuilder::new_in(alloc);
                 msg.build(&mut b, &mut self.offsets);
                 let (alloc, head) = b.collapse_in();
-                return match alloc.into_backing() {
+                Some((alloc.into_backing(), head))
+            });
+            if let Some((backing, head)) = built {
+                return phase::serialize_send(|| match backing {
                     Backing::Pool(buf) => {
                         let segments = [Segment::ZeroCopy(buf.slice(head..))];
                         push(dp, retry, |dp| dp.push_segments(conn, msg_id, &segments))
@@ -195,14 +200,16 @@ impl Tx {
                     Backing::Heap(v) => {
                         push(dp, retry, |dp| dp.push_segments(conn, msg_id, &[Segment::Copy(&v[head..])]))
                     }
-                };
+                });
             }
             // No pool buffer: build on the heap and let the datapath copy.
         }
-        self.heap.reset();
-        msg.build(&mut self.heap, &mut self.offsets);
+        phase::set_value(|| {
+            self.heap.reset();
+            msg.build(&mut self.heap, &mut self.offsets);
+        });
         let data = self.heap.finished_data();
-        push(dp, retry, |dp| dp.push_segments(conn, msg_id, &[Segment::Copy(data)]))
+        phase::serialize_send(|| push(dp, retry, |dp| dp.push_segments(conn, msg_id, &[Segment::Copy(data)])))
     }
 }
 
@@ -229,17 +236,19 @@ impl FlatbuffersServer {
 
 impl ServerCodec for FlatbuffersServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
-        let opts = verifier_options(rx.payload.len());
-        let msg =
-            flatbuffers::root_with_opts::<fb::KvRequest>(&opts, &rx.payload).map_err(|_| HandleError::Malformed)?;
-        let req = Request {
-            op: msg.op(),
-            keys: msg.keys().into_iter().flat_map(|ks| ks.iter()).map(str::as_bytes).collect(),
-            vals: blob_views(msg.vals()).collect(),
-            index: msg.index(),
-        };
+        let req = phase::deserialize(|| {
+            let opts = verifier_options(rx.payload.len());
+            let msg =
+                flatbuffers::root_with_opts::<fb::KvRequest>(&opts, &rx.payload).map_err(|_| HandleError::Malformed)?;
+            Ok::<_, HandleError>(Request {
+                op: msg.op(),
+                keys: msg.keys().into_iter().flat_map(|ks| ks.iter()).map(str::as_bytes).collect(),
+                vals: blob_views(msg.vals()).collect(),
+                index: msg.index(),
+            })
+        })?;
         let mut out = ResponseVals::new();
-        let status = store.execute(&req, &mut out);
+        let status = phase::store(|| store.execute(&req, &mut out));
         let (conn, msg_id) = (rx.conn, rx.msg_id);
         match self.tx.send(dp, conn, msg_id, &ResponseParts { status: status as u32, vals: &out }, true) {
             Err(SendError::TooLarge { .. }) => {

@@ -55,6 +55,7 @@ use cornflakes_baselines::prost;
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use crate::phase;
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -72,6 +73,7 @@ pub use cornflakes_baselines::kv_pb as pb;
 mod views {
     use cornflakes_baselines::bytes::Bytes;
     use cornflakes_baselines::prost::{self, Message as _};
+    use smallvec::SmallVec;
 
     use super::pb;
     use crate::codec::{Malformed, Request, ResponseVals};
@@ -138,27 +140,26 @@ mod views {
     pub(super) struct RequestScratch(pb::KvRequest);
 
     impl RequestScratch {
-        /// Decodes `payload` and calls `f` with views of its fields;
+        /// Decodes `payload` into a request whose fields borrow `payload`;
         /// `Malformed` when it is not a request or a key is not UTF-8.
-        pub(super) fn decode<R>(&mut self, payload: &[u8], f: impl FnOnce(&Request<'_>) -> R) -> Result<R, Malformed> {
+        pub(super) fn decode<'p>(&mut self, payload: &'p [u8]) -> Result<Request<'p>, Malformed> {
             let msg = &mut self.0;
             msg.clear();
             // SAFETY: prost puts slices of this `Bytes` into `msg`'s fields
-            // and nowhere else; they are read below, while `payload` is
-            // borrowed, and cleared before we return (an early return or a
-            // panic leaves them unread until the next call clears them).
+            // and nowhere else; they are turned into borrows of `payload`
+            // below (by offset, without reading them) and cleared before we
+            // return (an early return or a panic leaves them unread until
+            // the next call clears them).
             let decoded = msg.merge(unsafe { view(payload) });
             let out = match decoded {
-                Ok(()) if msg.keys.iter().all(|k| std::str::from_utf8(k).is_ok()) => {
-                    let req = Request {
-                        op: msg.op,
-                        keys: msg.keys.iter().map(|k| &k[..]).collect(),
-                        vals: msg.vals.iter().map(|v| &v[..]).collect(),
-                        index: msg.index,
-                    };
-                    Ok(f(&req))
+                Ok(()) => {
+                    let keys: Option<SmallVec<[&[u8]; 4]>> = within(payload, &msg.keys);
+                    keys.zip(within(payload, &msg.vals))
+                        .filter(|(keys, _)| keys.iter().all(|k| std::str::from_utf8(k).is_ok()))
+                        .map(|(keys, vals)| Request { op: msg.op, keys, vals, index: msg.index })
+                        .ok_or(Malformed)
                 }
-                _ => Err(Malformed),
+                Err(_) => Err(Malformed),
             };
             msg.op = 0;
             msg.index = 0;
@@ -184,6 +185,20 @@ mod views {
             clear_vec(&mut msg.vals);
             out
         }
+    }
+
+    /// The same fields as borrows of `payload`, found by their offsets in
+    /// it (bounds-checked, so a view that is not a slice of `payload` makes
+    /// `None` rather than a wrong borrow).
+    fn within<'p, V: FromIterator<&'p [u8]>>(payload: &'p [u8], fields: &[Bytes]) -> Option<V> {
+        let base = payload.as_ptr() as usize;
+        fields
+            .iter()
+            .map(|f| {
+                let start = (f.as_ptr() as usize).checked_sub(base)?;
+                payload.get(start..start.checked_add(f.len())?)
+            })
+            .collect()
     }
 
     /// A response message reused across responses; see [`RequestScratch`].
@@ -218,11 +233,13 @@ mod views {
             f: impl FnOnce(&Encodable<'_, pb::KvResponse>) -> R,
         ) -> R {
             let msg = &mut self.0;
-            msg.clear();
-            msg.status = status;
-            // SAFETY: as in `RequestScratch::encode`.
-            msg.vals.extend(vals.iter().map(|v| unsafe { view(v) }));
-            let out = f(&Encodable(msg));
+            crate::phase::set_value(|| {
+                msg.clear();
+                msg.status = status;
+                // SAFETY: as in `RequestScratch::encode`.
+                msg.vals.extend(vals.iter().map(|v| unsafe { view(v) }));
+            });
+            let out = crate::phase::serialize_send(|| f(&Encodable(msg)));
             clear_vec(&mut msg.vals);
             out
         }
@@ -254,15 +271,21 @@ mod views {
             drop(value);
             for _ in 0..2 {
                 let input = wire.clone();
-                let got = requests
-                    .decode(&input, |r| {
-                        (r.op, r.keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(), r.vals[0].to_vec(), r.index)
-                    })
-                    .unwrap();
+                let r = requests.decode(&input).unwrap();
+                // The fields are borrows of the input, not copies.
+                let range = input.as_ptr_range();
+                assert!(r.keys.iter().chain(&r.vals).all(|f| range.contains(&f.as_ptr())));
+                let got = (r.op, r.keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(), r.vals[0].to_vec(), r.index);
+                // The request borrows the input, so it goes first.
+                drop(r);
                 drop(input);
                 assert_eq!(got, (3, vec![b"alpha".to_vec(), b"beta".to_vec()], vec![7u8; 600], 9));
             }
-            assert!(requests.decode(&wire[..wire.len() - 1], |_| ()).is_err(), "truncated");
+            assert!(requests.decode(&wire[..wire.len() - 1]).is_err(), "truncated");
+            let mut not_utf8 = Vec::new();
+            let bad = Request { op: 1, keys: [&[0xffu8, 0xfe][..]].into_iter().collect(), ..Request::default() };
+            requests.encode(&bad, |e| e.encode_to_vec(&mut not_utf8));
+            assert!(requests.decode(&not_utf8).is_err(), "a key that is not UTF-8");
 
             let mut responses = ResponseScratch::default();
             let vals: [&[u8]; 2] = [b"one", &[1u8; 300]];
@@ -346,12 +369,10 @@ fn respond<D: Datapath>(
 impl ServerCodec for ProstServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         let Self { req, resp, heap } = self;
-        let sent = req.decode(&rx.payload, |req| {
-            let mut vals = ResponseVals::new();
-            let status = store.execute(req, &mut vals);
-            respond(dp, resp, heap, rx, status, &vals)
-        });
-        Ok(sent.map_err(|Malformed| HandleError::Malformed)??)
+        let req = phase::deserialize(|| req.decode(&rx.payload)).map_err(|Malformed| HandleError::Malformed)?;
+        let mut vals = ResponseVals::new();
+        let status = phase::store(|| store.execute(&req, &mut vals));
+        Ok(respond(dp, resp, heap, rx, status, &vals)?)
     }
 }
 

@@ -1,0 +1,67 @@
+//! `cf phases` end to end at a small scale: the server under callgrind,
+//! instructions per step, the table, JSON and plot written.
+#![cfg(not(miri))]
+
+use std::process::{Command, Stdio};
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+#[test]
+fn phases_counts_each_step_and_sees_the_copy_cornflakes_avoids() {
+    if !have("valgrind") {
+        assert!(std::env::var_os("CI").is_none(), "valgrind is missing under CI: scripts/setup.sh must install it");
+        eprintln!("SKIPPED: valgrind not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("cf-phases-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["phases", "--systems", "cornflakes,protobuf", "--workload", "cdn:objects=2000"])
+        .args(["--rate", "200", "--seconds", "1"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cf runs");
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("phases.json")).expect("phases.json")).unwrap();
+    let systems = json.as_array().expect("one entry per system");
+    assert_eq!(systems.len(), 2, "{json}");
+    let step = |system: &str, name: &str, event: &str| {
+        let s = systems.iter().find(|s| s["system"] == system).unwrap_or_else(|| panic!("{system}: {json}"));
+        assert!(s["requests"].as_u64().is_some_and(|n| n > 50), "{system} handled requests: {json}");
+        assert_eq!(s["errors"], 0, "{system}: every response right: {json}");
+        let steps = s["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 5, "{json}");
+        steps.iter().find(|x| x["step"] == name).unwrap()[event].as_f64().unwrap()
+    };
+    for system in ["cornflakes", "protobuf"] {
+        for name in ["deserialize", "store", "serialize_send"] {
+            assert!(step(system, name, "instructions") > 10.0, "{system} {name}: {json}");
+        }
+    }
+    // CDN values are 8000 B segments, 42 MB of them (more than a last-level
+    // cache): prost reads each value from memory while encoding it,
+    // Cornflakes takes a reference and sends a descriptor. Cache misses,
+    // unlike instruction counts, do not depend on the build's optimisation.
+    let misses = |system: &str| step(system, "set_value", "ll_misses") + step(system, "serialize_send", "ll_misses");
+    let (cornflakes, prost) = (misses("cornflakes"), misses("protobuf"));
+    assert!(
+        prost > 20.0 && prost > 10.0 * cornflakes,
+        "last-level misses per request: prost {prost}, cornflakes {cornflakes}: {json}"
+    );
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("| cornflakes |") && table.contains("**total**"), "{table}");
+    assert!(std::fs::read(out.join("phases.png")).unwrap().starts_with(b"\x89PNG"));
+    assert!(out.join("callgrind.cornflakes.out").exists());
+    std::fs::remove_dir_all(&out).ok();
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["phases", "--systems", "capnp", "--out"])
+        .arg(std::env::temp_dir().join("cf-phases-refused"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "a system without marked steps is a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("does not mark the steps"));
+}
