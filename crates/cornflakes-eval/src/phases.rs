@@ -16,7 +16,9 @@
 //! KCachegrind's estimate without branch simulation: instructions + 10 per
 //! level-1 miss + 100 per last-level miss. It is a model: a copy of 8 KB is
 //! a few hundred vector instructions but the memory traffic behind it is
-//! what costs, which only the miss terms see.
+//! what costs, which only the miss terms see; and the simulated caches
+//! have no prefetcher, so a sequential read that hardware would prefetch
+//! counts every line as a miss (an upper bound there).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -530,7 +530,10 @@ fn fig11(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
          a key's UTF-8 only when it is read as a string (never, in this server); prost checks every key. Not in \
          this figure: on shm the client copies each value out of the shared pool (the receiver's cost; on a NIC, \
          the DMA engine's read). The load is 300 objects/s under callgrind, so each batch holds one request \
-         (the paper's 100 k/s batches several): `flush` is at its per-request maximum.\n\n",
+         (the paper's 100 k/s batches several): `flush` is at its per-request maximum. The estimate charges 100 \
+         cycles per last-level miss and callgrind's caches have no prefetcher, so the sequential reads of a copied \
+         value cost more here than on hardware, which prefetches them: read the instruction column for a lower \
+         bound of the copies' cost.\n\n",
     );
     text.push_str(&table);
     text.push_str(
