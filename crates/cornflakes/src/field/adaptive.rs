@@ -2,13 +2,29 @@
 //!
 //! [`AdaptiveThreshold`] is told, after each batch, how many requests a
 //! server handled and how long that took, and answers which threshold to
-//! use next. It measures every candidate threshold (powers of two from 64 B
-//! to 16 KiB, and "never") for one epoch, keeps the cheapest for a while,
-//! then measures its two neighbours and the incumbent again and moves when a
-//! neighbour is cheaper by more than the noise margin: a hill climb that
-//! follows the workload when it changes. Cost is busy nanoseconds per
-//! request, which is what the threshold trades (a copy's CPU time against a
-//! zero-copy entry's bookkeeping and the receiver's cache misses).
+//! use next. It first measures every candidate threshold (powers of two
+//! from 64 B to 16 KiB, and "never"), keeps the cheapest for a while, then
+//! measures its two neighbours and itself again and moves when a neighbour
+//! is cheaper by more than the noise margin: a hill climb that follows the
+//! workload when it changes. Cost is busy nanoseconds per request, which is
+//! what the threshold trades (a copy's CPU time against a zero-copy entry's
+//! bookkeeping and the receiver's cache misses).
+//!
+//! Two things make a busy server's cost per request noisy, and the
+//! controller is built against both:
+//!
+//! - **Drift.** The cost per request depends on the load (a batch of one
+//!   request pays the whole per-batch overhead; a batch of 32 shares it),
+//!   and the load changes while a server runs. Candidates measured one
+//!   after another would be compared at different loads. So a measurement
+//!   interleaves them: [`ROUNDS`] rounds, each giving every candidate of the
+//!   set a slice of `epoch_requests / ROUNDS` requests, in alternating
+//!   order (a steady drift then weighs all alike), and the totals per
+//!   candidate are compared.
+//! - **Stalls.** A virtual machine takes the core away for milliseconds at
+//!   a time; one such batch would outweigh thousands of requests. A batch
+//!   is counted at most at [`STALL_CAP`] times the cheapest cost per request
+//!   measured so far.
 //!
 //! It is pure bookkeeping — no clock, no I/O — so servers feed it whatever
 //! they measure and tests feed it a cost model.
@@ -18,12 +34,21 @@ use super::ONLY_COPY;
 /// Thresholds the controller chooses from, ascending.
 pub const CANDIDATES: [usize; 10] = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, ONLY_COPY];
 
+/// Rounds of a measurement: each candidate of the set is measured this many
+/// times, interleaved with the others.
+pub const ROUNDS: u64 = 8;
+
+/// A batch is counted at most at this many times the cheapest cost per
+/// request measured so far (a stalled core, not the threshold).
+pub const STALL_CAP: f64 = 4.0;
+
 /// Settings of an [`AdaptiveThreshold`].
 #[derive(Clone, Copy, Debug)]
 pub struct AdaptiveConfig {
-    /// Requests per measurement epoch.
+    /// Requests per candidate per measurement (split into [`ROUNDS`]
+    /// slices), and the length of one epoch of holding.
     pub epoch_requests: u64,
-    /// Epochs spent on the chosen threshold between two rounds of probing
+    /// Epochs spent on the chosen threshold between two measurements of
     /// its neighbours.
     pub hold_epochs: u32,
     /// A neighbour must be cheaper than the incumbent by this fraction to
@@ -39,13 +64,24 @@ impl Default for AdaptiveConfig {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
-    /// The first sweep over every candidate, in order.
-    Survey,
+    /// Measuring `set` (indices into [`CANDIDATES`]) round-robin: `pos` is
+    /// the one being measured, `rounds_left` counts down. `incumbent` is
+    /// the held choice whose neighbours are measured (`None`: the first
+    /// survey of every candidate).
+    Measure { set: Vec<usize>, pos: usize, rounds_left: u64, incumbent: Option<usize> },
     /// Using the chosen one; `left` epochs to go.
     Hold { left: u32 },
-    /// Measuring the incumbent's neighbours and then the incumbent again;
-    /// `queue` is what is still to be measured after the current one.
-    Probe { incumbent: usize, queue: Vec<usize> },
+}
+
+/// The candidate measured at `pos` of a round: forwards in one round,
+/// backwards in the next, so that a load drifting steadily through an even
+/// number of rounds weighs every candidate alike.
+fn serpentine(len: usize, pos: usize, rounds_left: u64) -> usize {
+    if (ROUNDS - rounds_left) % 2 == 0 {
+        pos
+    } else {
+        len - 1 - pos
+    }
 }
 
 /// The controller (see the module docs).
@@ -57,8 +93,8 @@ enum Phase {
 ///
 /// // A made-up machine where a 512 B field costs 512 ns to copy and 300 ns
 /// // to send zero-copy: any threshold up to 512 B is best.
-/// let mut t = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 10, hold_epochs: 5, margin: 0.02 });
-/// for _ in 0..200 {
+/// let mut t = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 80, hold_epochs: 5, margin: 0.02 });
+/// for _ in 0..2000 {
 ///     let cost_per_request = if t.threshold() <= 512 { 300 } else { 512 };
 ///     t.observe(10, 10 * cost_per_request);
 /// }
@@ -71,8 +107,10 @@ pub struct AdaptiveThreshold {
     current: usize,
     /// Latest measured cost (ns per request) per candidate.
     cost: [Option<f64>; CANDIDATES.len()],
+    /// The running measurement's totals per candidate: (requests, busy ns).
+    totals: [(u64, u64); CANDIDATES.len()],
     phase: Phase,
-    /// The epoch being measured.
+    /// Since the last slice or epoch ended.
     requests: u64,
     busy_ns: u64,
     /// How many times the threshold changed.
@@ -80,13 +118,19 @@ pub struct AdaptiveThreshold {
 }
 
 impl AdaptiveThreshold {
-    /// Starts by surveying every candidate, smallest first.
+    /// Starts by surveying every candidate.
     pub fn new(config: AdaptiveConfig) -> Self {
         AdaptiveThreshold {
             config: AdaptiveConfig { epoch_requests: config.epoch_requests.max(1), ..config },
             current: 0,
             cost: [None; CANDIDATES.len()],
-            phase: Phase::Survey,
+            totals: [(0, 0); CANDIDATES.len()],
+            phase: Phase::Measure {
+                set: (0..CANDIDATES.len()).collect(),
+                pos: 0,
+                rounds_left: ROUNDS,
+                incumbent: None,
+            },
             requests: 0,
             busy_ns: 0,
             changes: 0,
@@ -116,47 +160,37 @@ impl AdaptiveThreshold {
     /// Records `requests` handled in `busy_ns`; returns the new threshold
     /// when it changes.
     pub fn observe(&mut self, requests: u64, busy_ns: u64) -> Option<usize> {
+        let cap = self.cost.iter().flatten().copied().reduce(f64::min).map(|c| c * STALL_CAP * requests as f64);
         self.requests += requests;
-        self.busy_ns += busy_ns;
-        if self.requests < self.config.epoch_requests {
+        self.busy_ns += cap.map_or(busy_ns, |cap| busy_ns.min(cap as u64));
+        let slice = (self.config.epoch_requests / ROUNDS).max(1);
+        let needed = if self.is_holding() { self.config.epoch_requests } else { slice };
+        if self.requests < needed {
             return None;
         }
-        self.cost[self.current] = Some(self.busy_ns as f64 / self.requests as f64);
-        (self.requests, self.busy_ns) = (0, 0);
+        let (requests, busy_ns) = (std::mem::take(&mut self.requests), std::mem::take(&mut self.busy_ns));
         let before = self.current;
-        let hold = Phase::Hold { left: self.config.hold_epochs.max(1) };
-        self.phase = match std::mem::replace(&mut self.phase, Phase::Survey) {
-            Phase::Survey if self.current + 1 < CANDIDATES.len() => {
-                self.current += 1;
-                Phase::Survey
-            }
-            Phase::Survey => {
-                self.current = self.cheapest(0..CANDIDATES.len());
-                hold
-            }
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Hold { left: 0 }) {
             Phase::Hold { left } if left > 1 => Phase::Hold { left: left - 1 },
             Phase::Hold { .. } => {
                 let incumbent = self.current;
-                let mut queue: Vec<usize> =
-                    [incumbent.checked_sub(1), Some(incumbent + 1).filter(|&i| i < CANDIDATES.len())]
+                let set: Vec<usize> =
+                    [incumbent.checked_sub(1), Some(incumbent), Some(incumbent + 1).filter(|&i| i < CANDIDATES.len())]
                         .into_iter()
                         .flatten()
                         .collect();
-                queue.push(incumbent);
-                self.current = queue.remove(0);
-                Phase::Probe { incumbent, queue }
+                self.start(set, Some(incumbent))
             }
-            Phase::Probe { incumbent, mut queue } if !queue.is_empty() => {
-                self.current = queue.remove(0);
-                Phase::Probe { incumbent, queue }
-            }
-            Phase::Probe { incumbent, .. } => {
-                // Fresh figures for the incumbent and both neighbours: move
-                // only for a clear gain.
-                let best = self.cheapest(incumbent.saturating_sub(1)..(incumbent + 2).min(CANDIDATES.len()));
-                let cost = |i: usize| self.cost[i].unwrap_or(f64::INFINITY);
-                self.current = if cost(best) < cost(incumbent) * (1.0 - self.config.margin) { best } else { incumbent };
-                hold
+            Phase::Measure { set, pos, rounds_left, incumbent } => {
+                let t = &mut self.totals[self.current];
+                (t.0, t.1) = (t.0 + requests, t.1 + busy_ns);
+                let (pos, rounds_left) = if pos + 1 < set.len() { (pos + 1, rounds_left) } else { (0, rounds_left - 1) };
+                if rounds_left > 0 {
+                    self.current = set[serpentine(set.len(), pos, rounds_left)];
+                    Phase::Measure { set, pos, rounds_left, incumbent }
+                } else {
+                    self.decide(&set, incumbent)
+                }
             }
         };
         (self.current != before).then(|| {
@@ -165,11 +199,33 @@ impl AdaptiveThreshold {
         })
     }
 
-    fn cheapest(&self, range: std::ops::Range<usize>) -> usize {
-        range
-            .filter_map(|i| Some((i, self.cost[i]?)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map_or(self.current, |(i, _)| i)
+    /// Begins measuring `set`, from its first candidate.
+    fn start(&mut self, set: Vec<usize>, incumbent: Option<usize>) -> Phase {
+        for &i in &set {
+            self.totals[i] = (0, 0);
+        }
+        self.current = set[0];
+        Phase::Measure { set, pos: 0, rounds_left: ROUNDS, incumbent }
+    }
+
+    /// Ends a measurement: records each candidate's cost, chooses, holds.
+    fn decide(&mut self, set: &[usize], incumbent: Option<usize>) -> Phase {
+        for &i in set {
+            let (requests, busy_ns) = self.totals[i];
+            if requests > 0 {
+                self.cost[i] = Some(busy_ns as f64 / requests as f64);
+            }
+        }
+        let cost = |i: usize| self.cost[i].unwrap_or(f64::INFINITY);
+        let best = set.iter().copied().min_by(|&a, &b| cost(a).total_cmp(&cost(b))).unwrap_or(self.current);
+        self.current = match incumbent {
+            // The survey: the cheapest of all.
+            None => best,
+            // Move only for a clear gain.
+            Some(inc) if cost(best) < cost(inc) * (1.0 - self.config.margin) => best,
+            Some(inc) => inc,
+        };
+        Phase::Hold { left: self.config.hold_epochs.max(1) }
     }
 }
 
@@ -177,14 +233,15 @@ impl AdaptiveThreshold {
 mod tests {
     use super::*;
 
-    /// Runs the controller against a cost model for `epochs` epochs, then
-    /// until it holds a choice; returns the share of epochs served at
-    /// `best`.
+    /// Runs the controller against a cost model for `epochs` epochs' worth
+    /// of requests (in batches of a measurement slice), then until it holds
+    /// a choice; returns the share of requests served at `best`.
     fn run(t: &mut AdaptiveThreshold, epochs: usize, cost: impl Fn(usize) -> u64, best: usize) -> f64 {
+        let batch = (t.config.epoch_requests / ROUNDS).max(1);
         let (mut at_best, mut n) = (0, 0);
-        while n < epochs || !t.is_holding() {
+        while n < epochs * ROUNDS as usize || !t.is_holding() {
             at_best += usize::from(t.threshold() == best);
-            t.observe(t.config.epoch_requests, t.config.epoch_requests * cost(t.threshold()));
+            t.observe(batch, batch * cost(t.threshold()));
             n += 1;
         }
         at_best as f64 / n as f64
@@ -203,6 +260,49 @@ mod tests {
         run(&mut t, 400, valley(256), 256);
         assert_eq!(t.threshold(), 256, "{:?}", t.costs().collect::<Vec<_>>());
         assert!(t.changes() >= 4);
+    }
+
+    #[test]
+    fn a_drifting_load_does_not_pick_the_last_measured() {
+        // 1024 B is 10 % cheaper than the rest, while the cost of every
+        // request falls steadily to half over the survey (the load rises,
+        // batches grow). Measured one after another, "never" (measured last)
+        // would look cheapest.
+        let config = AdaptiveConfig { epoch_requests: 800, hold_epochs: 5, margin: 0.02 };
+        let mut t = AdaptiveThreshold::new(config);
+        let survey_batches = (CANDIDATES.len() as u64 * ROUNDS) as f64;
+        let mut batch = 0.0;
+        while batch < survey_batches {
+            let base = if t.threshold() == 1024 { 900.0 } else { 1000.0 };
+            let drift = 1.0 - 0.5 * batch / survey_batches;
+            t.observe(100, (100.0 * base * drift) as u64);
+            batch += 1.0;
+        }
+        assert!(t.is_holding());
+        assert_eq!(t.threshold(), 1024, "{:?}", t.costs().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_stalled_batch_does_not_decide() {
+        // 512 B is best by 20 %; one batch of its measurement takes 5 ms
+        // (the core was taken away), 8 times the measurement's whole cost.
+        let config = AdaptiveConfig { epoch_requests: 800, hold_epochs: 5, margin: 0.02 };
+        let mut t = AdaptiveThreshold::new(config);
+        run(&mut t, 30, |th| if th == 512 { 800 } else { 1000 }, 512);
+        assert_eq!(t.threshold(), 512);
+        let mut stalled = false;
+        while t.is_holding() {
+            t.observe(10, 10 * 800);
+        }
+        // Batches of 10 requests, slices of 100.
+        while !t.is_holding() {
+            let cost = if t.threshold() == 512 { 800 } else { 1000 };
+            let stall = if t.threshold() == 512 && !stalled { 5_000_000 } else { 0 };
+            stalled |= stall > 0;
+            t.observe(10, 10 * cost + stall);
+        }
+        assert!(stalled);
+        assert_eq!(t.threshold(), 512, "{:?}", t.costs().collect::<Vec<_>>());
     }
 
     #[test]
