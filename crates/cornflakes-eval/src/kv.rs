@@ -291,8 +291,8 @@ fn serve<D: Datapath>(
     if let Some(a) = adaptive {
         let costs: Vec<String> = a.costs().map(|(t, ns)| format!("{}: {ns:.0} ns", threshold_text(t))).collect();
         eprintln!(
-            "kv-server: adaptive threshold ended at {} after {} changes; last cost per request by threshold: {}",
-            threshold_text(a.threshold()),
+            "kv-server: adaptive threshold held {} at the end, after {} changes of choice; last cost per request by threshold: {}",
+            a.choice().map_or("nothing yet (first survey)".into(), threshold_text),
             a.changes(),
             costs.join(", ")
         );

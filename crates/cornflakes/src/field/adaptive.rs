@@ -113,7 +113,10 @@ pub struct AdaptiveThreshold {
     /// Since the last slice or epoch ended.
     requests: u64,
     busy_ns: u64,
-    /// How many times the threshold changed.
+    /// The threshold chosen by the last measurement (`None` before the
+    /// first survey ends).
+    choice: Option<usize>,
+    /// How many times that choice changed.
     changes: u64,
 }
 
@@ -133,6 +136,7 @@ impl AdaptiveThreshold {
             },
             requests: 0,
             busy_ns: 0,
+            choice: None,
             changes: 0,
         }
     }
@@ -147,7 +151,14 @@ impl AdaptiveThreshold {
         matches!(self.phase, Phase::Hold { .. })
     }
 
-    /// Times the threshold changed so far.
+    /// The threshold the last measurement chose (what it holds between
+    /// measurements); `None` during the first survey.
+    pub fn choice(&self) -> Option<usize> {
+        self.choice.map(|i| CANDIDATES[i])
+    }
+
+    /// Times a measurement chose another threshold than the one before
+    /// (not counting the switches while measuring).
     pub fn changes(&self) -> u64 {
         self.changes
     }
@@ -184,7 +195,8 @@ impl AdaptiveThreshold {
             Phase::Measure { set, pos, rounds_left, incumbent } => {
                 let t = &mut self.totals[self.current];
                 (t.0, t.1) = (t.0 + requests, t.1 + busy_ns);
-                let (pos, rounds_left) = if pos + 1 < set.len() { (pos + 1, rounds_left) } else { (0, rounds_left - 1) };
+                let (pos, rounds_left) =
+                    if pos + 1 < set.len() { (pos + 1, rounds_left) } else { (0, rounds_left - 1) };
                 if rounds_left > 0 {
                     self.current = set[serpentine(set.len(), pos, rounds_left)];
                     Phase::Measure { set, pos, rounds_left, incumbent }
@@ -193,10 +205,7 @@ impl AdaptiveThreshold {
                 }
             }
         };
-        (self.current != before).then(|| {
-            self.changes += 1;
-            self.threshold()
-        })
+        (self.current != before).then(|| self.threshold())
     }
 
     /// Begins measuring `set`, from its first candidate.
@@ -225,6 +234,10 @@ impl AdaptiveThreshold {
             Some(inc) if cost(best) < cost(inc) * (1.0 - self.config.margin) => best,
             Some(inc) => inc,
         };
+        if self.choice.is_some_and(|c| c != self.current) {
+            self.changes += 1;
+        }
+        self.choice = Some(self.current);
         Phase::Hold { left: self.config.hold_epochs.max(1) }
     }
 }
@@ -259,7 +272,9 @@ mod tests {
         // The workload changes: now 256 B is best. The hill climb walks there.
         run(&mut t, 400, valley(256), 256);
         assert_eq!(t.threshold(), 256, "{:?}", t.costs().collect::<Vec<_>>());
-        assert!(t.changes() >= 4);
+        assert_eq!(t.choice(), Some(256));
+        // 2048 -> 1024 -> 512 -> 256, one step per measurement.
+        assert_eq!(t.changes(), 3);
     }
 
     #[test]
