@@ -109,7 +109,9 @@ pub(crate) enum Command {
     /// Runs `cf kv-server` under callgrind (valgrind), one serializer at a
     /// time, with collection on only inside the steps of request handling
     /// (deserialize, store, set value, serialize & send, flush), while the
-    /// load generator offers --rate from the other core over shm. Prints and
+    /// load generator offers --rate from the other core over shm. With
+    /// `--side client`, the load generator runs under callgrind instead
+    /// (steps: arrive, send_backlog, on_response, expire). Prints and
     /// writes, per system and step, instructions, simulated cache misses and
     /// estimated cycles per request (OUT/table.md, phases.json, phases.png,
     /// and each callgrind file for `callgrind_annotate`). Counts are exact
@@ -1106,9 +1108,15 @@ impl ThresholdsArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct PhasesArgs {
     /// Serializers (default: the paper's three: cornflakes, protobuf,
-    /// flatbuffers; the others have no steps marked and are refused).
+    /// flatbuffers; on the server side the others have no steps marked
+    /// and are refused).
     #[arg(long, value_enum, num_args = 1.., value_delimiter = ',')]
     systems: Vec<SystemArg>,
+    /// Which process runs under callgrind: the server (the paper's
+    /// Figure 11), or the load generator (its cost per request: arrivals,
+    /// sending, checking every response, expiry) against a native server.
+    #[arg(long, value_enum, default_value = "server")]
+    side: cornflakes_eval::phases::Side,
     /// Workload (the paper's Figure 11 is the CDN trace).
     #[arg(long, value_parser = parse_workload, default_value = "cdn")]
     workload: WorkloadSpec,
@@ -1139,6 +1147,7 @@ impl PhasesArgs {
         };
         let (_, table) = cornflakes_eval::phases::run(&cornflakes_eval::phases::PhasesConfig {
             systems,
+            side: self.side,
             workload: self.workload.clone(),
             rate: self.rate,
             seconds: self.seconds,

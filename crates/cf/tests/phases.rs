@@ -54,7 +54,25 @@ fn phases_counts_each_step_and_sees_the_copy_cornflakes_avoids() {
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("| cornflakes |") && table.contains("**total**"), "{table}");
     assert!(std::fs::read(out.join("phases.png")).unwrap().starts_with(b"\x89PNG"));
-    assert!(out.join("callgrind.cornflakes.out").exists());
+    assert!(out.join("callgrind.server.cornflakes.out").exists());
+
+    // The load generator's side: the server runs natively.
+    let client = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["phases", "--side", "client", "--systems", "cornflakes", "--workload", "ycsb:keys=1000"])
+        .args(["--rate", "300", "--seconds", "1"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cf runs");
+    assert!(client.status.success(), "{}", String::from_utf8_lossy(&client.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("phases.json")).expect("phases.json")).unwrap();
+    let steps = json[0]["steps"].as_array().expect("steps");
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(names, ["arrive", "send_backlog", "on_response", "expire"], "{json}");
+    assert!(json[0]["requests"].as_u64().is_some_and(|n| n > 50) && json[0]["errors"] == 0, "{json}");
+    // Checking a response reads every byte of its 4 x 1024 B value.
+    assert!(steps[2]["instructions"].as_f64().is_some_and(|i| i > 1000.0), "{json}");
     std::fs::remove_dir_all(&out).ok();
 
     let refused = Command::new(env!("CARGO_BIN_EXE_cf"))

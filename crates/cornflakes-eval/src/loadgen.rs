@@ -330,25 +330,15 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             let now = Instant::now();
             // New arrivals, until the end of the recorded window.
             if now < self.record_until {
-                match self.gaps {
-                    Some(gaps) => {
-                        while next_arrival <= now {
-                            self.gen.next(&mut txn);
-                            self.backlog.push_back((next_arrival, std::mem::take(&mut txn)));
-                            next_arrival += Duration::from_secs_f64(gaps.sample(&mut self.rng));
-                        }
-                    }
-                    None => {
-                        while self.outstanding_txns + self.backlog.len() < self.cfg.max_outstanding {
-                            self.gen.next(&mut txn);
-                            self.backlog.push_back((now, std::mem::take(&mut txn)));
-                        }
-                    }
+                if self.gaps.is_none() || next_arrival <= now {
+                    self.arrive(now, &mut next_arrival, &mut txn);
                 }
             } else if self.outstanding_txns == 0 || now > self.record_until + self.cfg.timeout {
                 break;
             }
-            self.send_backlog()?;
+            if !self.backlog.is_empty() {
+                self.send_backlog()?;
+            }
             let got = self.dp.recv_batch(&mut rx, 64).map_err(|e| format!("receive failed: {e}"))?;
             if got > 0 {
                 let now = Instant::now();
@@ -375,12 +365,37 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         Ok(self.result)
     }
 
+    /// Queues the transactions that arrived by `now` (open loop), or
+    /// enough to keep `max_outstanding` in flight (closed loop).
+    ///
+    /// This and the other per-request steps of the client are never
+    /// inlined, so that `callgrind --toggle-collect` can count them.
+    #[inline(never)]
+    fn arrive(&mut self, now: Instant, next_arrival: &mut Instant, txn: &mut Transaction) {
+        match self.gaps {
+            Some(gaps) => {
+                while *next_arrival <= now {
+                    self.gen.next(txn);
+                    self.backlog.push_back((*next_arrival, std::mem::take(txn)));
+                    *next_arrival += Duration::from_secs_f64(gaps.sample(&mut self.rng));
+                }
+            }
+            None => {
+                while self.outstanding_txns + self.backlog.len() < self.cfg.max_outstanding {
+                    self.gen.next(txn);
+                    self.backlog.push_back((now, std::mem::take(txn)));
+                }
+            }
+        }
+    }
+
     fn in_window(&self, arrival: Instant) -> bool {
         arrival >= self.record_from && arrival < self.record_until
     }
 
     /// Sends backlogged transactions while the datapath and the in-flight
     /// limit allow; requests are flushed together.
+    #[inline(never)]
     fn send_backlog(&mut self) -> Result<(), Error> {
         let mut sent_any = false;
         // At most this many per pass, so that a large backlog (an overloaded
@@ -506,6 +521,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         Ok(values)
     }
 
+    #[inline(never)]
     fn on_response(&mut self, r: &Received, now: Instant) {
         let slot = r.msg_id as usize % SLOTS;
         let Some(f) = self.inflight[slot].filter(|f| f.msg_id == r.msg_id) else {
@@ -586,6 +602,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
 
     /// Counts requests older than the timeout and forgets them. Requests
     /// are sent in id order, so the oldest are at the front.
+    #[inline(never)]
     fn expire(&mut self, now: Instant) {
         while let Some(&msg_id) = self.send_order.front() {
             let slot = msg_id as usize % SLOTS;

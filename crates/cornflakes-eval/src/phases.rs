@@ -57,11 +57,58 @@ pub const MARKED_SYSTEMS: [System; 6] = [
 const GLIBC_NO_REP_STRINGS: &str =
     "GLIBC_TUNABLES=glibc.cpu.x86_rep_stosb_threshold=0x7fffffffffffffff:glibc.cpu.x86_rep_movsb_threshold=0x7fffffffffffffff";
 
+/// Which process runs under callgrind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Side {
+    /// The key-value server: the steps of [`cornflakes_kv::phase`].
+    Server,
+    /// The load generator: queueing arrivals, sending, checking each
+    /// response, expiring (the server runs natively).
+    Client,
+}
+
+/// The load generator's steps, as callgrind names them.
+pub const CLIENT_STEPS: [&str; 4] = [
+    "cornflakes_eval::loadgen::Client<D,C>::arrive",
+    "cornflakes_eval::loadgen::Client<D,C>::send_backlog",
+    "cornflakes_eval::loadgen::Client<D,C>::on_response",
+    "cornflakes_eval::loadgen::Client<D,C>::expire",
+];
+
+impl Side {
+    /// `server` or `client`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Server => "server",
+            Side::Client => "client",
+        }
+    }
+
+    /// The functions whose inclusive costs are the steps.
+    pub fn steps(self) -> &'static [&'static str] {
+        match self {
+            Side::Server => &STEPS,
+            Side::Client => &CLIENT_STEPS,
+        }
+    }
+
+    /// The step called once per request, whose calls count the requests.
+    fn per_request(self) -> &'static str {
+        match self {
+            Side::Server => STEPS[1],
+            Side::Client => CLIENT_STEPS[2],
+        }
+    }
+}
+
 /// What `cf phases` runs.
 #[derive(Clone, Debug)]
 pub struct PhasesConfig {
     /// Serializers, each in its own server run.
     pub systems: Vec<System>,
+    /// The server or the load generator under callgrind.
+    pub side: Side,
     /// Workload the servers preload and the load generator offers.
     pub workload: WorkloadSpec,
     /// Offered transactions per second (callgrind runs the server 50-100x
@@ -137,7 +184,7 @@ pub fn run(cfg: &PhasesConfig) -> Result<(Vec<SystemSteps>, String), Error> {
                 .into(),
         ));
     }
-    if let Some(s) = cfg.systems.iter().find(|s| !MARKED_SYSTEMS.contains(s)) {
+    if let Some(s) = cfg.systems.iter().find(|s| cfg.side == Side::Server && !MARKED_SYSTEMS.contains(s)) {
         return Err(Error::Invalid(format!(
             "{} does not mark the steps of its requests; `cf phases` knows: {}",
             s.name(),
@@ -154,12 +201,17 @@ pub fn run(cfg: &PhasesConfig) -> Result<(Vec<SystemSteps>, String), Error> {
     let json = serde_json::to_string_pretty(&results).map_err(|e| format!("cannot encode the results: {e}"))?;
     write(&cfg.out.join("phases.json"), &json)?;
     write(&cfg.out.join("table.md"), &table)?;
-    let groups: Vec<String> = STEPS.iter().map(|s| step_name(s).to_owned()).collect();
+    let groups: Vec<String> = cfg.side.steps().iter().map(|s| step_name(s).to_owned()).collect();
     let series: Vec<(String, Vec<f64>)> =
         results.iter().map(|r| (r.system.clone(), r.steps.iter().map(|s| s.est_cycles).collect())).collect();
     crate::plot::grouped_bars_png(
         &cfg.out.join("phases.png"),
-        &format!("Estimated cycles per request and step, {} (cf. paper Figure 11)", cfg.workload.kind()),
+        &match cfg.side {
+            Side::Server => {
+                format!("Estimated cycles per request and step, {} (cf. paper Figure 11)", cfg.workload.kind())
+            }
+            Side::Client => format!("Load generator: estimated cycles per request and step, {}", cfg.workload.kind()),
+        },
         "estimated cycles per request",
         &groups,
         &series,
@@ -172,7 +224,7 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
 }
 
 fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
-    let out_file = cfg.out.join(format!("callgrind.{}.out", system.name()));
+    let out_file = cfg.out.join(format!("callgrind.{}.{}.out", cfg.side.name(), system.name()));
     let _ = std::fs::remove_file(&out_file);
     let mut valgrind: Vec<String> = vec![
         "env".into(),
@@ -185,7 +237,7 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
         "--compress-pos=no".into(),
         "--cache-sim=yes".into(),
     ];
-    valgrind.extend(STEPS.iter().map(|s| format!("--toggle-collect={s}")));
+    valgrind.extend(cfg.side.steps().iter().map(|s| format!("--toggle-collect={s}")));
     valgrind.extend(cache_args());
     let addr = transport::shm_socket_path();
     let args: Vec<String> = vec![
@@ -202,46 +254,44 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
         "--exit-with-parent".into(),
     ];
     let t0 = Instant::now();
-    let mut server = ServerChild::spawn_wrapped(&valgrind, "kv-server", &args)?;
-    eprintln!("  server ready under callgrind in {:.1} s", t0.elapsed().as_secs_f64());
+    let prefix: &[String] = if cfg.side == Side::Server { &valgrind } else { &[] };
+    let mut server = ServerChild::spawn_wrapped(prefix, "kv-server", &args)?;
+    eprintln!("  server ready in {:.1} s", t0.elapsed().as_secs_f64());
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    let target = Target::new(Transport::Shm, &server.addr)?;
-    let point = loadgen::run_point(
-        &target,
-        system,
-        workload.as_ref(),
-        &LoadConfig {
-            rate: Some(cfg.rate),
-            threads: 1,
-            warmup: Duration::from_millis(500),
-            duration: Duration::from_secs_f64(cfg.seconds),
-            // Callgrind's server is slow and stalls while it translates new
-            // code: wait for it rather than count timeouts.
-            timeout: Duration::from_secs(2),
-            max_outstanding: 1024,
-            seed: 1,
-        },
-        Some(cfg.client_core),
-    );
+    let load = LoadConfig {
+        rate: Some(cfg.rate),
+        threads: 1,
+        warmup: Duration::from_millis(500),
+        duration: Duration::from_secs_f64(cfg.seconds),
+        // Callgrind's side is slow and stalls while it translates new code:
+        // wait for it rather than count timeouts.
+        timeout: Duration::from_secs(2),
+        max_outstanding: 1024,
+        seed: 1,
+    };
+    let point = match cfg.side {
+        Side::Server => {
+            let target = Target::new(Transport::Shm, &server.addr)?;
+            loadgen::run_point(&target, system, workload.as_ref(), &load, Some(cfg.client_core))
+                .map(|p| (p.achieved, p.errors, p.timeouts))
+        }
+        Side::Client => client_under_callgrind(cfg, system, &valgrind, &server.addr),
+    };
     server.finish();
     drop(server);
     let _ = std::fs::remove_file(&addr);
-    let point = point?;
-    eprintln!(
-        "  {:.0} {}/s achieved, {} errors, {} timeouts",
-        point.achieved,
-        workload.unit(),
-        point.errors,
-        point.timeouts
-    );
+    let (achieved, errors, timeouts) = point?;
+    eprintln!("  {achieved:.0} {}/s achieved, {errors} errors, {timeouts} timeouts", workload.unit());
     let text = std::fs::read_to_string(&out_file)
         .map_err(|e| format!("callgrind wrote no {} ({e}); see its messages above", out_file.display()))?;
     let profile = Profile::parse(&text)?;
-    let requests = profile.calls.get(STEPS[1]).copied().unwrap_or(0);
+    let requests = profile.calls.get(cfg.side.per_request()).copied().unwrap_or(0);
     if requests == 0 {
-        return Err(Error::Failed(format!("no request reached the store in {}", out_file.display())));
+        return Err(Error::Failed(format!("no request was handled in {}", out_file.display())));
     }
-    let steps = STEPS
+    let steps = cfg
+        .side
+        .steps()
         .iter()
         .map(|s| {
             let cost = profile.inclusive.get(*s).cloned().unwrap_or_default();
@@ -261,12 +311,43 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
     Ok(SystemSteps {
         system: system.name().to_owned(),
         requests,
-        achieved: point.achieved,
-        errors: point.errors,
-        timeouts: point.timeouts,
+        achieved,
+        errors,
+        timeouts,
         steps,
         callgrind_file: out_file.display().to_string(),
     })
+}
+
+/// Runs `cf loadgen` under `valgrind` (the callgrind command line) against
+/// the server at `addr`: transactions per second achieved, wrong responses
+/// and timeouts, from its JSON line.
+fn client_under_callgrind(
+    cfg: &PhasesConfig,
+    system: System,
+    valgrind: &[String],
+    addr: &str,
+) -> Result<(f64, u64, u64), Error> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the cf binary: {e}"))?;
+    let output = std::process::Command::new(&valgrind[0])
+        .args(&valgrind[1..])
+        .arg(exe)
+        .args(["loadgen", "--system", system.name(), "--workload", &cfg.workload.to_string()])
+        .args(["--transport", "shm", "--addr", addr, "--rate", &cfg.rate.to_string()])
+        .args(["--seconds", &cfg.seconds.to_string(), "--warmup", "0.5", "--timeout-ms", "2000"])
+        .args(["--core", &cfg.client_core.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot start the load generator under valgrind: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(Error::Failed(format!("the load generator failed ({}): {stdout}", output.status)));
+    }
+    let line = stdout.lines().rfind(|l| l.starts_with('{')).ok_or("the load generator printed no result")?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("the load generator's result does not parse: {e}"))?;
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    Ok((v["max_achieved_rps"].as_f64().unwrap_or(0.0), n("errors"), n("timeouts")))
 }
 
 /// `--I1`, `--D1` and `--LL` from this machine's caches (sysfs), so that
@@ -325,8 +406,8 @@ fn table(cfg: &PhasesConfig, results: &[SystemSteps]) -> String {
     let mut t = String::new();
     writeln!(
         t,
-        "Per request, {} on shm, {} transactions/s offered for {} s under callgrind (server core {}, load generator core {}).\n",
-        cfg.workload, cfg.rate, cfg.seconds, cfg.server_core, cfg.client_core
+        "Per request, {} on shm, {} transactions/s offered for {} s, the {} under callgrind (server core {}, load generator core {}).\n",
+        cfg.workload, cfg.rate, cfg.seconds, cfg.side.name(), cfg.server_core, cfg.client_core
     )
     .unwrap();
     t.push_str("| system | requests | step | instructions | L1 misses | LL misses | est. cycles |\n");

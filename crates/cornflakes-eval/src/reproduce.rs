@@ -484,6 +484,7 @@ fn fig11(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
     use crate::phases::{self, PhasesConfig, SystemSteps};
     let (results, table) = phases::run(&PhasesConfig {
         systems: phases::PAPER_SYSTEMS.to_vec(),
+        side: phases::Side::Server,
         workload: WorkloadSpec::Cdn { objects: 20_000 },
         rate: 300.0,
         seconds: (cfg.seconds * 8.0).clamp(2.0, 10.0),
@@ -537,7 +538,7 @@ fn fig11(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
     );
     text.push_str(&table);
     text.push_str(
-        "\nPlot: `phases.png`; callgrind files: `callgrind.<system>.out` (open with `callgrind_annotate`).\n",
+        "\nPlot: `phases.png`; callgrind files: `callgrind.server.<system>.out` (open with `callgrind_annotate`).\n",
     );
     Ok(text)
 }

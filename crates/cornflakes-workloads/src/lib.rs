@@ -126,8 +126,11 @@ fn fingerprint(key: u32, elem: u32) -> u64 {
 /// matches. Word 0 is the fingerprint itself.
 #[inline(always)]
 fn value_word(fp: u64, j: usize) -> u64 {
-    fp ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    fp ^ (j as u64).wrapping_mul(WORD_MIX)
 }
+
+/// The multiplier of a word's position in [`value_word`].
+const WORD_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Fills element `elem` of key `key`'s value: 8-byte words, each the
 /// fingerprint of (key, elem) mixed with the word's index (the first word
@@ -157,14 +160,30 @@ pub fn check_value(key: u32, elem: u32, expected_len: u32, data: &[u8]) -> bool 
         return false;
     }
     let fp = fingerprint(key, elem);
-    let words = data.chunks_exact(8);
+    // Four words per step, each lane with its own running position, so the
+    // compiler keeps the lanes in one vector register (the check runs on
+    // the load generator for every byte of every response).
+    let quads = data.chunks_exact(32);
+    let rest = quads.remainder();
+    let base = data.len() / 32 * 4;
+    let step = 4u64.wrapping_mul(WORD_MIX);
+    let mut mix = [0, 1, 2, 3].map(|j: u64| j.wrapping_mul(WORD_MIX));
+    let mut diff = [0u64; 4];
+    for quad in quads {
+        for lane in 0..4 {
+            let word = u64::from_le_bytes(quad[lane * 8..lane * 8 + 8].try_into().expect("8 bytes"));
+            diff[lane] |= word ^ fp ^ mix[lane];
+            mix[lane] = mix[lane].wrapping_add(step);
+        }
+    }
+    let words = rest.chunks_exact(8);
     let tail = words.remainder();
-    let mut diff = 0u64;
+    let mut left = 0u64;
     for (j, w) in words.enumerate() {
-        diff |= u64::from_le_bytes(w.try_into().expect("8-byte chunk")) ^ value_word(fp, j);
+        left |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ value_word(fp, base + j);
     }
     let full = data.len() / 8;
-    tail == &value_word(fp, full).to_le_bytes()[..tail.len()] && diff == 0
+    tail == &value_word(fp, full).to_le_bytes()[..tail.len()] && (diff[0] | diff[1] | diff[2] | diff[3] | left) == 0
 }
 
 #[cfg(test)]
@@ -173,10 +192,25 @@ mod tests {
 
     #[test]
     fn fill_then_check_round_trips() {
-        for len in [0usize, 1, 7, 8, 9, 64, 4096] {
+        for len in [0usize, 1, 7, 8, 9, 31, 32, 33, 40, 64, 100, 1000, 1023, 4096] {
             let mut buf = vec![0u8; len];
             fill_value(12, 3, &mut buf);
             assert!(check_value(12, 3, len as u32, &buf), "len {len}");
+        }
+    }
+
+    #[test]
+    fn every_byte_of_every_lane_counts() {
+        // Lengths with whole 32-byte steps, leftover words and a tail.
+        for len in [1usize, 8, 40, 100, 1023] {
+            let mut buf = vec![0u8; len];
+            fill_value(7, 1, &mut buf);
+            for at in 0..len {
+                buf[at] ^= 0x01;
+                assert!(!check_value(7, 1, len as u32, &buf), "len {len}, byte {at}");
+                buf[at] ^= 0x01;
+            }
+            assert!(check_value(7, 1, len as u32, &buf));
         }
     }
 
