@@ -839,9 +839,13 @@ impl ServerArgs {
             core: self.core,
             threshold: match self.threshold {
                 Some(cornflakes_eval::report::ThresholdChoice::Fixed(t)) => t,
-                Some(cornflakes_eval::report::ThresholdChoice::Adaptive) => {
+                Some(
+                    cornflakes_eval::report::ThresholdChoice::Adaptive
+                    | cornflakes_eval::report::ThresholdChoice::Interleaved,
+                ) => {
                     return Err(cornflakes_eval::Error::Invalid(
-                        "--threshold adaptive is for the key-value protocol; give RESP a number of bytes".into(),
+                        "--threshold adaptive/interleaved are for the key-value protocol; give RESP a number of bytes"
+                            .into(),
                     )
                     .into())
                 }
@@ -1090,6 +1094,13 @@ pub(crate) struct ThresholdsArgs {
     /// Core of the load generator.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
+    /// Instead of a sweep per threshold: one server in which every
+    /// threshold and the adaptive controller take turns of 2048 requests
+    /// under this many seconds of closed-loop load, each turn's busy time
+    /// counted (an A/B test in one process: stalls and load fall on all
+    /// alike).
+    #[arg(long, value_parser = positive)]
+    interleaved: Option<f64>,
 }
 
 impl ThresholdsArgs {
@@ -1100,6 +1111,9 @@ impl ThresholdsArgs {
             server_core: self.server_core,
             client_core: self.client_core,
         };
+        if let Some(seconds) = self.interleaved {
+            return calibrate::interleaved_thresholds(&bench, &self.workload, seconds).map(|_| ());
+        }
         calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
     }
 }

@@ -307,6 +307,107 @@ pub fn compare_thresholds(cfg: &Bench, spec: &WorkloadSpec, repeats: usize) -> R
     Ok(rows)
 }
 
+/// One server with `--threshold interleaved` (every candidate threshold
+/// and the adaptive controller take turns of
+/// [`INTERLEAVE_SLICE`](crate::kv::INTERLEAVE_SLICE) requests) under a
+/// closed-loop load for `seconds`: each one's busy cost per request, side
+/// by side in one process, so that the machine's stalls and the load fall
+/// on all of them alike. Prints the table and the adaptive controller's
+/// ratio to the best static threshold; returns (threshold or `adaptive`,
+/// requests, ns per request).
+///
+/// # Errors
+///
+/// When the server or the load generator fails, or the server reports no
+/// turns.
+pub fn interleaved_thresholds(
+    cfg: &Bench,
+    spec: &WorkloadSpec,
+    seconds: f64,
+) -> Result<Vec<(String, u64, f64)>, Error> {
+    use crate::child::ServerChild;
+    use crate::loadgen::run_point;
+    let addr = match cfg.transport {
+        Transport::Shm => crate::transport::shm_socket_path(),
+        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
+    };
+    let args: Vec<String> = [
+        "--system",
+        System::Cornflakes.name(),
+        "--workload",
+        &spec.to_string(),
+        "--transport",
+        cfg.transport.name(),
+        "--addr",
+        &addr,
+        "--core",
+        &cfg.server_core.to_string(),
+        "--threshold",
+        "interleaved",
+        "--exit-with-parent",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut server = ServerChild::spawn_subcommand("kv-server", &args)?;
+    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    let target = crate::transport::Target::new(cfg.transport, &server.addr)?;
+    let load = LoadConfig {
+        rate: None,
+        threads: 1,
+        warmup: Duration::from_millis(500),
+        duration: Duration::from_secs_f64(seconds),
+        timeout: Duration::from_millis(500),
+        max_outstanding: 32,
+        seed: 1,
+    };
+    eprintln!("interleaved: {seconds} s of closed-loop load on {spec}");
+    let point = run_point(&target, System::Cornflakes, workload.as_ref(), &load, Some(cfg.client_core));
+    let lines = server.finish();
+    drop(server);
+    if cfg.transport == Transport::Shm {
+        let _ = std::fs::remove_file(&addr);
+    }
+    let point = point?;
+    let turns: Vec<cornflakes_kv::server::TurnCost> = lines
+        .iter()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("turns").cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .ok_or("the server reported no turns")?;
+    let rows: Vec<(String, u64, f64)> = turns
+        .iter()
+        .map(|t| {
+            let name = t.threshold.map_or("adaptive".to_owned(), threshold_text);
+            (name, t.requests, t.busy_ns as f64 / t.requests.max(1) as f64)
+        })
+        .collect();
+    println!(
+        "\n{spec} on {}: {:.0} requests/s achieved closed loop, {} errors, {} timeouts; busy time per request by threshold, in turns of {} requests",
+        cfg.transport.name(),
+        point.achieved,
+        point.errors,
+        point.timeouts,
+        crate::kv::INTERLEAVE_SLICE
+    );
+    println!("{:>10} {:>10} {:>12} {:>16}", "threshold", "requests", "ns/request", "server capacity");
+    for (name, requests, ns) in &rows {
+        println!("{name:>10} {requests:>10} {ns:>12.0} {:>16.0}", 1e9 / ns);
+    }
+    let (statics, adaptive) = rows.split_at(rows.len() - 1);
+    if let (Some(best), Some(a)) =
+        (statics.iter().filter(|r| r.1 > 0).min_by(|a, b| a.2.total_cmp(&b.2)), adaptive.first().filter(|r| r.1 > 0))
+    {
+        println!(
+            "server capacity: best static threshold {} ({:.0}); adaptive {:.0} = {:.3}x of it",
+            best.0,
+            1e9 / best.2,
+            1e9 / a.2,
+            best.2 / a.2
+        );
+    }
+    Ok(rows)
+}
+
 /// Where and how long each sweep runs.
 #[derive(Clone, Debug)]
 pub struct Bench {

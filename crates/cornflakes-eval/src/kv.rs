@@ -224,6 +224,11 @@ fn run_tokio_server(args: &ServerOptions, workload: &dyn Workload) -> Result<(),
     Ok(())
 }
 
+/// Requests per turn of `--threshold interleaved`: long enough that a turn
+/// is many batches, short enough that a second of load gives every turn
+/// dozens of them.
+pub const INTERLEAVE_SLICE: u64 = 2048;
+
 fn serve<D: Datapath>(
     dp: &mut D,
     args: &ServerOptions,
@@ -238,6 +243,10 @@ fn serve<D: Datapath>(
         Some(ThresholdChoice::Adaptive) => {
             (ThresholdPolicy::Adaptive(AdaptiveConfig::default()), "adaptive (--threshold)".to_owned())
         }
+        Some(ThresholdChoice::Interleaved) => (
+            ThresholdPolicy::Interleaved { slice_requests: INTERLEAVE_SLICE, adaptive: AdaptiveConfig::default() },
+            format!("every candidate and adaptive in turns of {INTERLEAVE_SLICE} requests (--threshold)"),
+        ),
         Some(ThresholdChoice::Fixed(t)) => {
             (ThresholdPolicy::Fixed(t), format!("{} (from --threshold)", threshold_text(t)))
         }
@@ -260,7 +269,7 @@ fn serve<D: Datapath>(
     let snapshot = Rc::new(Cell::new(DatapathStats::default()));
     let extra_snapshot = Rc::new(RefCell::new(Vec::new()));
     let mut dp = Observed { inner: dp, stats: snapshot.clone(), extra, extra_out: extra_snapshot.clone() };
-    let (stats, adaptive) =
+    let (stats, outcome) =
         cornflakes_kv::server::serve_with_policy(&mut dp, &mut store, args.system, policy, |stats| {
             let problems = (stats.malformed, stats.dropped_full + stats.send_failed);
             if problems != reported && last.elapsed() > Duration::from_secs(10) {
@@ -288,7 +297,12 @@ fn serve<D: Datapath>(
         })
         .map_err(|e| format!("server failed: {e}"))?;
     eprintln!("kv-server: stopped after {} requests", stats.handled);
-    if let Some(a) = adaptive {
+    if !outcome.turns.is_empty() {
+        // For `cf thresholds --interleaved`, which reads it after the stop.
+        let line = serde_json::json!({ "turns": outcome.turns });
+        println!("{line}");
+    }
+    if let Some(a) = outcome.adaptive {
         let costs: Vec<String> = a.costs().map(|(t, ns)| format!("{}: {ns:.0} ns", threshold_text(t))).collect();
         eprintln!(
             "kv-server: adaptive threshold held {} at the end, after {} changes of choice; last cost per request by threshold: {}",

@@ -40,18 +40,22 @@ pub enum ThresholdChoice {
     Fixed(usize),
     /// Found while serving ([`cornflakes::field::AdaptiveThreshold`]).
     Adaptive,
+    /// Every candidate and the adaptive controller in turns, each turn's
+    /// cost counted (`cf thresholds --interleaved`).
+    Interleaved,
 }
 
 /// Parses a zero-copy threshold given on the command line: bytes, `never`
-/// (copy every field) or `adaptive`.
+/// (copy every field), `adaptive` or `interleaved`.
 pub fn parse_threshold(s: &str) -> Result<ThresholdChoice, String> {
     match s {
         "never" => Ok(ThresholdChoice::Fixed(cornflakes::field::ONLY_COPY)),
         "adaptive" => Ok(ThresholdChoice::Adaptive),
+        "interleaved" => Ok(ThresholdChoice::Interleaved),
         _ => s
             .parse()
             .map(ThresholdChoice::Fixed)
-            .map_err(|_| format!("`{s}` is not a byte count, `never` or `adaptive`")),
+            .map_err(|_| format!("`{s}` is not a byte count, `never`, `adaptive` or `interleaved`")),
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use cornflakes::field::{machine_threshold, AdaptiveConfig, AdaptiveThreshold, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes::field::{
+    machine_threshold, AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES, ONLY_COPY, ONLY_ZERO_COPY,
+};
 use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
@@ -188,6 +190,77 @@ pub enum ThresholdPolicy {
     Fixed(usize),
     /// Found and followed while serving ([`AdaptiveThreshold`]).
     Adaptive(AdaptiveConfig),
+    /// Takes turns, `slice_requests` requests each, between every candidate
+    /// threshold of the adaptive controller and the controller itself, and
+    /// counts each turn's busy time: an A/B test in one process, where a
+    /// stall of the machine or a change of load falls on all of them alike
+    /// (`cf thresholds --interleaved`). The controller sees only its own
+    /// turns.
+    Interleaved {
+        /// Requests per turn.
+        slice_requests: u64,
+        /// The controller's settings.
+        adaptive: AdaptiveConfig,
+    },
+}
+
+/// What one turn of [`ThresholdPolicy::Interleaved`] cost in total.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TurnCost {
+    /// The threshold in bytes, or `None` for the adaptive controller's
+    /// turns.
+    pub threshold: Option<usize>,
+    /// Requests handled in its turns.
+    pub requests: u64,
+    /// Busy nanoseconds of its turns.
+    pub busy_ns: u64,
+}
+
+/// What [`serve_with_policy`] leaves behind besides the counters.
+#[derive(Debug, Default)]
+pub struct PolicyOutcome {
+    /// The controller, when one ran.
+    pub adaptive: Option<AdaptiveThreshold>,
+    /// Cost per turn, when the policy was [`ThresholdPolicy::Interleaved`].
+    pub turns: Vec<TurnCost>,
+}
+
+/// The turn-taking of [`ThresholdPolicy::Interleaved`].
+struct Turns {
+    costs: Vec<TurnCost>,
+    pos: usize,
+    in_slice: u64,
+    slice: u64,
+}
+
+impl Turns {
+    fn new(slice: u64) -> Self {
+        let costs = ADAPTIVE_CANDIDATES
+            .iter()
+            .map(|&t| Some(t))
+            .chain([None])
+            .map(|threshold| TurnCost { threshold, requests: 0, busy_ns: 0 })
+            .collect();
+        Turns { costs, pos: 0, in_slice: 0, slice: slice.max(1) }
+    }
+
+    fn current(&self) -> Option<usize> {
+        self.costs[self.pos].threshold
+    }
+
+    /// Records a batch; the next turn's threshold (`None` inside: the
+    /// controller's) when the turn ends.
+    fn record(&mut self, requests: u64, busy_ns: u64) -> Option<Option<usize>> {
+        let c = &mut self.costs[self.pos];
+        (c.requests, c.busy_ns) = (c.requests + requests, c.busy_ns + busy_ns);
+        self.in_slice += requests;
+        if self.in_slice < self.slice {
+            return None;
+        }
+        self.in_slice = 0;
+        self.pos = (self.pos + 1) % self.costs.len();
+        Some(self.current())
+    }
 }
 
 /// [`serve`], with the hybrid systems' threshold chosen by `policy`.
@@ -199,18 +272,49 @@ pub fn serve_with_policy<D: Datapath>(
     system: System,
     policy: ThresholdPolicy,
     mut keep_going: impl FnMut(&ServerStats) -> bool,
-) -> Result<(ServerStats, Option<AdaptiveThreshold>), RecvError> {
+) -> Result<(ServerStats, PolicyOutcome), RecvError> {
     let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
-    let (threshold, mut adaptive) = match policy {
-        ThresholdPolicy::Fixed(t) => (t, None),
+    let (threshold, mut adaptive, mut turns) = match policy {
+        ThresholdPolicy::Fixed(t) => (t, None, None),
         ThresholdPolicy::Adaptive(config) if hybrid => {
             let a = AdaptiveThreshold::new(config);
-            (a.threshold(), Some(a))
+            (a.threshold(), Some(a), None)
         }
-        ThresholdPolicy::Adaptive(_) => (0, None),
+        ThresholdPolicy::Interleaved { slice_requests, adaptive } if hybrid => {
+            let turns = Turns::new(slice_requests);
+            (turns.current().unwrap_or(0), Some(AdaptiveThreshold::new(adaptive)), Some(turns))
+        }
+        ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0, None, None),
     };
-    let stats = serve_system(dp, store, system, threshold, adaptive.as_mut(), &mut keep_going)?;
-    Ok((stats, adaptive))
+    let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut() };
+    let stats = serve_system(dp, store, system, threshold, control, &mut keep_going)?;
+    Ok((stats, PolicyOutcome { adaptive, turns: turns.map(|t| t.costs).unwrap_or_default() }))
+}
+
+/// Who changes the threshold while serving.
+struct Control<'a> {
+    adaptive: Option<&'a mut AdaptiveThreshold>,
+    turns: Option<&'a mut Turns>,
+}
+
+impl Control<'_> {
+    /// After a batch: the threshold to use from now on, when it changes.
+    fn after_batch(&mut self, requests: u64, busy_ns: u64) -> Option<usize> {
+        let Some(turns) = self.turns.as_deref_mut() else {
+            return self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns));
+        };
+        // The controller learns only from its own turns.
+        let changed = if turns.current().is_none() {
+            self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns))
+        } else {
+            None
+        };
+        match turns.record(requests, busy_ns) {
+            Some(Some(fixed)) => Some(fixed),
+            Some(None) => self.adaptive.as_deref().map(AdaptiveThreshold::threshold),
+            None => changed,
+        }
+    }
 }
 
 fn serve_system<D: Datapath>(
@@ -218,7 +322,7 @@ fn serve_system<D: Datapath>(
     store: &mut Store,
     system: System,
     threshold: usize,
-    adaptive: Option<&mut AdaptiveThreshold>,
+    control: Control<'_>,
     mut keep_going: &mut dyn FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
     // Cornflakes' arena recovers the store's values (in `pool`, sent
@@ -227,26 +331,26 @@ fn serve_system<D: Datapath>(
     let pool = dp.pool().clone();
     let scratch = dp.scratch_pool().clone();
     match system {
-        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going, adaptive),
+        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going, control),
         System::CornflakesOnlySg => {
-            run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going, adaptive)
+            run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going, control)
         }
         System::CornflakesOnlyCopy => {
-            run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going, adaptive)
+            run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going, control)
         }
         System::CornflakesNoSas => {
-            run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, adaptive)
+            run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, control)
         }
-        System::Raw => run(dp, store, RawEchoServer, &mut keep_going, adaptive),
+        System::Raw => run(dp, store, RawEchoServer, &mut keep_going, control),
         System::CornflakesProtobuf => {
-            run(dp, store, crate::codec::protowire::ProtowireServer::new(&pool, threshold), &mut keep_going, adaptive)
+            run(dp, store, crate::codec::protowire::ProtowireServer::new(&pool, threshold), &mut keep_going, control)
         }
-        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going, adaptive),
+        System::Protobuf => run(dp, store, crate::codec::prost::ProstServer::new(&scratch), &mut keep_going, control),
         System::Flatbuffers => {
-            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going, adaptive)
+            run(dp, store, crate::codec::flatbuffers::FlatbuffersServer::new(&scratch), &mut keep_going, control)
         }
-        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going, adaptive),
-        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going, adaptive),
+        System::Capnp => run(dp, store, crate::codec::capnp::CapnpServer::new(&scratch), &mut keep_going, control),
+        System::Rkyv => run(dp, store, crate::codec::rkyv::RkyvServer::new(&scratch), &mut keep_going, control),
         System::TokioProst => Err(RecvError::Io(std::io::Error::other(
             "tokio-prost is its own tokio server (crate cornflakes-kv-tokio), not a codec on a datapath",
         ))),
@@ -258,7 +362,7 @@ fn run<D: Datapath, C: ServerCodec>(
     store: &mut Store,
     mut codec: C,
     keep_going: &mut dyn FnMut(&ServerStats) -> bool,
-    mut adaptive: Option<&mut AdaptiveThreshold>,
+    mut control: Control<'_>,
 ) -> Result<ServerStats, RecvError> {
     let mut stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
@@ -295,7 +399,7 @@ fn run<D: Datapath, C: ServerCodec>(
         });
         let busy = batch_start.elapsed().as_nanos() as u64;
         stats.busy_ns += busy;
-        if let Some(t) = adaptive.as_deref_mut().and_then(|a| a.observe(batch, busy)) {
+        if let Some(t) = control.after_batch(batch, busy) {
             codec.set_threshold(t);
         }
     }
@@ -304,7 +408,40 @@ fn run<D: Datapath, C: ServerCodec>(
 
 #[cfg(test)]
 mod tests {
-    use super::ServerStats;
+    use super::{Control, ServerStats, Turns};
+    use cornflakes::field::{AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES};
+
+    #[test]
+    fn interleaved_turns_go_round_and_the_controller_learns_only_from_its_own() {
+        let mut adaptive = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 8, hold_epochs: 2, margin: 0.02 });
+        let mut turns = Turns::new(10);
+        let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns) };
+        // Two rounds of 11 turns, one batch of 10 requests each; a turn's
+        // cost is its position, so each total is identifiable.
+        let mut seen = Vec::new();
+        for round in 0..2 {
+            for turn in 0..=ADAPTIVE_CANDIDATES.len() {
+                let next = control.after_batch(10, 10 * (turn as u64 + 1) + round);
+                seen.push(next);
+            }
+        }
+        // Each fixed turn hands over to the next candidate; the last fixed
+        // one to the controller's current threshold (its survey starts at
+        // the smallest); the controller's turn back to the first.
+        assert_eq!(seen[0], Some(ADAPTIVE_CANDIDATES[1]));
+        assert_eq!(seen[ADAPTIVE_CANDIDATES.len() - 1], Some(ADAPTIVE_CANDIDATES[0]));
+        assert_eq!(seen[ADAPTIVE_CANDIDATES.len()], Some(ADAPTIVE_CANDIDATES[0]));
+        let costs = &turns.costs;
+        assert_eq!(costs.len(), ADAPTIVE_CANDIDATES.len() + 1);
+        assert!(costs.iter().all(|c| c.requests == 20), "{costs:?}");
+        assert_eq!(costs[2].busy_ns, 30 + 31, "{costs:?}");
+        assert_eq!(costs.last().unwrap().threshold, None);
+        // The controller saw only its two turns' batches: with slices of
+        // one request, each ended one slice of its survey, which is now at
+        // its third candidate (after 22 batches it would be far beyond).
+        assert_eq!(adaptive.costs().count(), 0, "no measurement has ended yet");
+        assert_eq!(adaptive.threshold(), ADAPTIVE_CANDIDATES[2]);
+    }
 
     #[test]
     fn stats_survive_their_json_line() {
