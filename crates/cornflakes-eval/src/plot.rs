@@ -200,6 +200,40 @@ pub fn throughput_latency_png(path: &Path, title: &str, x_label: &str, series: &
     Ok(root.present().map_err(&err)?)
 }
 
+/// Axes for bars in `n` slots (x from -0.5 to n - 0.5) up to `y_end`, titled `title` at the given size. No x ticks:
+/// plotters would put them at "nice" fractions; callers write names under the slots instead.
+fn bar_axes<'a>(
+    root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
+    path: &Path,
+    (title, title_size): (&str, u32),
+    y_label: &str,
+    n: f64,
+    y_end: f64,
+) -> Result<ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    let err = draw_err(path);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, title_size))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..n - 0.5, 0f64..y_end)
+        .map_err(&err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc(y_label)
+        .label_style((FONT, 17))
+        .axis_desc_style((FONT, 20))
+        .y_label_formatter(&|v| tick_label(*v))
+        .y_max_light_lines(1)
+        .bold_line_style(BLACK.mix(0.18))
+        .light_line_style(BLACK.mix(0.06))
+        .draw()
+        .map_err(&err)?;
+    Ok(chart)
+}
+
 /// Draws one bar per system with its maximum achieved load, in thousands per second (values are per second, as for
 /// [`throughput_latency_png`]), each bar annotated with its value. Non-finite or negative values draw as empty slots
 /// labelled "n/a" rather than failing, so one broken run does not hide the others.
@@ -219,27 +253,7 @@ pub fn max_throughput_bars_png(path: &Path, title: &str, y_label: &str, bars: &[
     let err = draw_err(path);
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FONT, 28))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5..n - 0.5, 0f64..y_end)
-        .map_err(&err)?;
-    // No x ticks: plotters would put them at "nice" fractions; names are drawn under each bar below instead.
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc(y_label)
-        .label_style((FONT, 17))
-        .axis_desc_style((FONT, 20))
-        .y_label_formatter(&|v| tick_label(*v))
-        .y_max_light_lines(1)
-        .bold_line_style(BLACK.mix(0.18))
-        .light_line_style(BLACK.mix(0.06))
-        .draw()
-        .map_err(&err)?;
+    let mut chart = bar_axes(&root, path, (title, 28), y_label, n, y_end)?;
 
     let above = TextStyle::from((FONT, 18)).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom));
     let below = TextStyle::from((FONT, 18)).color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
@@ -286,26 +300,7 @@ pub fn grouped_bars_png(
     let err = draw_err(path);
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FONT, 24))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5..n - 0.5, 0f64..y_end)
-        .map_err(&err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc(y_label)
-        .label_style((FONT, 17))
-        .axis_desc_style((FONT, 20))
-        .y_label_formatter(&|v| tick_label(*v))
-        .y_max_light_lines(1)
-        .bold_line_style(BLACK.mix(0.18))
-        .light_line_style(BLACK.mix(0.06))
-        .draw()
-        .map_err(&err)?;
+    let mut chart = bar_axes(&root, path, (title, 24), y_label, n, y_end)?;
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let left = |g: usize| g as f64 - 0.4 + i as f64 * width;
