@@ -107,16 +107,16 @@ pub struct AdaptiveThreshold {
     current: usize,
     /// Latest measured cost (ns per request) per candidate.
     cost: [Option<f64>; CANDIDATES.len()],
+    /// The cheapest of `cost`, kept so that capping a stalled batch costs
+    /// no scan per batch.
+    floor: Option<f64>,
     /// The running measurement's totals per candidate: (requests, busy ns).
     totals: [(u64, u64); CANDIDATES.len()],
     phase: Phase,
     /// Since the last slice or epoch ended.
     requests: u64,
     busy_ns: u64,
-    /// The threshold chosen by the last measurement (`None` before the
-    /// first survey ends).
-    choice: Option<usize>,
-    /// How many times that choice changed.
+    /// How many times a measurement's choice changed.
     changes: u64,
 }
 
@@ -127,6 +127,7 @@ impl AdaptiveThreshold {
             config: AdaptiveConfig { epoch_requests: config.epoch_requests.max(1), ..config },
             current: 0,
             cost: [None; CANDIDATES.len()],
+            floor: None,
             totals: [(0, 0); CANDIDATES.len()],
             phase: Phase::Measure {
                 set: (0..CANDIDATES.len()).collect(),
@@ -136,7 +137,6 @@ impl AdaptiveThreshold {
             },
             requests: 0,
             busy_ns: 0,
-            choice: None,
             changes: 0,
         }
     }
@@ -154,7 +154,10 @@ impl AdaptiveThreshold {
     /// The threshold the last measurement chose (what it holds between
     /// measurements); `None` during the first survey.
     pub fn choice(&self) -> Option<usize> {
-        self.choice.map(|i| CANDIDATES[i])
+        match self.phase {
+            Phase::Hold { .. } => Some(CANDIDATES[self.current]),
+            Phase::Measure { incumbent, .. } => incumbent.map(|i| CANDIDATES[i]),
+        }
     }
 
     /// Times a measurement chose another threshold than the one before
@@ -171,7 +174,7 @@ impl AdaptiveThreshold {
     /// Records `requests` handled in `busy_ns`; returns the new threshold
     /// when it changes.
     pub fn observe(&mut self, requests: u64, busy_ns: u64) -> Option<usize> {
-        let cap = self.cost.iter().flatten().copied().reduce(f64::min).map(|c| c * STALL_CAP * requests as f64);
+        let cap = self.floor.map(|c| c * STALL_CAP * requests as f64);
         self.requests += requests;
         self.busy_ns += cap.map_or(busy_ns, |cap| busy_ns.min(cap as u64));
         let slice = (self.config.epoch_requests / ROUNDS).max(1);
@@ -225,6 +228,7 @@ impl AdaptiveThreshold {
                 self.cost[i] = Some(busy_ns as f64 / requests as f64);
             }
         }
+        self.floor = self.cost.iter().flatten().copied().reduce(f64::min);
         let cost = |i: usize| self.cost[i].unwrap_or(f64::INFINITY);
         let best = set.iter().copied().min_by(|&a, &b| cost(a).total_cmp(&cost(b))).unwrap_or(self.current);
         self.current = match incumbent {
@@ -234,10 +238,9 @@ impl AdaptiveThreshold {
             Some(inc) if cost(best) < cost(inc) * (1.0 - self.config.margin) => best,
             Some(inc) => inc,
         };
-        if self.choice.is_some_and(|c| c != self.current) {
+        if incumbent.is_some_and(|c| c != self.current) {
             self.changes += 1;
         }
-        self.choice = Some(self.current);
         Phase::Hold { left: self.config.hold_epochs.max(1) }
     }
 }
