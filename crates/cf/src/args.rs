@@ -189,6 +189,21 @@ pub(crate) enum Command {
     /// a table of the ratios; writes OUT/table.txt and OUT/summary.json.
     /// Needs redis-server, redis-benchmark and taskset (scripts/setup.sh).
     RedisCompare(RedisCompareArgs),
+    /// Unmodified programs over kernel TCP and through libcfsocket, side by side.
+    ///
+    /// Runs sockperf ping-pong, redis-server under redis-benchmark GET (-c 1
+    /// and -c 50), nginx (a master and its worker) under wrk, and iperf3,
+    /// each first over kernel loopback TCP and then with
+    /// LD_PRELOAD=libcfsocket.so on both sides, servers on --server-core and
+    /// clients on --client-core, --rounds times; `cf pingpong --transport
+    /// bare` beside sockperf gives the bare ring's round trip. wrk checks
+    /// every response body (a Lua script), redis's value is read back, and a
+    /// library run that made no ring connection fails. Starts its own
+    /// monitor. Prints each run with the load average, then medians, gains
+    /// and the targets; writes OUT/table.txt, OUT/summary.json,
+    /// OUT/runs.tsv and OUT/sockets-bench.png. Needs the packages of
+    /// scripts/setup.sh and `cargo build --release -p cornflakes-socket-preload`.
+    SocketsBench(SocketsBenchArgs),
     /// Throughput of large messages (16 MiB) over the tcp datapath vs a blocking std::net loop.
     ///
     /// One connection over 127.0.0.1, receiver thread on --server-core,
@@ -247,6 +262,68 @@ pub(crate) struct SocketMonitorArgs {
     /// Print one line per listen, connect and listener death.
     #[arg(long, short)]
     pub(crate) verbose: bool,
+}
+
+/// Options of `cf sockets-bench`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct SocketsBenchArgs {
+    /// Programs to run, comma-separated.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "sockperf,redis,nginx,iperf3")]
+    tools: Vec<cornflakes_eval::sockets_bench::Tool>,
+    /// Rounds; each runs every program on the kernel, then through the library.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Seconds of each sockperf, wrk and iperf3 run (whole seconds).
+    #[arg(long, default_value_t = 3.0, value_parser = positive)]
+    seconds: f64,
+    /// sockperf message bytes (and the bare ring's).
+    #[arg(long, default_value_t = 64)]
+    message_bytes: usize,
+    /// Bytes of the page nginx serves.
+    #[arg(long, default_value_t = 1024)]
+    page_bytes: usize,
+    /// wrk connections.
+    #[arg(long, default_value_t = 50)]
+    wrk_connections: u32,
+    /// Requests of redis-benchmark -c 1.
+    #[arg(long, default_value_t = 20_000)]
+    redis_latency_requests: u64,
+    /// Requests of redis-benchmark -c 50.
+    #[arg(long, default_value_t = 100_000)]
+    redis_requests: u64,
+    /// The preload library. Default: libcfsocket.so next to this cf.
+    #[arg(long)]
+    library: Option<PathBuf>,
+    /// Core the servers run on.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core the clients run on.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Directory for the results.
+    #[arg(long, default_value = "results/sockets-bench")]
+    out: PathBuf,
+}
+
+impl SocketsBenchArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::sockets_bench::SocketsBenchConfig {
+        let d = cornflakes_eval::sockets_bench::SocketsBenchConfig::default();
+        cornflakes_eval::sockets_bench::SocketsBenchConfig {
+            tools: self.tools.clone(),
+            rounds: self.rounds,
+            seconds: self.seconds,
+            message_bytes: self.message_bytes,
+            page_bytes: self.page_bytes,
+            wrk_connections: self.wrk_connections,
+            redis_latency_requests: self.redis_latency_requests,
+            redis_requests: self.redis_requests,
+            library: self.library.clone().unwrap_or(d.library.clone()),
+            server_core: self.server_core,
+            client_core: self.client_core,
+            out: self.out.clone(),
+            ..d
+        }
+    }
 }
 
 /// Options of `cf redis-compare`.

@@ -39,6 +39,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             overload::run(&args.config())?;
         }
         Command::RedisCompare(args) => cornflakes_eval::redis_compare::run(&args.config()?)?,
+        Command::SocketsBench(args) => {
+            cornflakes_eval::sockets_bench::run(&args.config())?;
+        }
         Command::Serve(args) => serve::run(args.role, args.transport, &args.addr, args.core)?,
         Command::SocketMonitor(args) => {
             let opts = cornflakes_socket::MonitorOptions {

@@ -65,6 +65,7 @@ pub mod resp_load;
 pub mod resp_server;
 pub mod serve;
 pub mod shapes;
+pub mod sockets_bench;
 pub mod stall;
 pub mod sweep;
 pub mod transport;

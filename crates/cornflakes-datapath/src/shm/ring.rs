@@ -239,6 +239,14 @@ impl Mapped {
         Ok(m)
     }
 
+    /// Renumbers the memfd to the lowest free descriptor at or above
+    /// `floor` (close-on-exec), closing the old number. The mapping is
+    /// untouched.
+    fn move_fd_above(&mut self, floor: i32) -> std::io::Result<()> {
+        self.fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, floor)?;
+        Ok(())
+    }
+
     #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the mapping is at least CONTROL_BYTES long (checked at
@@ -352,6 +360,19 @@ impl RingProducer {
     /// The ring's memfd.
     pub fn memfd(&self) -> BorrowedFd<'_> {
         self.ring.fd.as_fd()
+    }
+
+    /// Moves the memfd's descriptor to the lowest free number at or above
+    /// `floor`. A library that holds rings inside another program (the
+    /// drop-in socket layer) keeps its descriptors out of the low numbers
+    /// the program expects to be dense.
+    ///
+    /// # Errors
+    ///
+    /// The `fcntl(F_DUPFD_CLOEXEC)` error (for example `EINVAL` when `floor`
+    /// is at or above `RLIMIT_NOFILE`); the descriptor is then unchanged.
+    pub fn move_memfd_above(&mut self, floor: i32) -> std::io::Result<()> {
+        self.ring.move_fd_above(floor)
     }
 
     /// Bytes of the data area.
@@ -602,6 +623,19 @@ impl RingConsumer {
         self.ring.fd.as_fd()
     }
 
+    /// Moves the memfd's descriptor to the lowest free number at or above
+    /// `floor`. A library that holds rings inside another program (the
+    /// drop-in socket layer) keeps its descriptors out of the low numbers
+    /// the program expects to be dense.
+    ///
+    /// # Errors
+    ///
+    /// The `fcntl(F_DUPFD_CLOEXEC)` error (for example `EINVAL` when `floor`
+    /// is at or above `RLIMIT_NOFILE`); the descriptor is then unchanged.
+    pub fn move_memfd_above(&mut self, floor: i32) -> std::io::Result<()> {
+        self.ring.move_fd_above(floor)
+    }
+
     /// Bytes of the data area.
     pub fn size(&self) -> usize {
         self.size
@@ -769,6 +803,19 @@ impl RingConsumer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memfd_moves_above_a_floor_and_the_ring_still_works() {
+        use std::os::fd::AsRawFd;
+        let (mut p, mut c) = Ring::create(MIN_RING_SIZE).unwrap();
+        c.move_memfd_above(600).unwrap();
+        p.move_memfd_above(600).unwrap();
+        assert!(c.memfd().as_raw_fd() >= 600 && p.memfd().as_raw_fd() >= 600);
+        p.try_push(b"still mapped").unwrap();
+        let mut got = Vec::new();
+        assert!(c.try_pop(&mut got).unwrap().is_some());
+        assert_eq!(got, b"still mapped");
+    }
 
     #[test]
     fn push_pop_wrap_and_credits() {

@@ -160,6 +160,38 @@ pub(crate) fn config() -> &'static Config {
     })
 }
 
+/// The lowest number for the descriptors the library holds for itself
+/// (ring memfds, the private wake-up end, stand-in sockets): half the
+/// current soft `RLIMIT_NOFILE`. Below it the program's own descriptors stay
+/// as dense as without the library; programs size tables by them (wrk's
+/// event loop takes 10 + 3 per connection and refuses any number above).
+fn private_floor() -> RawFd {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+    // Small limits leave no room to spare: use them as the kernel would.
+    if soft < 256 {
+        0
+    } else {
+        (soft / 2).min(1 << 20) as RawFd
+    }
+}
+
+/// `fd` renumbered at or above [`private_floor`] (close-on-exec), or `fd`
+/// itself when no such number is free.
+fn park(fd: OwnedFd) -> OwnedFd {
+    match rustix::io::fcntl_dupfd_cloexec(&fd, private_floor()) {
+        Ok(high) => high,
+        Err(_) => fd,
+    }
+}
+
+/// Moves both rings' memfds above [`private_floor`] (kept where they are if
+/// no such number is free).
+fn park_rings(tx: &mut RingProducer, rx: &mut RingConsumer) {
+    let floor = private_floor();
+    let _ = tx.move_memfd_above(floor);
+    let _ = rx.move_memfd_above(floor);
+}
+
 pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
     if config().debug {
         let line = format!("libcfsocket[{}]: {msg}\n", std::process::id());
@@ -886,7 +918,7 @@ fn open_channel(listener: BorrowedFd<'_>, local: SocketAddrV4) -> Option<OwnedFd
         return None;
     }
     debug(format_args!("listen {local}: registered"));
-    Some(channel)
+    Some(park(channel))
 }
 
 /// A listener without a channel (no monitor at `listen`, or it died): try
@@ -948,9 +980,16 @@ fn accept_ring(ls: &ListenSock, flags: c_int) -> Res<Option<(RawFd, SocketAddrV4
         };
         let Some(frame) = Frame::decode(&buf[..n]).filter(|f| f.op == Op::Deliver) else { continue };
         let Ok::<[OwnedFd; CONNECT_FDS], _>([to_peer, from_peer, pair]) = fds.try_into() else { continue };
-        let (Ok(tx), Ok(rx)) = (RingProducer::attach(to_peer), RingConsumer::attach(from_peer)) else { continue };
+        let (Ok(mut tx), Ok(mut rx)) = (RingProducer::attach(to_peer), RingConsumer::attach(from_peer)) else {
+            continue;
+        };
+        park_rings(&mut tx, &mut rx);
+        // Ours moved out of the way first, so that the program's number is
+        // the lowest free one, as the kernel's accept would give.
+        let pair = park(pair);
         let shadow = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)
             .map_err(errno_of)?;
+        let shadow = park(shadow);
         let cloexec = flags & libc::SOCK_CLOEXEC != 0;
         let user_fd = if cloexec {
             rustix::io::fcntl_dupfd_cloexec(&pair, 0).map_err(errno_of)?
@@ -1074,10 +1113,11 @@ pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
 
 fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: SocketAddrV4) -> Result<Res<()>, String> {
     let size = config().ring_size;
-    let rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
+    let mut rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
     let peer_rx = RingConsumer::create(size).map_err(|e| e.to_string())?;
-    let tx = RingProducer::attach(peer_rx.memfd().try_clone_to_owned().map_err(|e| e.to_string())?)
+    let mut tx = RingProducer::attach(peer_rx.memfd().try_clone_to_owned().map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
+    park_rings(&mut tx, &mut rx);
     let (mine, theirs) = rustix::net::socketpair(
         AddressFamily::UNIX,
         SocketType::STREAM,
@@ -1099,7 +1139,9 @@ fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: Socke
     // end of the pair, with the same close-on-exec flag.
     let fdflags = rustix::io::fcntl_getfd(bfd).map_err(|e| e.to_string())?;
     let nonblock = rustix::fs::fcntl_getfl(bfd).map_err(|e| e.to_string())?.contains(rustix::fs::OFlags::NONBLOCK);
-    let shadow = rustix::io::fcntl_dupfd_cloexec(bfd, 0).map_err(|e| e.to_string())?;
+    let shadow = rustix::io::fcntl_dupfd_cloexec(bfd, private_floor())
+        .or_else(|_| rustix::io::fcntl_dupfd_cloexec(bfd, 0))
+        .map_err(|e| e.to_string())?;
     let cloexec = if fdflags.contains(rustix::io::FdFlags::CLOEXEC) { libc::O_CLOEXEC } else { 0 };
     // SAFETY: dup3(2) of our pair end onto the program's descriptor number,
     // which it asked us to connect: atomically replaces the kernel socket
@@ -1107,7 +1149,7 @@ fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: Socke
     if unsafe { (real().dup3)(mine.as_raw_fd(), fd, cloexec) } < 0 {
         return Err("dup3 failed".into());
     }
-    let conn = ConnSock::new(tx, rx, mine, shadow, local, dst, nonblock);
+    let conn = ConnSock::new(tx, rx, park(mine), shadow, local, dst, nonblock);
     insert(fd, Arc::new(Sock::Conn(conn)));
     debug(format_args!("connect {local} -> {dst}: rings"));
     Ok(if nonblock { Err(libc::EINPROGRESS) } else { Ok(()) })

@@ -119,6 +119,8 @@ int main(void) {
     socklen_t plen = sizeof pa;
     int s = accept(l, (struct sockaddr *)&pa, &plen);
     CHECK(s >= 0);
+    /* the library keeps its own descriptors out of the program's range */
+    SAY("descriptors dense: accept gives connect's + 1: %d", s == c + 1);
     SAY("accept peer family %d len %d ip %s", pa.sin_family == AF_INET, (int)plen, inet_ntoa(pa.sin_addr));
     SAY("names: c.peer==listen %d s.local==listen %d s.peer==c.local %d accept addr==c.local %d",
         port_of(c, 1) == port, port_of(s, 0) == port, port_of(s, 1) == port_of(c, 0), ntohs(pa.sin_port) == port_of(c, 0));
