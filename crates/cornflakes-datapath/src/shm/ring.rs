@@ -313,6 +313,8 @@ pub struct RingProducer {
     credits_seen: u64,
     max_len: usize,
     size: usize,
+    /// Bodies of at least this many bytes are written with streaming stores.
+    streaming_from: usize,
     ring: Mapped,
 }
 
@@ -353,8 +355,18 @@ impl RingProducer {
             credits_seen: 0,
             max_len: ring.size / 2 - RECORD_HEADER_LEN,
             size: ring.size,
+            streaming_from: usize::MAX,
             ring,
         })
+    }
+
+    /// Writes record bodies of at least `min_len` bytes with non-temporal
+    /// stores (x86_64; a plain copy elsewhere): for a bulk stream whose
+    /// reader runs on another core, which then reads them from the shared
+    /// cache or memory instead of out of this core's cache. Off by default
+    /// (`usize::MAX`); the bytes and their order are the same either way.
+    pub fn stream_large_records(&mut self, min_len: usize) {
+        self.streaming_from = min_len;
     }
 
     /// The ring's memfd.
@@ -443,7 +455,13 @@ impl RingProducer {
         let body = self.reserve(bytes.len())?;
         // SAFETY: `reserve` returned `bytes.len()` writable bytes of the data
         // area, which cannot overlap `bytes` (our own memory).
-        unsafe { sys::copy_to_shared(bytes, body.as_ptr()) };
+        unsafe {
+            if bytes.len() >= self.streaming_from {
+                sys::copy_to_shared_streaming(bytes, body.as_ptr());
+            } else {
+                sys::copy_to_shared(bytes, body.as_ptr());
+            }
+        }
         self.commit(bytes.len(), info, Ordering::Release);
         Ok(())
     }
@@ -618,6 +636,12 @@ impl RingConsumer {
         }
     }
 
+    /// The longest record the producer can push (half the ring, less a
+    /// header).
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
     /// The ring's memfd, to hand to the producer.
     pub fn memfd(&self) -> BorrowedFd<'_> {
         self.ring.fd.as_fd()
@@ -684,6 +708,53 @@ impl RingConsumer {
         let info = rec.info;
         self.consume(rec);
         Ok(Some(info))
+    }
+
+    /// Reads the head record as part of a byte stream: copies its bytes
+    /// from `*offset` on into `out` (as many as fit), and consumes the record
+    /// once its last byte is read (`*offset` back to 0; until then it stays
+    /// in the ring, and the producer cannot reuse its space). Returns the
+    /// bytes copied and the record's info word, or `None` when the ring is
+    /// empty. A record without bytes (an end-of-stream marker) is consumed
+    /// at once with 0 bytes. One copy, straight into the caller's memory.
+    ///
+    /// # Errors
+    ///
+    /// [`RingCorrupt`] as [`try_pop`](Self::try_pop), or when `*offset` is
+    /// beyond the record (its producer rewrote its header).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// let (mut out, mut offset) = ([0u8; 3], 0);
+    /// assert_eq!(rx.read_partial(&mut out, &mut offset).unwrap(), None);
+    /// tx.try_push(b"hello").unwrap();
+    /// assert_eq!(rx.read_partial(&mut out, &mut offset).unwrap(), Some((3, 0)));
+    /// assert_eq!((&out, offset), (b"hel", 3));
+    /// assert_eq!(rx.read_partial(&mut out, &mut offset).unwrap(), Some((2, 0)));
+    /// assert_eq!((&out[..2], offset), (&b"lo"[..], 0));
+    /// assert_eq!(rx.read_partial(&mut out, &mut offset).unwrap(), None);
+    /// ```
+    #[inline]
+    pub fn read_partial(&mut self, out: &mut [u8], offset: &mut usize) -> Result<Option<(usize, u32)>, RingCorrupt> {
+        let Some(rec) = self.peek()? else { return Ok(None) };
+        let Some(left) = rec.len.checked_sub(*offset) else { return Err(RingCorrupt) };
+        let n = left.min(out.len());
+        // SAFETY: `peek` checked that body..body+len lies in the data area;
+        // offset + n <= len; `out` is our memory with room for `n` bytes;
+        // the record is not consumed before this copy.
+        unsafe { sys::copy_from_shared(rec.body.as_ptr().add(*offset), out, n) };
+        let info = rec.info;
+        if n == left {
+            *offset = 0;
+            self.consume(rec);
+        } else {
+            *offset += n;
+        }
+        Ok(Some((n, info)))
     }
 
     /// Whether a record (or a wrap marker) is published at the head.
@@ -815,6 +886,19 @@ mod tests {
         let mut got = Vec::new();
         assert!(c.try_pop(&mut got).unwrap().is_some());
         assert_eq!(got, b"still mapped");
+    }
+
+    #[test]
+    fn streamed_records_arrive_intact_at_any_alignment() {
+        let (mut p, mut c) = Ring::create(1 << 16).unwrap();
+        p.stream_large_records(0);
+        let mut got = Vec::new();
+        for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 200, 1000, 4097, 30_000] {
+            let msg: Vec<u8> = (0..len).map(|i| (i * 13 + len) as u8).collect();
+            p.try_push(&msg).unwrap();
+            assert!(c.try_pop(&mut got).unwrap().is_some());
+            assert_eq!(got, msg, "{len}");
+        }
     }
 
     #[test]

@@ -113,6 +113,57 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize
     unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
 }
 
+/// [`copy_to_shared`] with non-temporal (streaming) stores where the
+/// target has them: the bytes go to memory and the shared cache rather than
+/// staying modified in this core's cache, so a reader on another core
+/// fetches them from there instead of snooping them out of ours (bulk
+/// streams: 2-5x faster reads on the 2-core test machine). Ends with a store
+/// fence, so a later `Release` publish orders after every byte.
+///
+/// # Safety
+///
+/// As [`copy_to_shared`].
+#[inline]
+pub(crate) unsafe fn copy_to_shared_streaming(src: &[u8], dst: *mut u8) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        let len = src.len();
+        // Up to 15 bytes first, so that the streaming stores are aligned.
+        let head = ((16 - (dst as usize & 15)) & 15).min(len);
+        // SAFETY: the caller guarantees dst..dst+len is writable and
+        // disjoint from `src`; every access below is within 0..len of both;
+        // SSE2 is part of the x86_64 baseline; `dst + i` is 16-aligned for
+        // i >= head.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
+            let mut i = head;
+            while i + 64 <= len {
+                let s = src.as_ptr().add(i).cast::<__m128i>();
+                let d = dst.add(i).cast::<__m128i>();
+                let (a, b, c, e) = (
+                    _mm_loadu_si128(s),
+                    _mm_loadu_si128(s.add(1)),
+                    _mm_loadu_si128(s.add(2)),
+                    _mm_loadu_si128(s.add(3)),
+                );
+                _mm_stream_si128(d, a);
+                _mm_stream_si128(d.add(1), b);
+                _mm_stream_si128(d.add(2), c);
+                _mm_stream_si128(d.add(3), e);
+                i += 64;
+            }
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(i), dst.add(i), len - i);
+            _mm_sfence();
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    // SAFETY: the caller's guarantees, passed on.
+    unsafe {
+        copy_to_shared(src, dst)
+    }
+}
+
 /// Copies `src` into peer-writable memory at `dst`. No reference to the
 /// destination is formed.
 ///

@@ -19,7 +19,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use cornflakes_datapath::shm::ring::PushError;
+use cornflakes_datapath::shm::ring::{PushError, Ring};
 use cornflakes_datapath::shm::{recv_fds, send_fds, RingConsumer, RingProducer};
 use cornflakes_socket::proto::{Frame, Op, CONNECT_FDS, FRAME_LEN, STATUS_OK};
 use cornflakes_socket::MonitorAddr;
@@ -39,6 +39,21 @@ pub(crate) type Res<T> = Result<T, Errno>;
 pub(crate) const MAX_FD: usize = 1 << 16;
 /// Record `info` word of the end-of-stream record (`close`/`shutdown`).
 const INFO_FIN: u32 = 1;
+/// Record `info` word that moves the stream to a larger ring: its memfd was
+/// sent just before over the socket pair (`SCM_RIGHTS`), and every later
+/// byte is in the new ring.
+const INFO_SWITCH: u32 = 2;
+/// Full-ring waits of large writes after which a writer moves its stream to
+/// a ring of `CFSOCKET_BULK_RING_SIZE` (bulk transfer wants a large ring,
+/// request-response traffic a small one that stays in cache).
+const UPGRADE_AFTER: u32 = 8;
+/// Writes of at least this many bytes go to the ring with streaming
+/// stores ([`RingProducer::stream_large_records`]): bulk data, read on the
+/// other core after the writer has moved on.
+const STREAMING_FROM: usize = 64 << 10;
+/// Ring memfds the peer may have sent ahead of their switch records; more
+/// are closed at once.
+const MAX_INCOMING_RINGS: usize = 2;
 /// Written by a reader into its ring's acknowledgement word when it will
 /// never read again: the writer's next `send` fails with `EPIPE`.
 const READER_GONE: u64 = u64::MAX;
@@ -142,6 +157,9 @@ pub(crate) fn unsupported(what: &str) {
 pub(crate) struct Config {
     /// Data bytes of each direction's ring (`CFSOCKET_RING_SIZE`, a power of two).
     ring_size: usize,
+    /// Data bytes of a ring that a bulk writer moves to
+    /// (`CFSOCKET_BULK_RING_SIZE`, a power of two; 0: never).
+    bulk_ring_size: usize,
     /// How long a blocking call polls its ring before sleeping (`CFSOCKET_SPIN_US`).
     spin: Duration,
     /// Print why a connection went to the kernel (`CFSOCKET_DEBUG=1`).
@@ -154,6 +172,7 @@ pub(crate) fn config() -> &'static Config {
         let num = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
         Config {
             ring_size: num("CFSOCKET_RING_SIZE", 256 * 1024),
+            bulk_ring_size: num("CFSOCKET_BULK_RING_SIZE", 4 << 20),
             spin: Duration::from_micros(num("CFSOCKET_SPIN_US", 50) as u64),
             debug: std::env::var("CFSOCKET_DEBUG").is_ok_and(|v| v == "1"),
         }
@@ -267,6 +286,10 @@ impl<T> std::ops::DerefMut for Movable<T> {
 struct Tx {
     ring: Movable<RingProducer>,
     shut: bool,
+    /// Full-ring waits of large writes so far (see [`UPGRADE_AFTER`]).
+    full_hits: u32,
+    /// The stream moved (or tried to move) to a bulk ring.
+    upgraded: bool,
 }
 
 struct Rx {
@@ -275,6 +298,11 @@ struct Rx {
     buf: Vec<u8>,
     pos: usize,
     scratch: Vec<u8>,
+    /// Bytes of the head record already read ([`RingConsumer::read_partial`]).
+    offset: usize,
+    /// A switch record was popped: the next bytes are in the ring whose
+    /// memfd came over the pair ([`ConnSock::switch_rx`]).
+    switch_pending: bool,
     eof: bool,
     shut: bool,
     /// The sleep flag is clear because we cleared it (spinning), so no
@@ -287,42 +315,94 @@ impl Rx {
         self.buf.len() - self.pos
     }
 
-    /// Pops one record, appending its bytes; false when none is there.
+    /// With nothing buffered, reads the ring straight into the program's
+    /// buffers from byte `at` on (one copy, as the kernel's read; a record
+    /// longer than the buffers is read in parts); the bytes copied.
+    fn read_direct(&mut self, bufs: &mut [&mut [u8]], mut at: usize) -> Res<usize> {
+        let start = at;
+        while self.avail() == 0 && !self.eof && !self.switch_pending {
+            let Some(dst) = slice_at(bufs, at) else { break };
+            match self.ring.read_partial(dst, &mut self.offset) {
+                Ok(Some((_, INFO_FIN))) => self.eof = true,
+                Ok(Some((_, INFO_SWITCH))) => self.switch_pending = true,
+                Ok(Some((n, _))) => at += n,
+                Ok(None) => break,
+                Err(_) => return Err(libc::ECONNRESET),
+            }
+        }
+        Ok(at - start)
+    }
+
+    /// Appends the rest of the head record to `buf` (for `MSG_PEEK` and
+    /// `FIONREAD`, which look without consuming); false when none is there.
     fn pull(&mut self) -> Res<bool> {
-        if self.eof {
+        if self.eof || self.switch_pending {
             return Ok(false);
         }
-        let popped = if self.pos >= self.buf.len() {
-            // Everything read: pop straight into `buf` (one copy).
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
             self.pos = 0;
-            self.buf.clear();
-            self.ring.try_pop(&mut self.buf)
-        } else {
-            if self.pos > 0 {
-                self.buf.drain(..self.pos);
-                self.pos = 0;
-            }
-            let r = self.ring.try_pop(&mut self.scratch);
-            if matches!(r, Ok(Some(info)) if info != INFO_FIN) {
-                self.buf.extend_from_slice(&self.scratch);
-            }
-            r
-        };
-        match popped {
-            Ok(Some(INFO_FIN)) => {
+        }
+        let room = self.ring.max_len();
+        if self.scratch.len() < room {
+            self.scratch.resize(room, 0);
+        }
+        match self.ring.read_partial(&mut self.scratch[..room], &mut self.offset) {
+            Ok(Some((_, INFO_FIN))) => {
                 self.eof = true;
                 Ok(false)
             }
-            Ok(Some(_)) => Ok(true),
+            Ok(Some((_, INFO_SWITCH))) => {
+                self.switch_pending = true;
+                Ok(false)
+            }
+            Ok(Some((n, _))) => {
+                self.buf.extend_from_slice(&self.scratch[..n]);
+                Ok(true)
+            }
             Ok(None) => Ok(false),
             Err(_) => Err(libc::ECONNRESET),
         }
     }
 }
 
+/// Room the switch record needs (a record header).
+const SWITCH_RECORD_ROOM: usize = 16;
+
+/// Wake-up bytes from the pair, and any descriptors sent with them.
+fn recv_wakeups(wake: &OwnedFd, buf: &mut [u8]) -> std::io::Result<(usize, Vec<OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage};
+    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = rustix::net::recvmsg(wake, &mut iov, &mut control, RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC)?;
+    let mut fds = Vec::new();
+    for m in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = m {
+            fds.extend(rights);
+        }
+    }
+    Ok((msg.bytes, fds))
+}
+
+/// The rest of the buffer that byte `at` of `bufs` (taken as one run)
+/// falls in; `None` at the end.
+fn slice_at<'a>(bufs: &'a mut [&mut [u8]], mut at: usize) -> Option<&'a mut [u8]> {
+    for b in bufs.iter_mut() {
+        if at < b.len() {
+            return Some(&mut b[at..]);
+        }
+        at -= b.len();
+    }
+    None
+}
+
 pub(crate) struct ConnSock {
     tx: Mutex<Tx>,
     rx: Mutex<Rx>,
+    /// Ring memfds the peer sent over the pair, waiting for their switch
+    /// records.
+    incoming: Mutex<Vec<OwnedFd>>,
     pub(crate) local: SocketAddrV4,
     pub(crate) peer: SocketAddrV4,
     /// The program's `O_NONBLOCK` (the pair end itself is always non-blocking).
@@ -382,7 +462,7 @@ pub(crate) struct Ready {
 
 impl ConnSock {
     fn new(
-        tx: RingProducer,
+        mut tx: RingProducer,
         rx: RingConsumer,
         wake: OwnedFd,
         shadow: OwnedFd,
@@ -394,13 +474,17 @@ impl ConnSock {
         // calling us first (a plain read of the wake end is impossible, but
         // an epoll set built before) is still woken.
         rx.set_sleeping(true);
+        tx.stream_large_records(STREAMING_FROM);
         Self {
-            tx: Mutex::new(Tx { ring: Movable(tx), shut: false }),
+            tx: Mutex::new(Tx { ring: Movable(tx), shut: false, full_hits: 0, upgraded: false }),
+            incoming: Mutex::new(Vec::new()),
             rx: Mutex::new(Rx {
                 ring: Movable(rx),
                 buf: Vec::new(),
                 pos: 0,
                 scratch: Vec::new(),
+                offset: 0,
+                switch_pending: false,
                 eof: false,
                 shut: false,
                 self_disarmed: false,
@@ -434,7 +518,69 @@ impl ConnSock {
 
     fn drain_wakeups(&self) {
         let mut b = [0u8; 64];
-        while matches!(rustix::net::recv(&self.wake, &mut b, RecvFlags::DONTWAIT), Ok((n, _)) if n > 0) {}
+        loop {
+            match recv_wakeups(&self.wake, &mut b) {
+                Ok((0, _)) | Err(_) => break,
+                Ok((_, fds)) if fds.is_empty() => {}
+                Ok((_, fds)) => {
+                    let mut incoming = lock(&self.incoming);
+                    for fd in fds {
+                        if incoming.len() < MAX_INCOMING_RINGS {
+                            incoming.push(park(fd));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves our stream to a bulk ring: its memfd goes over the pair, then
+    /// a switch record into the current ring, after which we write the new
+    /// one. Once per connection; nothing changes if a step fails before the
+    /// switch record.
+    fn upgrade_tx(&self, tx: &mut Tx) {
+        let size = config().bulk_ring_size;
+        if size <= tx.ring.size() || tx.ring.known_free() < SWITCH_RECORD_ROOM {
+            return;
+        }
+        tx.upgraded = true;
+        let Ok((mut producer, mut consumer)) = Ring::create(size) else { return };
+        park_rings(&mut producer, &mut consumer);
+        producer.stream_large_records(STREAMING_FROM);
+        if send_fds(&self.wake, &[0], &[consumer.memfd()]).is_err() {
+            return;
+        }
+        drop(consumer);
+        if tx.ring.try_push_info(&[], INFO_SWITCH).is_err() {
+            // The peer holds an unused memfd until it closes; we stay.
+            return;
+        }
+        // A reader asleep on the old ring wakes, pops the switch and
+        // attaches the new one before it reads again.
+        self.wake_peer(tx);
+        tx.ring = Movable(producer);
+        debug(format_args!("{} -> {}: moved to a {size}-byte ring", self.local, self.peer));
+    }
+
+    /// After a switch record: attach the ring whose memfd the peer sent.
+    fn switch_rx(&self, rx: &mut Rx) -> Res<()> {
+        rx.switch_pending = false;
+        if lock(&self.incoming).is_empty() {
+            self.drain_wakeups();
+        }
+        let fd = {
+            let mut incoming = lock(&self.incoming);
+            if incoming.is_empty() {
+                return Err(libc::ECONNRESET);
+            }
+            incoming.remove(0)
+        };
+        let ring = RingConsumer::attach(fd).map_err(|_| libc::ECONNRESET)?;
+        // The reader's intent carries over: armed, the writer's next
+        // publish on the new ring sends a wake-up.
+        ring.set_sleeping(rx.ring.sleeping_flag());
+        rx.ring = Movable(ring);
+        Ok(())
     }
 
     /// `send`/`write`/`writev`/`sendmsg`.
@@ -458,13 +604,16 @@ impl ConnSock {
         if tx.shut || tx.ring.acked() == READER_GONE || self.peer_gone.load(Ordering::Relaxed) {
             return Err(epipe(flags));
         }
-        let max = tx.ring.max_len();
         let mut sent = 0usize;
         for buf in bufs {
             let mut rest: &[u8] = buf;
             let mut waits = 0u32;
             let mut announced = false;
             while !rest.is_empty() {
+                if tx.full_hits >= UPGRADE_AFTER && !tx.upgraded {
+                    self.upgrade_tx(&mut tx);
+                }
+                let max = tx.ring.max_len();
                 let n = rest.len().min(max);
                 match tx.ring.try_push(&rest[..n]) {
                     Ok(()) => {
@@ -477,6 +626,9 @@ impl ConnSock {
                     }
                     Err(PushError::Full) => {
                         self.wake_peer(&tx);
+                        if rest.len() >= max / 2 && waits == 0 {
+                            tx.full_hits = tx.full_hits.saturating_add(1);
+                        }
                         if nonblock {
                             if sent == 0 && self.peer_hung_up() {
                                 self.peer_gone.store(true, Ordering::Relaxed);
@@ -525,8 +677,15 @@ impl ConnSock {
         }
         let mut copied = 0usize;
         loop {
+            if !peek {
+                copied += rx.read_direct(bufs, copied)?;
+            }
             let need = want - copied;
             while rx.avail() < need && rx.pull()? {}
+            if rx.switch_pending {
+                self.switch_rx(&mut rx)?;
+                continue;
+            }
             let n = rx.avail().min(need);
             if n > 0 {
                 scatter(bufs, copied, &rx.buf[rx.pos..rx.pos + n]);
@@ -722,7 +881,12 @@ impl ConnSock {
     /// Bytes readable now without blocking (`FIONREAD`).
     pub(crate) fn readable_bytes(&self) -> usize {
         let mut rx = lock(&self.rx);
-        while rx.pull().unwrap_or(false) {}
+        loop {
+            while rx.pull().unwrap_or(false) {}
+            if !rx.switch_pending || self.switch_rx(&mut rx).is_err() {
+                break;
+            }
+        }
         rx.avail()
     }
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 use cornflakes_socket::{MonitorAddr, MonitorOptions, MonitorStats};
 
 /// Ring connections the program makes to its own listener (main, EPIPE,
-/// non-blocking, fork echo, killed idle peer, killed writer, 200 idle).
-const RING_CONNECTIONS: u64 = 206;
+/// non-blocking, fork echo, bulk, killed idle peer, killed writer, 200 idle).
+const RING_CONNECTIONS: u64 = 207;
 
 /// The library, built now: `cargo test` builds this package's test
 /// harnesses but not its cdylib, which would otherwise be stale.
@@ -61,8 +61,13 @@ fn compile_file(name: &str, file: &str) -> Option<PathBuf> {
 }
 
 fn run(prog: &Path, monitor: &str, preload: Option<&Path>) -> Vec<String> {
+    run_logged(prog, monitor, preload).0
+}
+
+/// `run`, with the library's decisions on stderr (`CFSOCKET_DEBUG=1`).
+fn run_logged(prog: &Path, monitor: &str, preload: Option<&Path>) -> (Vec<String>, String) {
     let mut cmd = Command::new(prog);
-    cmd.env("CFSOCKET_MONITOR", monitor).env_remove("LD_PRELOAD");
+    cmd.env("CFSOCKET_MONITOR", monitor).env("CFSOCKET_DEBUG", "1").env_remove("LD_PRELOAD");
     if let Some(lib) = preload {
         cmd.env("LD_PRELOAD", lib);
     }
@@ -75,7 +80,7 @@ fn run(prog: &Path, monitor: &str, preload: Option<&Path>) -> Vec<String> {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    text.lines().map(str::to_owned).collect()
+    (text.lines().map(str::to_owned).collect(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn compare(kernel: &[String], library: &[String]) {
@@ -118,8 +123,10 @@ fn kernel_and_library_agree_line_by_line() {
     let lib = library();
     let stats = with_monitor("cf-conformance", |mon| {
         let kernel = run(&prog, mon, None);
-        let library = run(&prog, mon, Some(&lib));
+        let (library, log) = run_logged(&prog, mon, Some(&lib));
         compare(&kernel, &library);
+        // The bulk transfer moved to a large ring midway (and stayed intact).
+        assert!(log.contains("moved to a 4194304-byte ring"), "no bulk ring:\n{log}");
     });
     assert_eq!(stats.delivered, RING_CONNECTIONS, "{stats:?}");
     // The refused connect asked the monitor, then went to the kernel.

@@ -504,6 +504,51 @@ int main(void) {
         close(ss);
     }
 
+    /* bulk: 32 MiB one way in 128 KiB writes (under the library the writer
+       moves to a bulk ring midway), read in odd sizes that straddle writes */
+    {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            close(l);
+            int cc = connect_to(port);
+            static unsigned char out[128 << 10];
+            size_t sent = 0;
+            while (sent < (32u << 20)) {
+                for (size_t i = 0; i < sizeof out; i++)
+                    out[i] = (unsigned char)((sent + i) * 7 + (sent + i) / 4099);
+                size_t off = 0;
+                while (off < sizeof out) {
+                    ssize_t w = write(cc, out + off, sizeof out - off);
+                    if (w <= 0)
+                        _exit(2);
+                    off += (size_t)w;
+                }
+                sent += sizeof out;
+            }
+            _exit(close(cc) == 0 ? 0 : 3);
+        }
+        int ss = accept(l, NULL, NULL);
+        CHECK(ss >= 0);
+        static unsigned char in[200000];
+        const size_t sizes[] = {1000, 70000, 131072, 3, 200000, 4096};
+        size_t total = 0, k = 0;
+        int intact = 1;
+        for (;;) {
+            n = read(ss, in, sizes[k++ % 6]);
+            if (n <= 0)
+                break;
+            for (ssize_t i = 0; i < n; i++)
+                intact &= in[i] == (unsigned char)((total + (size_t)i) * 7 + (total + (size_t)i) / 4099);
+            total += (size_t)n;
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        SAY("bulk: %zu bytes in odd reads, intact %d; writer exit %d; final read %zd", total, intact,
+            WIFEXITED(st) ? WEXITSTATUS(st) : -1, n);
+        close(ss);
+    }
+
     /* a peer killed mid-connection: EOF */
     {
         int pp[2];
