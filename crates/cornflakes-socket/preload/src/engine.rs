@@ -85,6 +85,12 @@ pub(crate) fn lookup(fd: RawFd) -> Option<Arc<Sock>> {
     lock(&TABLE).get(&fd).cloned()
 }
 
+/// The sockets of `fds` that are ours, under one lock of the table.
+pub(crate) fn lookup_many<T: Copy>(fds: &[(RawFd, T)]) -> Vec<(RawFd, T, Arc<Sock>)> {
+    let table = lock(&TABLE);
+    fds.iter().filter_map(|&(fd, t)| table.get(&fd).map(|s| (fd, t, s.clone()))).collect()
+}
+
 pub(crate) fn insert(fd: RawFd, sock: Arc<Sock>) -> bool {
     let Some(flag) = usize::try_from(fd).ok().and_then(|i| MANAGED.get(i)) else { return false };
     lock(&TABLE).insert(fd, sock);
@@ -109,18 +115,30 @@ pub(crate) fn remove(fd: RawFd) -> Option<Arc<Sock>> {
 /// finds the data read at once, with no scheduler wake-up on our side).
 /// Kernel descriptors in the same set wait at most this long extra.
 pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clone) -> bool {
+    // While we spin, writers need send no wake-up bytes (a system call on
+    // each side per message otherwise).
+    socks.clone().for_each(ConnSock::disarm_for_spin);
     let until = Instant::now() + config().spin;
     loop {
-        if socks.clone().any(|c| c.ready().readable) {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
+        if socks.clone().any(|c| c.ready().readable) || Instant::now() >= until {
+            break;
         }
         for _ in 0..64 {
             std::hint::spin_loop();
         }
     }
+    arm_rings(socks)
+}
+
+/// Arms every ring's sleep flag before the caller sleeps in the kernel;
+/// true if one has data after all (then do not sleep).
+pub(crate) fn arm_rings<'a>(socks: impl Iterator<Item = &'a ConnSock>) -> bool {
+    // Every one armed: no short circuit.
+    let mut any = false;
+    for c in socks {
+        any |= c.ready_armed().readable;
+    }
+    any
 }
 
 /// Bumped in every child of `fork` (a `pthread_atfork` handler installed
@@ -705,7 +723,6 @@ impl ConnSock {
                 if copied > 0 {
                     break;
                 }
-                self.rearm_if_empty(&mut rx);
                 return Err(libc::EAGAIN);
             }
             if let Err(e) = self.wait_readable(&mut rx) {
@@ -715,7 +732,6 @@ impl ConnSock {
                 return Err(e);
             }
         }
-        self.rearm_if_empty(&mut rx);
         drop(rx);
         if copied > 0 && !peek {
             self.wake_waiting_writer();
@@ -845,10 +861,33 @@ impl ConnSock {
 
     /// Before the caller sleeps in the kernel on the pair end: arm the flag
     /// (returns false if data arrived meanwhile).
-    pub(crate) fn prepare_sleep(&self) -> bool {
-        let Ok(mut rx) = self.rx.try_lock() else { return true };
-        self.rearm_if_empty(&mut rx);
-        !(rx.avail() > 0 || rx.eof || rx.ring.has_data_seqcst())
+    /// Clears our sleep flag while a poll spins on the ring (the writer then
+    /// sends no wake-up); [`ready_armed`](Self::ready_armed) sets it again.
+    pub(crate) fn disarm_for_spin(&self) {
+        if let Ok(mut rx) = self.rx.try_lock() {
+            if rx.ring.sleeping_flag() {
+                rx.ring.set_sleeping(false);
+                // No byte is owed for a flag we cleared ourselves; one the
+                // writer cleared meanwhile is drained at the next arm or
+                // wake (`after_kernel_wake`).
+                rx.self_disarmed = true;
+            }
+        }
+    }
+
+    /// [`ready`](Self::ready), with the sleep flag armed if nothing is
+    /// there (so a write that lands later wakes a waiter in the kernel).
+    pub(crate) fn ready_armed(&self) -> Ready {
+        let mut r = Ready { writable: true, ..Ready::default() };
+        if let Ok(mut rx) = self.rx.try_lock() {
+            self.rearm_if_empty(&mut rx);
+            r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data_seqcst();
+            r.rdhup = rx.eof;
+        }
+        if let Ok(tx) = self.tx.try_lock() {
+            r.hup = tx.shut && r.rdhup;
+        }
+        r
     }
 
     /// The kernel said the pair end is readable or hung up: fold that into

@@ -806,11 +806,11 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int, sigmask: *const libc::sigset_t
     let deadline = deadline_of(timeout);
     let mut spun = false;
     loop {
-        // Ring readiness first; arm each ring before the kernel sleeps.
+        // Ring readiness first (without arming: a flag armed while we do
+        // not sleep costs the writer a wake-up per message).
         let mut ring_ready = 0;
         for (p, s) in set.iter_mut().zip(&socks) {
             if let Some(Sock::Conn(c)) = s.as_deref() {
-                c.prepare_sleep();
                 let ready = c.ready();
                 p.revents = poll_bits(ready, p.events);
                 if p.revents != 0 {
@@ -836,13 +836,15 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int, sigmask: *const libc::sigset_t
             }
         }
         let mut t = if ring_ready > 0 { 0 } else { remaining(deadline) };
-        if t != 0 && !spun {
-            spun = true;
+        if t != 0 {
             let conns = socks.iter().filter_map(|s| match s.as_deref() {
                 Some(Sock::Conn(c)) => Some(c),
                 _ => None,
             });
-            if engine::spin_for_rings(conns) {
+            // Spin once, then every ring armed before the kernel sleeps.
+            let arrived = if spun { engine::arm_rings(conns) } else { engine::spin_for_rings(conns) };
+            spun = true;
+            if arrived {
                 t = 0;
             }
         }
@@ -1256,15 +1258,17 @@ fn epoll_mixed(
     let max = out.len();
     let mut kbuf = vec![epoll_event { events: 0, u64: 0 }; max];
     let mut spun = false;
+    // Our sockets in the set, looked up once for every pass below.
+    let socks = engine::lookup_many(interests);
+    let mut reported: Vec<c_int> = Vec::new();
     loop {
         let mut n = 0usize;
-        let mut reported: Vec<c_int> = Vec::new();
-        for (fd, i) in interests {
+        reported.clear();
+        for (fd, i, s) in &socks {
             if n == max || !i.armed {
                 continue;
             }
-            if let Some(Sock::Conn(c)) = lookup(*fd).as_deref() {
-                c.prepare_sleep();
+            if let Sock::Conn(c) = &**s {
                 let bits = epoll_bits(c.ready(), i.events);
                 if bits != 0 {
                     out[n] = epoll_event { events: bits, u64: i.data };
@@ -1277,15 +1281,15 @@ fn epoll_mixed(
             }
         }
         let t = if n > 0 { 0 } else { remaining(deadline) };
-        if t != 0 && !spun {
-            spun = true;
-            let conns: Vec<Arc<Sock>> =
-                interests.iter().filter(|(_, i)| i.armed).filter_map(|(fd, _)| lookup(*fd)).collect();
-            let conns = conns.iter().filter_map(|s| match &**s {
+        if t != 0 {
+            let conns = socks.iter().filter(|(_, i, _)| i.armed).filter_map(|(_, _, s)| match &**s {
                 Sock::Conn(c) => Some(c),
                 Sock::Listen(_) => None,
             });
-            if engine::spin_for_rings(conns) {
+            // Spin once, then every ring armed before the kernel sleeps.
+            let arrived = if spun { engine::arm_rings(conns) } else { engine::spin_for_rings(conns) };
+            spun = true;
+            if arrived {
                 // Report it through the checks at the top of the loop.
                 continue;
             }
@@ -1313,17 +1317,16 @@ fn epoll_mixed(
             if reported.contains(&fd) {
                 continue;
             }
-            let Some(&(_, i)) = interests.iter().find(|(f, _)| *f == fd) else { continue };
+            let Some((_, i, s)) = socks.iter().find(|(f, _, _)| *f == fd) else { continue };
             if !i.armed {
                 continue;
             }
-            let bits = match lookup(fd).as_deref() {
-                Some(Sock::Conn(c)) => {
+            let bits = match &**s {
+                Sock::Conn(c) => {
                     let hup = kevents & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
                     epoll_bits(c.after_kernel_wake(hup), i.events)
                 }
-                Some(Sock::Listen(_)) => i.events & libc::EPOLLIN as u32,
-                None => 0,
+                Sock::Listen(_) => i.events & libc::EPOLLIN as u32,
             };
             if bits != 0 {
                 out[n] = epoll_event { events: bits, u64: i.data };
