@@ -1241,6 +1241,43 @@ pub unsafe extern "C" fn epoll_pwait(
     guard(|| epoll_mixed(epfd, out, timeout, sigmask, &interests))
 }
 
+/// `epoll_pwait` with a `timespec` timeout (glibc 2.35). With ring
+/// sockets in the set the wait is `epoll_mixed`'s, in milliseconds (rounded
+/// up, so it never returns early).
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait2(
+    epfd: c_int,
+    evs: *mut epoll_event,
+    max: c_int,
+    timeout: *const libc::timespec,
+    sigmask: *const libc::sigset_t,
+) -> c_int {
+    let interests: Vec<(c_int, Interest)> = if EPOLL_INTERESTS.load(Ordering::Relaxed) == 0 {
+        Vec::new()
+    } else {
+        engine::lock(&EPOLL_SETS).get(&epfd).map(|s| s.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
+    };
+    if interests.is_empty() || max <= 0 || evs.is_null() {
+        // SAFETY: the program's arguments, unchanged.
+        return unsafe { (real().epoll_pwait2)(epfd, evs, max, timeout, sigmask) };
+    }
+    let ms = if timeout.is_null() {
+        -1
+    } else {
+        // SAFETY: the program's timespec.
+        let t = unsafe { std::ptr::read(timeout) };
+        if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+            set_errno(libc::EINVAL);
+            return -1;
+        }
+        let ms = i128::from(t.tv_sec) * 1000 + (i128::from(t.tv_nsec) + 999_999) / 1_000_000;
+        ms.min(i128::from(c_int::MAX)) as c_int
+    };
+    // SAFETY: the program lends `max` epoll_events.
+    let out = unsafe { std::slice::from_raw_parts_mut(evs, max as usize) };
+    guard(|| epoll_mixed(epfd, out, ms, sigmask, &interests))
+}
+
 fn disarm_oneshot(epfd: c_int, fd: c_int) {
     if let Some(i) = engine::lock(&EPOLL_SETS).get_mut(&epfd).and_then(|s| s.get_mut(&fd)) {
         i.armed = false;

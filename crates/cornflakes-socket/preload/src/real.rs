@@ -56,6 +56,7 @@ real_table! {
     poll: unsafe extern "C" fn(*mut pollfd, nfds_t, c_int) -> c_int;
     epoll_ctl: unsafe extern "C" fn(c_int, c_int, c_int, *mut epoll_event) -> c_int;
     epoll_pwait: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, c_int, *const libc::sigset_t) -> c_int;
+    epoll_pwait2: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, *const libc::timespec, *const libc::sigset_t) -> c_int;
     dup: unsafe extern "C" fn(c_int) -> c_int;
     dup2: unsafe extern "C" fn(c_int, c_int) -> c_int;
     dup3: unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,15 @@ static void read_exact(int fd, char *buf, size_t n) {
         CHECK(r > 0);
         got += (size_t)r;
     }
+}
+
+/* A write 50 ms from now, from another thread (while the main one sleeps). */
+static int late_fd;
+static void *write_late(void *arg) {
+    (void)arg;
+    usleep(50 * 1000);
+    CHECK(write(late_fd, "w", 1) == 1);
+    return NULL;
 }
 
 int main(void) {
@@ -345,6 +355,20 @@ int main(void) {
         SAY("epoll sock %d data %llu events %u", r, (unsigned long long)out[0].data.u64, out[0].events);
         CHECK(read(s, buf, 1) == 1);
         SAY("epoll drained %d", epoll_wait(ep, out, 4, 0));
+        /* epoll_pwait2: a timespec timeout, then a write while it sleeps */
+        {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            SAY("epoll_pwait2 timeout %d", epoll_pwait2(ep, out, 4, &ts, NULL));
+            pthread_t th;
+            late_fd = c;
+            CHECK(pthread_create(&th, NULL, write_late, NULL) == 0);
+            ts.tv_sec = 5;
+            ts.tv_nsec = 0;
+            r = epoll_pwait2(ep, out, 4, &ts, NULL);
+            SAY("epoll_pwait2 woken %d data %llu", r, (unsigned long long)out[0].data.u64);
+            CHECK(pthread_join(th, NULL) == 0);
+            read_exact(s, buf, 1);
+        }
         /* one-shot: reported once until re-armed */
         e.events = EPOLLIN | EPOLLONESHOT;
         e.data.u64 = 333;
