@@ -119,12 +119,18 @@ pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clo
     // each side per message otherwise).
     socks.clone().for_each(ConnSock::disarm_for_spin);
     let until = Instant::now() + config().spin;
-    loop {
-        if socks.clone().any(|c| c.ready().readable) || Instant::now() >= until {
-            break;
-        }
+    // The rings are checked between single pauses (a pause is ~65 cycles on
+    // Zen: 64 of them between checks added ~1 us to every round trip); the
+    // clock every 64 checks.
+    'spin: loop {
         for _ in 0..64 {
+            if socks.clone().any(|c| c.ready().readable) {
+                break 'spin;
+            }
             std::hint::spin_loop();
+        }
+        if Instant::now() >= until {
+            break;
         }
     }
     arm_rings(socks)
@@ -782,14 +788,16 @@ impl ConnSock {
         rx.self_disarmed = was_armed;
         let until = Instant::now() + config().spin;
         loop {
-            if rx.ring.has_data() {
-                return Ok(());
+            // Checked between single pauses, the clock every 64 checks (see
+            // `spin_for_rings`).
+            for _ in 0..64 {
+                if rx.ring.has_data() {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
             }
             if Instant::now() >= until {
                 break;
-            }
-            for _ in 0..64 {
-                std::hint::spin_loop();
             }
         }
         self.arm(rx);
