@@ -559,6 +559,9 @@ int main(void) {
         size_t total = 0, k = 0;
         int intact = 1;
         for (;;) {
+            /* a slow reader now and then: the writer finds the ring full */
+            if (k % 16 == 0)
+                usleep(500);
             n = read(ss, in, sizes[k++ % 6]);
             if (n <= 0)
                 break;
