@@ -427,6 +427,9 @@ pub(crate) struct ConnSock {
     /// Ring memfds the peer sent over the pair, waiting for their switch
     /// records.
     incoming: Mutex<Vec<OwnedFd>>,
+    /// `Tx::shut`, readable without the lock (readiness scans read it for
+    /// every socket of a set on every call).
+    wr_shut: AtomicBool,
     pub(crate) local: SocketAddrV4,
     pub(crate) peer: SocketAddrV4,
     /// The program's `O_NONBLOCK` (the pair end itself is always non-blocking).
@@ -502,6 +505,7 @@ impl ConnSock {
         Self {
             tx: Mutex::new(Tx { ring: Movable(tx), shut: false, full_hits: 0, upgraded: false }),
             incoming: Mutex::new(Vec::new()),
+            wr_shut: AtomicBool::new(false),
             rx: Mutex::new(Rx {
                 ring: Movable(rx),
                 buf: Vec::new(),
@@ -857,18 +861,12 @@ impl ConnSock {
             r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
             r.rdhup = rx.eof;
         }
-        if let Ok(tx) = self.tx.try_lock() {
-            // A full ring still reports writable: see docs/sockets.md.
-            r.writable = true;
-            r.hup = tx.shut && r.rdhup;
-        } else {
-            r.writable = true;
-        }
+        // A full ring still reports writable: see docs/sockets.md.
+        r.writable = true;
+        r.hup = r.rdhup && self.wr_shut.load(Ordering::Relaxed);
         r
     }
 
-    /// Before the caller sleeps in the kernel on the pair end: arm the flag
-    /// (returns false if data arrived meanwhile).
     /// Clears our sleep flag while a poll spins on the ring (the writer then
     /// sends no wake-up); [`ready_armed`](Self::ready_armed) sets it again.
     pub(crate) fn disarm_for_spin(&self) {
@@ -892,9 +890,7 @@ impl ConnSock {
             r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data_seqcst();
             r.rdhup = rx.eof;
         }
-        if let Ok(tx) = self.tx.try_lock() {
-            r.hup = tx.shut && r.rdhup;
-        }
+        r.hup = r.rdhup && self.wr_shut.load(Ordering::Relaxed);
         r
     }
 
@@ -921,7 +917,7 @@ impl ConnSock {
 
     fn ready_locked(&self, rx: &Rx) -> Ready {
         let readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
-        let hup = rx.eof && self.tx.try_lock().is_ok_and(|t| t.shut);
+        let hup = rx.eof && self.wr_shut.load(Ordering::Relaxed);
         Ready { readable, writable: true, rdhup: rx.eof, hup }
     }
 
@@ -943,6 +939,7 @@ impl ConnSock {
             let mut tx = lock(&self.tx);
             if !tx.shut {
                 tx.shut = true;
+                self.wr_shut.store(true, Ordering::Relaxed);
                 // One spin-wait for room: the FIN must not be lost.
                 let mut waits = 0;
                 while tx.ring.try_push_info(&[], INFO_FIN) == Err(PushError::Full) && waits < 10_000 {
