@@ -867,6 +867,17 @@ impl ConnSock {
         r
     }
 
+    /// A wake-up reached a waiter that does not watch this socket now: take
+    /// the byte and leave the flag clear (the next wait that watches it
+    /// arms it again).
+    pub(crate) fn quiesce(&self) {
+        if let Ok(mut rx) = self.rx.try_lock() {
+            rx.ring.set_sleeping(false);
+            rx.self_disarmed = true;
+            self.drain_wakeups();
+        }
+    }
+
     /// Clears our sleep flag while a poll spins on the ring (the writer then
     /// sends no wake-up); [`ready_armed`](Self::ready_armed) sets it again.
     pub(crate) fn disarm_for_spin(&self) {
@@ -1368,8 +1379,12 @@ fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: Socke
 pub(crate) struct Interest {
     pub(crate) events: u32,
     pub(crate) data: u64,
-    /// False after an `EPOLLONESHOT` report, until `EPOLL_CTL_MOD`.
+    /// False after an `EPOLLONESHOT` report, until `EPOLL_CTL_MOD`, and
+    /// after the program's `EPOLL_CTL_DEL`.
     pub(crate) armed: bool,
+    /// Registered by the program. A ring socket it deleted stays in the
+    /// kernel's set (our registration) until it is closed or added again.
+    pub(crate) present: bool,
 }
 
 /// epoll set -> our descriptors in it.

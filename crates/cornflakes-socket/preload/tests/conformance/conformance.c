@@ -40,6 +40,8 @@ static const char *ename(int e) {
     case ENOTCONN: return "ENOTCONN";
     case EBADF: return "EBADF";
     case EINVAL: return "EINVAL";
+    case ENOENT: return "ENOENT";
+    case EEXIST: return "EEXIST";
     default: return "other";
     }
 }
@@ -382,6 +384,21 @@ int main(void) {
         CHECK(write(c, "3", 1) == 1);
         SAY("after del %d", epoll_wait(ep, out, 4, 20));
         read_exact(s, buf, 1);
+        /* deleted: DEL and MOD fail; ADD again reports again */
+        r = epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL);
+        SAY("del again: %d %s", r, ename(r ? errno : 0));
+        r = epoll_ctl(ep, EPOLL_CTL_MOD, s, &e);
+        SAY("mod after del: %d %s", r, ename(r ? errno : 0));
+        e.events = EPOLLIN;
+        e.data.u64 = 444;
+        SAY("add again %d", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
+        r = epoll_ctl(ep, EPOLL_CTL_ADD, s, &e);
+        SAY("add twice: %d %s", r, ename(r ? errno : 0));
+        CHECK(write(c, "4", 1) == 1);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("after add again %d data %llu", r, (unsigned long long)out[0].data.u64);
+        read_exact(s, buf, 1);
+        CHECK(epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL) == 0);
         close(ep);
         close(p[0]);
         close(p[1]);
