@@ -606,7 +606,8 @@ fn format_us(us: f64) -> String {
     }
 }
 
-fn median(mut xs: Vec<f64>) -> Option<f64> {
+/// The median of `xs` (the lower middle of an even count); `None` when empty.
+pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
     xs.sort_by(f64::total_cmp);
     (!xs.is_empty()).then(|| xs[(xs.len() - 1) / 2])
 }

@@ -231,8 +231,8 @@ pub struct Row {
     pub load_avg: f64,
 }
 
-/// The one-minute load average.
-fn load_average() -> f64 {
+/// The one-minute load average (NaN when /proc cannot be read).
+pub(crate) fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
@@ -401,7 +401,8 @@ impl Running {
     }
 }
 
-fn free_port() -> Result<u16, Error> {
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub(crate) fn free_port() -> Result<u16, Error> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
@@ -446,6 +447,20 @@ fn start(server: Server, config: &RedisCompareConfig) -> Result<(Running, Socket
     }
 }
 
+/// The figures of `redis-benchmark --csv`'s last line
+/// (`"name","rps","avg","min","p50","p95","p99","max"`, latencies in ms),
+/// without the name; `None` unless all seven are numbers.
+pub(crate) fn benchmark_csv(stdout: &str) -> Option<[f64; 7]> {
+    let fields: Vec<f64> = stdout
+        .lines()
+        .last()?
+        .split("\",\"")
+        .skip(1)
+        .map(|f| f.trim_matches('"').parse().unwrap_or(f64::NAN))
+        .collect();
+    fields.get(..7)?.try_into().ok().filter(|f: &[f64; 7]| f.iter().all(|v| !v.is_nan()))
+}
+
 /// Runs `redis-benchmark`; the row, or why it failed.
 fn bench(
     server: Server,
@@ -479,18 +494,9 @@ fn bench(
     if !out.status.success() || stdout.contains("rror") || stderr.contains("rror") {
         return Err(Error::Failed(format!("redis-benchmark failed or saw errors: {}", context())));
     }
-    // The last CSV line: "name","rps","avg","min","p50","p95","p99","max".
-    let fields: Vec<f64> = stdout
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .split("\",\"")
-        .skip(1)
-        .map(|f| f.trim_matches('"').parse().unwrap_or(f64::NAN))
-        .collect();
-    if fields.len() < 7 || fields.iter().any(|f| f.is_nan()) {
+    let Some(fields) = benchmark_csv(&stdout) else {
         return Err(Error::Failed(format!("cannot read redis-benchmark's CSV: {}", context())));
-    }
+    };
     Ok(Row {
         server,
         test: test.name(),

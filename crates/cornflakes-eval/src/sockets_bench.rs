@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::redis_compare::free_port;
 use crate::Error;
 
 /// One unmodified program pair measured by `cf sockets-bench`.
@@ -227,6 +228,26 @@ impl Server {
         Ok(Server { child, what })
     }
 
+    /// Spawns `cmd` (its stderr discarded) and waits until the kernel lists
+    /// a TCP socket listening on `port` (read from /proc, so no probe
+    /// connection reaches the server).
+    fn listening(mut cmd: Command, what: &'static str, port: u16) -> Result<Self, Error> {
+        cmd.stderr(Stdio::null());
+        let mut server = Server::spawn(cmd, what)?;
+        let needle = format!(":{port:04X} 00000000:0000 0A");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if std::fs::read_to_string("/proc/net/tcp").is_ok_and(|t| t.contains(&needle)) {
+                return Ok(server);
+            }
+            server.check_alive()?;
+            if Instant::now() >= deadline {
+                return Err(Error::Failed(format!("{what} did not listen on port {port} within 10 s")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Fails if the server has already exited.
     fn check_alive(&mut self) -> Result<(), Error> {
         match self.child.try_wait() {
@@ -239,9 +260,10 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        use rustix::process::{kill_process_group, Pid, Signal};
         // The whole group: nginx's worker, sockperf's threads.
-        let pid = self.child.id() as i32;
-        let _ = Command::new("kill").args(["-TERM", "--", &format!("-{pid}")]).status();
+        let group = Pid::from_child(&self.child);
+        let _ = kill_process_group(group, Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -249,14 +271,14 @@ impl Drop for Server {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
+        let _ = kill_process_group(group, Signal::KILL);
         let _ = self.child.wait();
     }
 }
 
 /// The monitor, with its `-v` log in a file from which deliveries are counted.
 struct Monitor {
-    _server: Server,
+    server: Server,
     log: PathBuf,
 }
 
@@ -311,35 +333,6 @@ fn tail(s: &str) -> String {
     lines[lines.len().saturating_sub(6)..].join("\n")
 }
 
-fn free_port() -> Result<u16, Error> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
-}
-
-/// Waits until the kernel lists a TCP socket listening on `port` (read from
-/// /proc, so no probe connection reaches the server).
-fn wait_listening(server: &mut Server, port: u16) -> Result<(), Error> {
-    let needle = format!(":{port:04X} 00000000:0000 0A");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if std::fs::read_to_string("/proc/net/tcp").is_ok_and(|t| t.contains(&needle)) {
-            return Ok(());
-        }
-        server.check_alive()?;
-        if Instant::now() >= deadline {
-            return Err(Error::Failed(format!("{} did not listen on port {port} within 10 s", server.what)));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn load1() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(f64::NAN)
-}
-
 /// The number after `key` (e.g. `avg-latency=`) in `text`.
 fn number_after(text: &str, key: &str) -> Option<f64> {
     let rest = &text[text.find(key)? + key.len()..];
@@ -355,11 +348,11 @@ struct Measured {
 
 fn sockperf(ctx: &Ctx<'_>, mode: Mode) -> Result<Measured, Error> {
     let c = ctx.config;
-    let port = free_port()?.to_string();
+    let port_number = free_port()?;
+    let port = port_number.to_string();
     let mut cmd = ctx.server(mode, "sockperf");
-    cmd.args(["sr", "--tcp", "-i", "127.0.0.1", "-p", &port]).stderr(Stdio::null());
-    let mut server = Server::spawn(cmd, "sockperf sr")?;
-    wait_listening(&mut server, port.parse().unwrap_or(0))?;
+    cmd.args(["sr", "--tcp", "-i", "127.0.0.1", "-p", &port]);
+    let mut server = Server::listening(cmd, "sockperf sr", port_number)?;
     let mut cmd = ctx.client(mode, "sockperf");
     cmd.args(["pp", "--tcp", "-i", "127.0.0.1", "-p", &port, "-m", &c.message_bytes.to_string()]);
     // sockperf sizes its table of send times from the rate: with the
@@ -410,11 +403,11 @@ fn redis_value() -> String {
 /// Both redis cases, on one server: `-c 1` (mean latency) then `-c 50`.
 fn redis(ctx: &Ctx<'_>, mode: Mode) -> Result<[Measured; 2], Error> {
     let c = ctx.config;
-    let port = free_port()?.to_string();
+    let port_number = free_port()?;
+    let port = port_number.to_string();
     let mut cmd = ctx.server(mode, "redis-server");
-    cmd.args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]).stderr(Stdio::null());
-    let mut server = Server::spawn(cmd, "redis-server")?;
-    wait_listening(&mut server, port.parse().unwrap_or(0))?;
+    cmd.args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+    let mut server = Server::listening(cmd, "redis-server", port_number)?;
     let cli = |args: &[&str]| {
         let mut cmd = ctx.client(mode, "redis-cli");
         cmd.args(["-p", &port]).args(args);
@@ -431,18 +424,9 @@ fn redis(ctx: &Ctx<'_>, mode: Mode) -> Result<[Measured; 2], Error> {
         if out.contains("rror") || err.contains("rror") {
             return Err(Error::Failed(format!("redis-benchmark saw errors: {}{}", tail(&out), tail(&err))));
         }
-        // The last CSV line: "GET","rps","avg","min","p50","p95","p99","max".
-        let f: Vec<f64> = out
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .split("\",\"")
-            .skip(1)
-            .map(|f| f.trim_matches('"').parse().unwrap_or(f64::NAN))
-            .collect();
-        if f.len() < 7 || f.iter().any(|v| v.is_nan()) {
+        let Some(f) = crate::redis_compare::benchmark_csv(&out) else {
             return Err(Error::Failed(format!("cannot read redis-benchmark's CSV: {}", tail(&out))));
-        }
+        };
         server.check_alive()?;
         let mut extra = BTreeMap::new();
         extra.insert("requests_per_s", f[0]);
@@ -502,9 +486,8 @@ fn nginx(ctx: &Ctx<'_>, mode: Mode) -> Result<Measured, Error> {
     let script = prefix.join("check.lua");
     std::fs::write(&script, WRK_CHECK).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut cmd = ctx.server(mode, "nginx");
-    cmd.arg("-c").arg(&conf_path).arg("-p").arg(&prefix).stderr(Stdio::null());
-    let mut server = Server::spawn(cmd, "nginx")?;
-    wait_listening(&mut server, port)?;
+    cmd.arg("-c").arg(&conf_path).arg("-p").arg(&prefix);
+    let mut server = Server::listening(cmd, "nginx", port)?;
     let mut cmd = ctx.client(mode, "wrk");
     cmd.args(["-t1", "-c", &c.wrk_connections.to_string(), "-d", &format!("{}s", c.seconds.ceil().max(1.0))]);
     cmd.arg("--latency").arg("-s").arg(&script).env("CF_PAGE", &page);
@@ -548,11 +531,12 @@ fn wrk_duration_us(s: &str) -> Option<f64> {
 
 fn iperf3(ctx: &Ctx<'_>, mode: Mode) -> Result<Measured, Error> {
     let c = ctx.config;
-    let port = free_port()?.to_string();
+    let port_number = free_port()?;
+    let port = port_number.to_string();
     let mut cmd = ctx.server(mode, "iperf3");
-    cmd.args(["-s", "-1", "-B", "127.0.0.1", "-p", &port]).stderr(Stdio::null());
-    let mut server = Server::spawn(cmd, "iperf3 -s")?;
-    wait_listening(&mut server, port.parse().unwrap_or(0))?;
+    cmd.args(["-s", "-1", "-B", "127.0.0.1", "-p", &port]);
+    // Held until the client is done (`iperf3 -s -1` exits after one test).
+    let _server = Server::listening(cmd, "iperf3 -s", port_number)?;
     let mut cmd = ctx.client(mode, "iperf3");
     cmd.args(["-c", "127.0.0.1", "-p", &port, "-J", "-t", &format!("{}", c.seconds.ceil().max(1.0))]);
     let (out, _) = output(cmd, "iperf3 -c")?;
@@ -568,15 +552,6 @@ fn iperf3(ctx: &Ctx<'_>, mode: Mode) -> Result<Measured, Error> {
     extra.insert("bytes_sent", sent_bytes);
     extra.insert("bytes_received", received_bytes);
     Ok(Measured { value: bps / 1e9, extra })
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    if xs.is_empty() {
-        f64::NAN
-    } else {
-        xs[(xs.len() - 1) / 2]
-    }
 }
 
 fn check_programs(config: &SocketsBenchConfig) -> Result<(), Error> {
@@ -624,9 +599,9 @@ pub fn run(config: &SocketsBenchConfig) -> Result<Summary, Error> {
     let mut cmd = Command::new(&config.cf);
     cmd.args(["socket-monitor", "-v", "--addr", &monitor_name]).env_remove("LD_PRELOAD");
     cmd.stderr(File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?);
-    let mut monitor = Monitor { _server: Server::spawn(cmd, "cf socket-monitor")?, log };
+    let mut monitor = Monitor { server: Server::spawn(cmd, "cf socket-monitor")?, log };
     std::thread::sleep(Duration::from_millis(300));
-    monitor._server.check_alive()?;
+    monitor.server.check_alive()?;
     let ctx = Ctx { config, monitor_name, work };
 
     let started = Instant::now();
@@ -643,7 +618,7 @@ pub fn run(config: &SocketsBenchConfig) -> Result<Summary, Error> {
                 higher_is_better: higher,
                 extra: m.extra,
                 ring_connections: rings,
-                load1: load1(),
+                load1: crate::redis_compare::load_average(),
             };
             eprintln!(
                 "  {:<12} {:<9} {:>10.2} {:<5} rings {:>4}  load {:.1}",
@@ -667,7 +642,7 @@ pub fn run(config: &SocketsBenchConfig) -> Result<Summary, Error> {
             );
             for mode in [Mode::Kernel, Mode::Cfsocket] {
                 let before = monitor.delivered();
-                let rings = |monitor: &mut Monitor| -> Result<u64, Error> {
+                let rings = |monitor: &Monitor| -> Result<u64, Error> {
                     let n = monitor.delivered() - before;
                     if mode == Mode::Cfsocket && n == 0 {
                         return Err(Error::Failed(format!(
@@ -684,24 +659,24 @@ pub fn run(config: &SocketsBenchConfig) -> Result<Summary, Error> {
                 match tool {
                     Tool::Sockperf => {
                         let m = sockperf(&ctx, mode)?;
-                        let n = rings(&mut monitor)?;
+                        let n = rings(&monitor)?;
                         let case = format!("sockperf {} B", config.message_bytes);
                         record(&case, mode, round, m, "us", false, n);
                     }
                     Tool::Redis => {
                         let [one, fifty] = redis(&ctx, mode)?;
-                        let n = rings(&mut monitor)?;
+                        let n = rings(&monitor)?;
                         record("redis -c 1", mode, round, one, "us", false, n);
                         record("redis -c 50", mode, round, fifty, "req/s", true, n);
                     }
                     Tool::Nginx => {
                         let m = nginx(&ctx, mode)?;
-                        let n = rings(&mut monitor)?;
+                        let n = rings(&monitor)?;
                         record("nginx", mode, round, m, "req/s", true, n);
                     }
                     Tool::Iperf3 => {
                         let m = iperf3(&ctx, mode)?;
-                        let n = rings(&mut monitor)?;
+                        let n = rings(&monitor)?;
                         record("iperf3", mode, round, m, "Gbit/s", true, n);
                     }
                 }
@@ -759,15 +734,15 @@ fn summarize(config: &SocketsBenchConfig, runs: Vec<Run>) -> Summary {
         .map(|case| {
             let first = runs.iter().find(|r| &r.case == case && r.mode == Mode::Kernel);
             let (unit, higher) = first.map_or(("", true), |r| (r.unit, r.higher_is_better));
-            let kernel = median(of(case, Mode::Kernel));
-            let cfsocket = median(of(case, Mode::Cfsocket));
+            let kernel = crate::overload::median(of(case, Mode::Kernel)).unwrap_or(f64::NAN);
+            let cfsocket = crate::overload::median(of(case, Mode::Cfsocket)).unwrap_or(f64::NAN);
             let gain = if higher { cfsocket / kernel } else { kernel / cfsocket };
             CaseSummary { case: case.clone(), unit, kernel, cfsocket, gain, target: target(case) }
         })
         .collect();
     let sockperf_over_bare = names.iter().find(|c| c.starts_with("sockperf")).and_then(|case| {
-        let bare = median(of(case, Mode::Bare));
-        let lib = median(of(case, Mode::Cfsocket));
+        let bare = crate::overload::median(of(case, Mode::Bare)).unwrap_or(f64::NAN);
+        let lib = crate::overload::median(of(case, Mode::Cfsocket)).unwrap_or(f64::NAN);
         (bare > 0.0 && lib.is_finite()).then(|| 2.0 * lib / bare)
     });
     let settings = serde_json::json!({

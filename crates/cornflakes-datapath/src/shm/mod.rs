@@ -222,7 +222,7 @@ use crate::{ConnId, Datapath, DatapathStats, Received, RecvError, Segment, SendE
 use conn::{conn_id, generation_of, slot_of, Conn, Slot};
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
-pub use sys::{recv_fds, send_fds};
+pub use sys::{recv_fds, send_fds, try_recv_fds};
 
 /// How a [`ShmDatapath`] behaves.
 #[derive(Clone, Debug)]

@@ -453,14 +453,14 @@ impl RingProducer {
     pub fn try_push_info(&mut self, bytes: &[u8], info: u32) -> Result<(), PushError> {
         assert!(info <= MAX_INFO, "record info {info:#x} uses the wrap bit");
         let body = self.reserve(bytes.len())?;
-        // SAFETY: `reserve` returned `bytes.len()` writable bytes of the data
-        // area, which cannot overlap `bytes` (our own memory).
-        unsafe {
-            if bytes.len() >= self.streaming_from {
-                sys::copy_to_shared_streaming(bytes, body.as_ptr());
-            } else {
-                sys::copy_to_shared(bytes, body.as_ptr());
-            }
+        // `reserve` returned `bytes.len()` writable bytes of the data area,
+        // which cannot overlap `bytes` (our own memory).
+        if bytes.len() >= self.streaming_from {
+            // SAFETY: as said above: writable, in the mapping, disjoint.
+            unsafe { sys::copy_to_shared_streaming(bytes, body.as_ptr()) };
+        } else {
+            // SAFETY: as said above: writable, in the mapping, disjoint.
+            unsafe { sys::copy_to_shared(bytes, body.as_ptr()) };
         }
         self.commit(bytes.len(), info, Ordering::Release);
         Ok(())
@@ -743,9 +743,10 @@ impl RingConsumer {
         let Some(rec) = self.peek()? else { return Ok(None) };
         let Some(left) = rec.len.checked_sub(*offset) else { return Err(RingCorrupt) };
         let n = left.min(out.len());
-        // SAFETY: `peek` checked that body..body+len lies in the data area;
-        // offset + n <= len; `out` is our memory with room for `n` bytes;
-        // the record is not consumed before this copy.
+        // `peek` checked that body..body+len lies in the data area, and
+        // offset + n <= len; `out` is our memory with room for `n` bytes; the
+        // record is not consumed (its space not returned) before this copy.
+        // SAFETY: the range read is inside the mapping, as said above.
         unsafe { sys::copy_from_shared(rec.body.as_ptr().add(*offset), out, n) };
         let info = rec.info;
         if n == left {

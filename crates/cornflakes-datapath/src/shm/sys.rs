@@ -131,10 +131,10 @@ pub(crate) unsafe fn copy_to_shared_streaming(src: &[u8], dst: *mut u8) {
         let len = src.len();
         // Up to 15 bytes first, so that the streaming stores are aligned.
         let head = ((16 - (dst as usize & 15)) & 15).min(len);
-        // SAFETY: the caller guarantees dst..dst+len is writable and
-        // disjoint from `src`; every access below is within 0..len of both;
-        // SSE2 is part of the x86_64 baseline; `dst + i` is 16-aligned for
-        // i >= head.
+        // The caller guarantees dst..dst+len is writable and disjoint from
+        // `src`; every access below is within 0..len of both; SSE2 is part
+        // of the x86_64 baseline; `dst + i` is 16-aligned for i >= head.
+        // SAFETY: in bounds, disjoint, aligned streaming stores, as said above.
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
             let mut i = head;
@@ -247,10 +247,24 @@ pub fn send_fds(sock: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Re
 ///
 /// See [`send_fds`].
 pub fn recv_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    recv_fds_with(sock, buf, RecvFlags::empty())
+}
+
+/// [`recv_fds`] that never blocks (`MSG_DONTWAIT`), whatever the socket's
+/// own mode: `WouldBlock` when nothing is queued.
+///
+/// # Errors
+///
+/// As [`recv_fds`].
+pub fn try_recv_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    recv_fds_with(sock, buf, RecvFlags::DONTWAIT)
+}
+
+fn recv_fds_with(sock: impl AsFd, buf: &mut [u8], flags: RecvFlags) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut iov = [IoSliceMut::new(buf)];
-    let msg = recvmsg(&sock, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let msg = recvmsg(&sock, &mut iov, &mut control, flags | RecvFlags::CMSG_CLOEXEC)?;
     let mut fds = Vec::new();
     for m in control.drain() {
         if let RecvAncillaryMessage::ScmRights(rights) = m {

@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use cornflakes_datapath::shm::ring::{PushError, Ring};
-use cornflakes_datapath::shm::{recv_fds, send_fds, RingConsumer, RingProducer};
+use cornflakes_datapath::shm::{recv_fds, send_fds, try_recv_fds, RingConsumer, RingProducer};
 use cornflakes_socket::proto::{Frame, Op, CONNECT_FDS, FRAME_LEN, STATUS_OK};
 use cornflakes_socket::MonitorAddr;
 use libc::c_int;
 use rustix::event::{PollFd, PollFlags};
-use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
 
 use crate::real::real;
 
@@ -393,22 +393,6 @@ impl Rx {
 /// Room the switch record needs (a record header).
 const SWITCH_RECORD_ROOM: usize = 16;
 
-/// Wake-up bytes from the pair, and any descriptors sent with them.
-fn recv_wakeups(wake: &OwnedFd, buf: &mut [u8]) -> std::io::Result<(usize, Vec<OwnedFd>)> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage};
-    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
-    let mut control = RecvAncillaryBuffer::new(&mut space);
-    let mut iov = [std::io::IoSliceMut::new(buf)];
-    let msg = rustix::net::recvmsg(wake, &mut iov, &mut control, RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC)?;
-    let mut fds = Vec::new();
-    for m in control.drain() {
-        if let RecvAncillaryMessage::ScmRights(rights) = m {
-            fds.extend(rights);
-        }
-    }
-    Ok((msg.bytes, fds))
-}
-
 /// The rest of the buffer that byte `at` of `bufs` (taken as one run)
 /// falls in; `None` at the end.
 fn slice_at<'a>(bufs: &'a mut [&mut [u8]], mut at: usize) -> Option<&'a mut [u8]> {
@@ -547,7 +531,8 @@ impl ConnSock {
     fn drain_wakeups(&self) {
         let mut b = [0u8; 64];
         loop {
-            match recv_wakeups(&self.wake, &mut b) {
+            // Wake-up bytes, and any ring memfd the peer sent with one.
+            match try_recv_fds(&self.wake, &mut b) {
                 Ok((0, _)) | Err(_) => break,
                 Ok((_, fds)) if fds.is_empty() => {}
                 Ok((_, fds)) => {

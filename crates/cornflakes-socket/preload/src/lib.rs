@@ -1245,11 +1245,7 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
-    let interests: Vec<(c_int, Interest)> = if EPOLL_INTERESTS.load(Ordering::Relaxed) == 0 {
-        Vec::new()
-    } else {
-        engine::lock(&EPOLL_SETS).get(&epfd).map(|s| s.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
-    };
+    let interests = epoll_interests(epfd);
     if interests.is_empty() || max <= 0 || evs.is_null() {
         // SAFETY: the program's arguments, unchanged.
         return unsafe { (real().epoll_pwait)(epfd, evs, max, timeout, sigmask) };
@@ -1257,6 +1253,15 @@ pub unsafe extern "C" fn epoll_pwait(
     // SAFETY: the program lends `max` epoll_events.
     let out = unsafe { std::slice::from_raw_parts_mut(evs, max as usize) };
     guard(|| epoll_mixed(epfd, out, timeout, sigmask, &interests))
+}
+
+/// Our sockets in epoll set `epfd` with the program's interest in each
+/// (empty, without taking the lock, when no set has any).
+fn epoll_interests(epfd: c_int) -> Vec<(c_int, Interest)> {
+    if EPOLL_INTERESTS.load(Ordering::Relaxed) == 0 {
+        return Vec::new();
+    }
+    engine::lock(&EPOLL_SETS).get(&epfd).map(|s| s.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
 }
 
 /// `epoll_pwait` with a `timespec` timeout (glibc 2.35). With ring
@@ -1270,11 +1275,7 @@ pub unsafe extern "C" fn epoll_pwait2(
     timeout: *const libc::timespec,
     sigmask: *const libc::sigset_t,
 ) -> c_int {
-    let interests: Vec<(c_int, Interest)> = if EPOLL_INTERESTS.load(Ordering::Relaxed) == 0 {
-        Vec::new()
-    } else {
-        engine::lock(&EPOLL_SETS).get(&epfd).map(|s| s.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
-    };
+    let interests = epoll_interests(epfd);
     if interests.is_empty() || max <= 0 || evs.is_null() {
         // SAFETY: the program's arguments, unchanged.
         return unsafe { (real().epoll_pwait2)(epfd, evs, max, timeout, sigmask) };
