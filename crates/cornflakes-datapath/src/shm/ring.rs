@@ -903,6 +903,32 @@ mod tests {
     }
 
     #[test]
+    fn partial_reads_return_every_byte_in_order_across_wraps() {
+        let (mut p, mut c) = Ring::create(MIN_RING_SIZE).unwrap();
+        let (mut sent, mut got) = (Vec::new(), Vec::new());
+        let mut offset = 0;
+        let mut chunk = [0u8; 97];
+        for round in 0..3000usize {
+            let len = (round * 53) % 900;
+            let msg: Vec<u8> = (0..len).map(|i| (i + round) as u8).collect();
+            if p.try_push(&msg).is_ok() {
+                sent.extend_from_slice(&msg);
+            }
+            let want = 1 + round % chunk.len();
+            while let Some((n, info)) = c.read_partial(&mut chunk[..want], &mut offset).unwrap() {
+                assert_eq!(info, 0);
+                got.extend_from_slice(&chunk[..n]);
+            }
+        }
+        assert_eq!(got, sent);
+        assert!(sent.len() > 100_000);
+        // An offset past the record is refused, not read out of bounds.
+        p.try_push(b"abc").unwrap();
+        let mut beyond = 10;
+        assert_eq!(c.read_partial(&mut chunk, &mut beyond), Err(RingCorrupt));
+    }
+
+    #[test]
     fn push_pop_wrap_and_credits() {
         let (mut p, mut c) = Ring::create(MIN_RING_SIZE).unwrap();
         assert_eq!(p.max_len(), 2048 - 16);
