@@ -201,6 +201,7 @@
 
 pub mod proto;
 pub mod ring;
+pub mod words;
 
 mod conn;
 mod liveness;

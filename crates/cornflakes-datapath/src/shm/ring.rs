@@ -186,6 +186,24 @@ pub enum PushError {
 #[error("ring corrupt: impossible record header")]
 pub struct RingCorrupt;
 
+/// A producer's place in a ring ([`RingProducer::cursor`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProducerCursor {
+    /// Next position to write.
+    pub tail: u64,
+    /// The consumer's credit word as last read.
+    pub credits: u64,
+}
+
+/// A consumer's place in a ring ([`RingConsumer::cursor`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConsumerCursor {
+    /// Next position to read.
+    pub head: u64,
+    /// Head at the last credit return.
+    pub returned: u64,
+}
+
 /// One mapped ring, as either endpoint sees it.
 struct Mapped {
     map: Mapping,
@@ -522,9 +540,44 @@ impl RingProducer {
         Ok(need <= self.limit)
     }
 
+    /// Where this producer stands: the next position it writes and the
+    /// credits it last read. For processes that share one producing end
+    /// (a forked parent and child, taking turns under a lock of their own):
+    /// the one done writing saves its cursor, the next one
+    /// [`resume`](Self::resume)s from it.
+    pub fn cursor(&self) -> ProducerCursor {
+        ProducerCursor { tail: self.tail, credits: self.credits_seen }
+    }
+
+    /// Continues from a cursor another holder of this producing end saved
+    /// (see [`cursor`](Self::cursor)). A wrong cursor can corrupt the
+    /// stream for the consumer (which checks every record) but never make
+    /// this side write outside the data area: positions are masked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, RingProducer, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// let mut twin = RingProducer::attach(rx.memfd().try_clone_to_owned().unwrap()).unwrap();
+    /// tx.try_push(b"one").unwrap();
+    /// twin.resume(tx.cursor()); // the twin writes next
+    /// twin.try_push(b"two").unwrap();
+    /// let mut got = Vec::new();
+    /// rx.try_pop(&mut got).unwrap();
+    /// rx.try_pop(&mut got).unwrap();
+    /// assert_eq!(got, b"two");
+    /// ```
+    pub fn resume(&mut self, cursor: ProducerCursor) {
+        self.tail = cursor.tail;
+        self.credits_seen = cursor.credits;
+        self.limit = cursor.credits.saturating_add(self.size as u64);
+    }
+
     /// Bytes that can be pushed without reading the credit word again.
     pub fn known_free(&self) -> usize {
-        (self.limit - self.tail) as usize
+        self.limit.saturating_sub(self.tail) as usize
     }
 
     /// The consumer's acknowledgement word (see [`RingConsumer::set_acked`]).
@@ -758,6 +811,54 @@ impl RingConsumer {
         Ok(Some((n, info)))
     }
 
+    /// Copies bytes of the head record from `offset` on into `out`
+    /// without consuming anything (`MSG_PEEK` on a byte stream); returns
+    /// the bytes copied, the bytes of the record from `offset` on, and its
+    /// info word, or `None` when the ring is empty. Wrap markers before the
+    /// record are skipped.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_partial`](Self::read_partial).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, mut rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// tx.try_push(b"hello").unwrap();
+    /// let mut out = [0u8; 3];
+    /// assert_eq!(rx.peek_partial(&mut out, 1).unwrap(), Some((3, 4, 0)));
+    /// assert_eq!(&out, b"ell");
+    /// assert_eq!(rx.peek_partial(&mut [], 0).unwrap(), Some((0, 5, 0))); // still there
+    /// ```
+    pub fn peek_partial(&mut self, out: &mut [u8], offset: usize) -> Result<Option<(usize, usize, u32)>, RingCorrupt> {
+        let Some(rec) = self.peek()? else { return Ok(None) };
+        let Some(left) = rec.len.checked_sub(offset) else { return Err(RingCorrupt) };
+        let n = left.min(out.len());
+        // `peek` checked that body..body+len lies in the data area, and
+        // offset + n <= len; `out` has room for `n` bytes.
+        // SAFETY: the range read is inside the mapping, as said above.
+        unsafe { sys::copy_from_shared(rec.body.as_ptr().add(offset), out, n) };
+        Ok(Some((n, left, rec.info)))
+    }
+
+    /// Where this consumer stands, for another holder of the consuming
+    /// end to [`resume`](Self::resume) from (see
+    /// [`RingProducer::cursor`]).
+    pub fn cursor(&self) -> ConsumerCursor {
+        ConsumerCursor { head: self.head, returned: self.returned }
+    }
+
+    /// Continues from a cursor another holder of this consuming end saved.
+    /// A wrong cursor reads no record (tags carry their position) or
+    /// records checked as always; it never reads outside the data area.
+    pub fn resume(&mut self, cursor: ConsumerCursor) {
+        self.head = cursor.head;
+        self.returned = cursor.returned;
+    }
+
     /// Whether a record (or a wrap marker) is published at the head.
     #[inline(always)]
     pub fn has_data(&self) -> bool {
@@ -824,7 +925,8 @@ impl RingConsumer {
     #[inline(always)]
     fn advance(&mut self, rec: usize) {
         self.head += rec as u64;
-        if self.head - self.returned >= self.half {
+        // Wrapping: a resumed cursor may be wrong (see `resume`).
+        if self.head.wrapping_sub(self.returned) >= self.half {
             self.return_credits();
         }
     }
@@ -900,6 +1002,47 @@ mod tests {
             assert!(c.try_pop(&mut got).unwrap().is_some());
             assert_eq!(got, msg, "{len}");
         }
+    }
+
+    /// Two holders of each end (forked processes taking turns) that hand
+    /// over cursors see one stream: every byte once, in order, across wraps
+    /// and credit returns; peeks change nothing.
+    #[test]
+    fn ends_taken_in_turns_through_cursors_keep_one_stream() {
+        let (mut tx_a, mut rx_a) = Ring::create(MIN_RING_SIZE).unwrap();
+        let mut tx_b = RingProducer::attach(rx_a.memfd().try_clone_to_owned().unwrap()).unwrap();
+        let mut rx_b = RingConsumer::attach(rx_a.memfd().try_clone_to_owned().unwrap()).unwrap();
+        let (mut sent, mut got) = (Vec::new(), Vec::new());
+        let mut buf = [0u8; 300];
+        for round in 0..2000usize {
+            let (tx, other_tx) = if round % 3 == 0 { (&mut tx_a, &mut tx_b) } else { (&mut tx_b, &mut tx_a) };
+            let msg: Vec<u8> = (0..(round * 37) % 700).map(|i| (i + round) as u8).collect();
+            if tx.try_push(&msg).is_ok() {
+                sent.extend_from_slice(&msg);
+            }
+            other_tx.resume(tx.cursor());
+            let (rx, other_rx) = if round % 2 == 0 { (&mut rx_a, &mut rx_b) } else { (&mut rx_b, &mut rx_a) };
+            let mut offset = 0;
+            if let Some((_, left, _)) = rx.peek_partial(&mut [], 0).unwrap() {
+                let mut peeked = vec![0u8; left];
+                rx.peek_partial(&mut peeked, 0).unwrap();
+                let before = got.len();
+                while let Some((n, _)) = rx.read_partial(&mut buf, &mut offset).unwrap() {
+                    got.extend_from_slice(&buf[..n]);
+                    if offset == 0 {
+                        break;
+                    }
+                }
+                assert_eq!(&got[before..], &peeked[..]);
+            }
+            other_rx.resume(rx.cursor());
+        }
+        while let Some((n, _)) = rx_a.read_partial(&mut buf, &mut 0).unwrap() {
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(sent.len() > 100_000);
+        assert_eq!(got.len(), sent.len());
+        assert!(got == sent);
     }
 
     #[test]

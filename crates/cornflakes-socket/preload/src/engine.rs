@@ -12,14 +12,16 @@
 //! set, so calls on every other descriptor (including the ones this library
 //! makes itself, with `rustix`'s raw system calls) never touch it.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use cornflakes_datapath::shm::ring::{PushError, Ring};
+use cornflakes_datapath::shm::ring::{ConsumerCursor, ProducerCursor, PushError, Ring};
+use cornflakes_datapath::shm::words::SharedWords;
 use cornflakes_datapath::shm::{recv_fds, send_fds, try_recv_fds, RingConsumer, RingProducer};
 use cornflakes_socket::proto::{Frame, Op, CONNECT_FDS, FRAME_LEN, STATUS_OK};
 use cornflakes_socket::MonitorAddr;
@@ -61,6 +63,10 @@ const READER_GONE: u64 = u64::MAX;
 /// *reads* (the peer writes that ring, so the peer sees the word) while it
 /// sleeps for credits: the peer's next read sends it a wake-up byte.
 const WRITER_WAITING: u64 = 1;
+/// Bit of the same word: our reading end is shared by forked processes,
+/// which cannot all follow the stream to a new ring, so the peer's writer
+/// must not move it to a bulk ring.
+const NO_SWITCH: u64 = 2;
 /// Full-ring waits spent spinning before sleeping for credits.
 const SPIN_WAITS: u32 = 64;
 
@@ -147,21 +153,63 @@ pub(crate) fn arm_rings<'a>(socks: impl Iterator<Item = &'a ConnSock>) -> bool {
     any
 }
 
-/// Bumped in every child of `fork` (a `pthread_atfork` handler installed
-/// with the first ring socket): one atomic load tells a child's call on an
-/// inherited ring socket from the parent's.
-static FORK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Bumped in every child of `fork`: one atomic load tells a child's call
+/// on an inherited ring socket from the parent's.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Bumped by every `fork` prepare handler; a socket made ready for that
+/// fork remembers the number ([`ConnSock::prepared_for`]).
+static FORK_PREPARED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The epoll sets and the table, locked from the prepare handler until
+    /// the fork is done, so that the child's copies are not locked by a
+    /// thread it does not have.
+    static FORK_HELD: RefCell<Option<ForkHeld>> = const { RefCell::new(None) };
+}
+
+type ForkHeld = (MutexGuard<'static, EpollSets>, MutexGuard<'static, BTreeMap<RawFd, Arc<Sock>>>);
 
 fn fork_generation() -> u64 {
     static HOOK: OnceLock<()> = OnceLock::new();
     HOOK.get_or_init(|| {
-        extern "C" fn in_child() {
-            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
-        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        // SAFETY: registers three handlers of ours; they take only our own
+        // locks, in the order every other path takes them (sets, table).
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
     });
     FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// `fork` is about to copy the process: every ring socket that can be
+/// gets a page shared with the child, where both keep their positions and
+/// take turns (see [`ForkShare`]).
+extern "C" fn before_fork() {
+    let sets = lock(&EPOLL_SETS);
+    let table = lock(&TABLE);
+    let seq = FORK_PREPARED.fetch_add(1, Ordering::Relaxed) + 1;
+    for sock in table.values() {
+        if let Sock::Conn(c) = &**sock {
+            c.share_for_fork(seq);
+        }
+    }
+    FORK_HELD.with(|h| *h.borrow_mut() = Some((sets, table)));
+}
+
+extern "C" fn after_fork_parent() {
+    FORK_HELD.with(|h| drop(h.borrow_mut().take()));
+}
+
+extern "C" fn after_fork_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+    if let Some((_, table)) = &held {
+        let seq = FORK_PREPARED.load(Ordering::Relaxed);
+        for sock in table.values() {
+            if let Sock::Conn(c) = &**sock {
+                c.check_inherited(seq);
+            }
+        }
+    }
+    drop(held);
 }
 
 /// Says once per process, on stderr, that the program used something the
@@ -307,6 +355,77 @@ impl<T> std::ops::DerefMut for Movable<T> {
     }
 }
 
+/// What forked processes that share one connection keep in common: a
+/// page made by the `fork` prepare handler, the same memory in the parent
+/// and the child (and their later children). Each end of the connection
+/// has a lock word (the holder's pid) and its ring position; whoever holds
+/// the lock continues from the saved position and saves its own when done.
+/// So parent and child may both read and write, as with a kernel socket,
+/// each call whole. The stream ends for the peer at the last close.
+struct ForkShare {
+    words: SharedWords,
+}
+
+/// Page words (the writing end's on one cache line, the reading end's on
+/// the next).
+const W_TX_LOCK: usize = 0;
+const W_TX_TAIL: usize = 1;
+const W_TX_CREDITS: usize = 2;
+const W_TX_SHUT: usize = 3;
+const W_RX_LOCK: usize = 8;
+const W_RX_HEAD: usize = 9;
+const W_RX_RETURNED: usize = 10;
+const W_RX_OFFSET: usize = 11;
+/// Bits: [`RX_EOF`], [`RX_SHUT`].
+const W_RX_FLAGS: usize = 12;
+/// Bulk-ring switches of the reading end so far (a process that did not
+/// take one cannot follow: it has no descriptor of the new ring).
+const W_RX_SWITCHES: usize = 13;
+/// Processes that hold the connection.
+const W_REFS: usize = 16;
+const SHARE_WORDS: usize = 17;
+const RX_EOF: u64 = 1;
+const RX_SHUT: u64 = 2;
+
+impl ForkShare {
+    fn word(&self, i: usize) -> &AtomicU64 {
+        self.words.word(i)
+    }
+
+    /// Takes the lock word `at` for this process: spins, then sleeps 20 µs
+    /// at a time; a holder that died is replaced. `EAGAIN` at once when
+    /// `nonblock` and another process holds it.
+    fn lock(&self, at: usize, nonblock: bool) -> Res<()> {
+        let me = u64::from(std::process::id());
+        let w = self.word(at);
+        let mut tries = 0u32;
+        loop {
+            match w.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(holder) if holder == me || (tries % 1024 == 1023 && !process_alive(holder)) => {
+                    // A holder with our pid is a dead process's (ours
+                    // release before they return); a dead one's, likewise.
+                    if w.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                        return Ok(());
+                    }
+                }
+                Err(_) if nonblock => return Err(libc::EAGAIN),
+                Err(_) => backoff(tries),
+            }
+            tries = tries.wrapping_add(1);
+        }
+    }
+
+    fn unlock(&self, at: usize) {
+        self.word(at).store(0, Ordering::Release);
+    }
+}
+
+fn process_alive(pid: u64) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+    !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+}
+
 struct Tx {
     ring: Movable<RingProducer>,
     shut: bool,
@@ -314,6 +433,8 @@ struct Tx {
     full_hits: u32,
     /// The stream moved (or tried to move) to a bulk ring.
     upgraded: bool,
+    /// Shared with forked processes since a `fork`.
+    share: Option<Arc<ForkShare>>,
 }
 
 struct Rx {
@@ -332,6 +453,10 @@ struct Rx {
     /// The sleep flag is clear because we cleared it (spinning), so no
     /// wake-up byte is owed to the socket pair.
     self_disarmed: bool,
+    /// Shared with forked processes since a `fork`.
+    share: Option<Arc<ForkShare>>,
+    /// Bulk-ring switches this process followed (see [`W_RX_SWITCHES`]).
+    switches: u64,
 }
 
 impl Rx {
@@ -428,24 +553,154 @@ pub(crate) struct ConnSock {
     /// closed without us), so writes fail with EPIPE.
     peer_gone: AtomicBool,
     /// The fork generation that set the connection up. A forked child
-    /// inherits the table, and must neither end the stream when it closes
-    /// its copy nor use the rings (their positions live in each process).
+    /// inherits the table; without a [`ForkShare`] it must neither end the
+    /// stream when it closes its copy nor use the rings (their positions
+    /// live in each process).
     generation: u64,
+    /// Has a [`ForkShare`] (set before the `fork` that shares it).
+    shared: AtomicBool,
+    /// The prepare handler that last counted this process's child in the
+    /// share's holders ([`FORK_PREPARED`]).
+    prepared_for: AtomicU64,
+    /// In a forked child: the connection was busy in another thread of the
+    /// parent at the instant of the fork, so this copy's state is not
+    /// whole; every call fails with EOPNOTSUPP.
+    lost: AtomicBool,
+}
+
+/// A connection's writing half, locked: by this process's threads and,
+/// once shared by `fork`, by the other processes too. Saves the position
+/// for them when dropped.
+struct TxHeld<'a>(MutexGuard<'a, Tx>);
+
+impl std::ops::Deref for TxHeld<'_> {
+    type Target = Tx;
+    fn deref(&self) -> &Tx {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for TxHeld<'_> {
+    fn deref_mut(&mut self) -> &mut Tx {
+        &mut self.0
+    }
+}
+
+impl Drop for TxHeld<'_> {
+    fn drop(&mut self) {
+        if let Some(sh) = &self.0.share {
+            let c = self.0.ring.cursor();
+            sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
+            sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
+            sh.word(W_TX_SHUT).store(self.0.shut as u64, Ordering::Relaxed);
+            sh.unlock(W_TX_LOCK);
+        }
+    }
+}
+
+/// A connection's reading half, locked, as [`TxHeld`].
+struct RxHeld<'a>(MutexGuard<'a, Rx>);
+
+impl std::ops::Deref for RxHeld<'_> {
+    type Target = Rx;
+    fn deref(&self) -> &Rx {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for RxHeld<'_> {
+    fn deref_mut(&mut self) -> &mut Rx {
+        &mut self.0
+    }
+}
+
+impl Drop for RxHeld<'_> {
+    fn drop(&mut self) {
+        if let Some(sh) = &self.0.share {
+            self.0.save(sh);
+            sh.unlock(W_RX_LOCK);
+        }
+    }
+}
+
+impl Rx {
+    /// Writes this process's reading position to the share.
+    fn save(&self, sh: &ForkShare) {
+        let c = self.ring.cursor();
+        sh.word(W_RX_HEAD).store(c.head, Ordering::Relaxed);
+        sh.word(W_RX_RETURNED).store(c.returned, Ordering::Relaxed);
+        sh.word(W_RX_OFFSET).store(self.offset as u64, Ordering::Relaxed);
+        let flags = if self.eof { RX_EOF } else { 0 } | if self.shut { RX_SHUT } else { 0 };
+        sh.word(W_RX_FLAGS).store(flags, Ordering::Relaxed);
+        sh.word(W_RX_SWITCHES).store(self.switches, Ordering::Relaxed);
+    }
+
+    /// Continues from the position the share holds (under its lock, or
+    /// without it for a readiness check, which may then be stale); fails
+    /// when another process followed a ring switch we cannot follow.
+    fn load(&mut self) -> Res<()> {
+        let Some(sh) = self.share.clone() else { return Ok(()) };
+        if sh.word(W_RX_SWITCHES).load(Ordering::Acquire) != self.switches {
+            unsupported("a ring socket shared through fork whose peer moved it to a bulk ring");
+            return Err(libc::ECONNRESET);
+        }
+        self.ring.resume(ConsumerCursor {
+            head: sh.word(W_RX_HEAD).load(Ordering::Acquire),
+            returned: sh.word(W_RX_RETURNED).load(Ordering::Relaxed),
+        });
+        self.offset = sh.word(W_RX_OFFSET).load(Ordering::Relaxed) as usize;
+        let flags = sh.word(W_RX_FLAGS).load(Ordering::Relaxed);
+        self.eof = flags & RX_EOF != 0;
+        self.shut = flags & RX_SHUT != 0;
+        Ok(())
+    }
+
+    /// `MSG_PEEK` of a shared reading end: the rest of the head record
+    /// only (the kernel too may return fewer bytes than asked), nothing
+    /// consumed but an end-of-stream or switch record.
+    fn peek_shared(&mut self, bufs: &mut [&mut [u8]]) -> Res<usize> {
+        let Some(dst) = slice_at(bufs, 0) else { return Ok(0) };
+        match self.ring.peek_partial(dst, self.offset) {
+            Ok(Some((_, _, info @ (INFO_FIN | INFO_SWITCH)))) => {
+                let _ = self.ring.read_partial(&mut [], &mut self.offset);
+                if info == INFO_FIN {
+                    self.eof = true;
+                } else {
+                    self.switch_pending = true;
+                }
+                Ok(0)
+            }
+            Ok(Some((n, _, _))) => Ok(n),
+            Ok(None) => Ok(0),
+            Err(_) => Err(libc::ECONNRESET),
+        }
+    }
 }
 
 impl Drop for ConnSock {
     fn drop(&mut self) {
-        if !self.same_process() {
+        if self.lost.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.shared.load(Ordering::Relaxed) {
+            let Ok(tx) = self.tx.get_mut() else { return };
+            // Other processes still hold the connection: it goes on.
+            if tx.share.as_ref().is_some_and(|sh| sh.word(W_REFS).fetch_sub(1, Ordering::AcqRel) > 1) {
+                return;
+            }
+        } else if !self.same_process() {
             return;
         }
         // Last descriptor closed: end of stream for the peer, and its next
         // write fails with EPIPE. Dropping `wake` then hangs up the pair.
-        let mut tx = lock(&self.tx);
+        let Ok(mut tx) = self.lock_tx(false) else { return };
         if !tx.shut {
             tx.shut = true;
             let _ = tx.ring.try_push_info(&[], INFO_FIN);
         }
-        lock(&self.rx).ring.set_acked(READER_GONE);
+        if let Ok(rx) = self.lock_rx(false) {
+            rx.ring.set_acked(READER_GONE);
+        }
         self.wake_peer(&tx);
     }
 }
@@ -487,7 +742,7 @@ impl ConnSock {
         rx.set_sleeping(true);
         tx.stream_large_records(STREAMING_FROM);
         Self {
-            tx: Mutex::new(Tx { ring: Movable(tx), shut: false, full_hits: 0, upgraded: false }),
+            tx: Mutex::new(Tx { ring: Movable(tx), shut: false, full_hits: 0, upgraded: false, share: None }),
             incoming: Mutex::new(Vec::new()),
             wr_shut: AtomicBool::new(false),
             rx: Mutex::new(Rx {
@@ -500,6 +755,8 @@ impl ConnSock {
                 eof: false,
                 shut: false,
                 self_disarmed: false,
+                share: None,
+                switches: 0,
             }),
             local,
             peer,
@@ -508,6 +765,9 @@ impl ConnSock {
             shadow,
             peer_gone: AtomicBool::new(false),
             generation: fork_generation(),
+            shared: AtomicBool::new(false),
+            prepared_for: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
         }
     }
 
@@ -593,27 +853,121 @@ impl ConnSock {
         // publish on the new ring sends a wake-up.
         ring.set_sleeping(rx.ring.sleeping_flag());
         rx.ring = Movable(ring);
+        rx.switches += 1;
         Ok(())
     }
 
-    /// `send`/`write`/`writev`/`sendmsg`.
     fn same_process(&self) -> bool {
         self.generation == fork_generation()
     }
 
-    /// A forked child using an inherited ring socket: refused, loudly.
+    /// A forked child using an inherited ring socket that could not be
+    /// shared: refused, loudly.
     fn check_process(&self) -> Res<()> {
-        if self.same_process() {
+        if !self.lost.load(Ordering::Relaxed) && (self.shared.load(Ordering::Relaxed) || self.same_process()) {
             return Ok(());
         }
-        unsupported("reading or writing a ring socket inherited through fork");
+        unsupported("reading or writing a ring socket inherited through fork while another thread used it");
         Err(libc::EOPNOTSUPP)
+    }
+
+    /// The writing half, locked (see [`TxHeld`]); `EAGAIN` when `nonblock`
+    /// and another process is writing.
+    fn lock_tx(&self, nonblock: bool) -> Res<TxHeld<'_>> {
+        let mut tx = lock(&self.tx);
+        if let Some(sh) = tx.share.clone() {
+            sh.lock(W_TX_LOCK, nonblock)?;
+            tx.ring.resume(ProducerCursor {
+                tail: sh.word(W_TX_TAIL).load(Ordering::Acquire),
+                credits: sh.word(W_TX_CREDITS).load(Ordering::Relaxed),
+            });
+            tx.shut = sh.word(W_TX_SHUT).load(Ordering::Relaxed) != 0;
+        }
+        Ok(TxHeld(tx))
+    }
+
+    /// The reading half, locked (see [`TxHeld`]).
+    fn lock_rx(&self, nonblock: bool) -> Res<RxHeld<'_>> {
+        let mut rx = lock(&self.rx);
+        if let Some(sh) = rx.share.clone() {
+            sh.lock(W_RX_LOCK, nonblock)?;
+            if let Err(e) = rx.load() {
+                // Nothing of ours is saved over the share.
+                sh.unlock(W_RX_LOCK);
+                return Err(e);
+            }
+        }
+        Ok(RxHeld(rx))
+    }
+
+    /// The reading half for a readiness check, without waiting: `None`
+    /// when another thread holds it. A shared one is brought to the
+    /// position another process saved last (not locked: the answer may be
+    /// stale, as any readiness answer may be by the time it is used).
+    fn try_rx(&self) -> Option<MutexGuard<'_, Rx>> {
+        let mut rx = self.rx.try_lock().ok()?;
+        if rx.share.is_some() && rx.load().is_err() {
+            rx.eof = true;
+        }
+        Some(rx)
+    }
+
+    /// From the `fork` prepare handler (the table locked): gives the
+    /// connection a [`ForkShare`] if it has none, and counts the child
+    /// among its holders. A connection busy in another thread, or with
+    /// bytes a `MSG_PEEK` pulled into this process's buffer, is not
+    /// shared: the child's calls on it fail with EOPNOTSUPP.
+    fn share_for_fork(&self, seq: u64) {
+        if self.lost.load(Ordering::Relaxed) || !(self.same_process() || self.shared.load(Ordering::Relaxed)) {
+            return;
+        }
+        let (Ok(mut tx), Ok(mut rx)) = (self.tx.try_lock(), self.rx.try_lock()) else { return };
+        if let Some(sh) = &tx.share {
+            sh.word(W_REFS).fetch_add(1, Ordering::AcqRel);
+            self.prepared_for.store(seq, Ordering::Relaxed);
+            return;
+        }
+        if rx.avail() > 0 || rx.switch_pending {
+            return;
+        }
+        let Ok(words) = SharedWords::create(SHARE_WORDS) else { return };
+        let sh = Arc::new(ForkShare { words });
+        let c = tx.ring.cursor();
+        sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
+        sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
+        sh.word(W_TX_SHUT).store(tx.shut as u64, Ordering::Relaxed);
+        rx.save(&sh);
+        sh.word(W_REFS).store(2, Ordering::Release);
+        // Neither our writer nor the peer's may move to a bulk ring now.
+        tx.upgraded = true;
+        rx.ring.set_acked(NO_SWITCH);
+        tx.share = Some(sh.clone());
+        rx.share = Some(sh);
+        self.shared.store(true, Ordering::Relaxed);
+        self.prepared_for.store(seq, Ordering::Relaxed);
+    }
+
+    /// From the `fork` child handler: a shared connection that was busy in
+    /// another thread of the parent at the instant of the fork (its locks
+    /// are held in this copy by a thread that does not exist here), or that
+    /// the prepare handler could not count, is lost to the child.
+    fn check_inherited(&self, seq: u64) {
+        if !self.shared.load(Ordering::Relaxed) {
+            return;
+        }
+        let whole = self.prepared_for.load(Ordering::Relaxed) == seq
+            && self.tx.try_lock().is_ok()
+            && self.rx.try_lock().is_ok()
+            && self.incoming.try_lock().is_ok();
+        if !whole {
+            self.lost.store(true, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn send(&self, bufs: &[&[u8]], flags: c_int) -> Res<usize> {
         self.check_process()?;
         let nonblock = would_block(flags, &self.nonblock);
-        let mut tx = lock(&self.tx);
+        let mut tx = self.lock_tx(nonblock)?;
         if tx.shut || tx.ring.acked() == READER_GONE || self.peer_gone.load(Ordering::Relaxed) {
             return Err(epipe(flags));
         }
@@ -623,7 +977,7 @@ impl ConnSock {
             let mut waits = 0u32;
             let mut announced = false;
             while !rest.is_empty() {
-                if tx.full_hits >= UPGRADE_AFTER && !tx.upgraded {
+                if tx.full_hits >= UPGRADE_AFTER && !tx.upgraded && tx.ring.acked() & NO_SWITCH == 0 {
                     self.upgrade_tx(&mut tx);
                 }
                 let max = tx.ring.max_len();
@@ -684,7 +1038,7 @@ impl ConnSock {
         let peek = flags & libc::MSG_PEEK != 0;
         let waitall = flags & libc::MSG_WAITALL != 0 && !peek;
         let nonblock = would_block(flags, &self.nonblock);
-        let mut rx = lock(&self.rx);
+        let mut rx = self.lock_rx(nonblock)?;
         if rx.shut || want == 0 {
             return Ok(0);
         }
@@ -692,9 +1046,12 @@ impl ConnSock {
         loop {
             if !peek {
                 copied += rx.read_direct(bufs, copied)?;
+            } else if rx.share.is_some() {
+                copied += rx.peek_shared(bufs)?;
             }
             let need = want - copied;
-            while rx.avail() < need && rx.pull()? {}
+            // A shared reading end buffers nothing in one process.
+            while rx.share.is_none() && rx.avail() < need && rx.pull()? {}
             if rx.switch_pending {
                 self.switch_rx(&mut rx)?;
                 continue;
@@ -740,7 +1097,8 @@ impl ConnSock {
     /// another thread: then no announcement (the writer polls instead).
     fn announce_waiting(&self, waiting: bool) -> bool {
         let Ok(rx) = self.rx.try_lock() else { return false };
-        rx.ring.set_acked(if waiting { WRITER_WAITING } else { 0 });
+        let shared = if rx.share.is_some() { NO_SWITCH } else { 0 };
+        rx.ring.set_acked(shared | if waiting { WRITER_WAITING } else { 0 });
         drop(rx);
         // Pairs with the reader's credit return then fence then flag load.
         fence(Ordering::SeqCst);
@@ -763,7 +1121,8 @@ impl ConnSock {
     fn wake_waiting_writer(&self) {
         let Ok(tx) = self.tx.try_lock() else { return };
         fence(Ordering::SeqCst);
-        if tx.ring.acked() == WRITER_WAITING {
+        let acked = tx.ring.acked();
+        if acked != READER_GONE && acked & WRITER_WAITING != 0 {
             let _ = rustix::net::send(&self.wake, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
         }
     }
@@ -794,7 +1153,11 @@ impl ConnSock {
             return Ok(());
         }
         let mut p = [PollFd::new(&self.wake, PollFlags::IN)];
-        match rustix::event::poll(&mut p, None) {
+        // Forked processes share the pair end: another one may take the
+        // wake-up byte meant for us, so a shared reader looks again every
+        // 10 ms.
+        let shared_timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+        match rustix::event::poll(&mut p, rx.share.is_some().then_some(&shared_timeout)) {
             Ok(_) => {}
             Err(e) => return Err(errno_of(e)),
         }
@@ -842,7 +1205,7 @@ impl ConnSock {
     /// blocking read counts as not readable).
     pub(crate) fn ready(&self) -> Ready {
         let mut r = Ready::default();
-        if let Ok(rx) = self.rx.try_lock() {
+        if let Some(rx) = self.try_rx() {
             r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
             r.rdhup = rx.eof;
         }
@@ -856,7 +1219,7 @@ impl ConnSock {
     /// the byte and leave the flag clear (the next wait that watches it
     /// arms it again).
     pub(crate) fn quiesce(&self) {
-        if let Ok(mut rx) = self.rx.try_lock() {
+        if let Some(mut rx) = self.try_rx() {
             rx.ring.set_sleeping(false);
             rx.self_disarmed = true;
             self.drain_wakeups();
@@ -866,7 +1229,7 @@ impl ConnSock {
     /// Clears our sleep flag while a poll spins on the ring (the writer then
     /// sends no wake-up); [`ready_armed`](Self::ready_armed) sets it again.
     pub(crate) fn disarm_for_spin(&self) {
-        if let Ok(mut rx) = self.rx.try_lock() {
+        if let Some(mut rx) = self.try_rx() {
             if rx.ring.sleeping_flag() {
                 rx.ring.set_sleeping(false);
                 // No byte is owed for a flag we cleared ourselves; one the
@@ -881,7 +1244,7 @@ impl ConnSock {
     /// there (so a write that lands later wakes a waiter in the kernel).
     pub(crate) fn ready_armed(&self) -> Ready {
         let mut r = Ready { writable: true, ..Ready::default() };
-        if let Ok(mut rx) = self.rx.try_lock() {
+        if let Some(mut rx) = self.try_rx() {
             self.rearm_if_empty(&mut rx);
             r.readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data_seqcst();
             r.rdhup = rx.eof;
@@ -893,7 +1256,7 @@ impl ConnSock {
     /// The kernel said the pair end is readable or hung up: fold that into
     /// the ring state; returns the readiness.
     pub(crate) fn after_kernel_wake(&self, hup: bool) -> Ready {
-        if let Ok(mut rx) = self.rx.try_lock() {
+        if let Some(mut rx) = self.try_rx() {
             if hup && !rx.ring.has_data_seqcst() && rx.avail() == 0 {
                 self.hung_up(&mut rx);
             }
@@ -919,7 +1282,15 @@ impl ConnSock {
 
     /// Bytes readable now without blocking (`FIONREAD`).
     pub(crate) fn readable_bytes(&self) -> usize {
-        let mut rx = lock(&self.rx);
+        let Ok(mut rx) = self.lock_rx(false) else { return 0 };
+        if rx.share.is_some() {
+            // The rest of the head record (see `Rx::peek_shared`).
+            let offset = rx.offset;
+            return match rx.ring.peek_partial(&mut [], offset) {
+                Ok(Some((_, left, 0))) => left,
+                _ => 0,
+            };
+        }
         loop {
             while rx.pull().unwrap_or(false) {}
             if !rx.switch_pending || self.switch_rx(&mut rx).is_err() {
@@ -932,7 +1303,7 @@ impl ConnSock {
     /// `shutdown(how)`.
     pub(crate) fn shutdown(&self, how: c_int) -> Res<()> {
         if how == libc::SHUT_WR || how == libc::SHUT_RDWR {
-            let mut tx = lock(&self.tx);
+            let mut tx = self.lock_tx(false)?;
             if !tx.shut {
                 tx.shut = true;
                 self.wr_shut.store(true, Ordering::Relaxed);
@@ -947,7 +1318,7 @@ impl ConnSock {
             }
         }
         if how == libc::SHUT_RD || how == libc::SHUT_RDWR {
-            lock(&self.rx).shut = true;
+            self.lock_rx(false)?.shut = true;
         }
         if !(libc::SHUT_RD..=libc::SHUT_RDWR).contains(&how) {
             return Err(libc::EINVAL);
@@ -1373,7 +1744,8 @@ pub(crate) struct Interest {
 }
 
 /// epoll set -> our descriptors in it.
-pub(crate) static EPOLL_SETS: Mutex<BTreeMap<RawFd, HashMap<RawFd, Interest>>> = Mutex::new(BTreeMap::new());
+pub(crate) type EpollSets = BTreeMap<RawFd, HashMap<RawFd, Interest>>;
+pub(crate) static EPOLL_SETS: Mutex<EpollSets> = Mutex::new(BTreeMap::new());
 /// Number of interests in [`EPOLL_SETS`] (closes skip the lock when 0).
 pub(crate) static EPOLL_INTERESTS: AtomicUsize = AtomicUsize::new(0);
 /// Tag in the kernel's `epoll_event.data` of our registrations: the low

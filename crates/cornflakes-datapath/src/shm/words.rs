@@ -1,0 +1,105 @@
+//! A page of atomic words shared by the processes of one family: created
+//! before `fork`, it is the same memory in the parent and every child.
+//! The drop-in socket layer keeps there what forked processes sharing one
+//! connection must agree on (who holds an end now, where it stands).
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::atomic::AtomicU64;
+
+use super::sys::{self, Mapping};
+
+/// Words of one page.
+pub const WORDS_PER_PAGE: usize = 4096 / 8;
+
+/// `len` atomic words in a shared mapping of a sealed memfd.
+///
+/// Every process that inherits the mapping may write the words at any
+/// time, so they are only ever reached as atomics.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_datapath::shm::words::SharedWords;
+/// use std::sync::atomic::Ordering;
+///
+/// let w = SharedWords::create(4).unwrap();
+/// w.word(3).store(7, Ordering::Relaxed);
+/// assert_eq!(w.word(3).load(Ordering::Relaxed), 7);
+/// assert_eq!(w.word(0).load(Ordering::Relaxed), 0); // zeroed
+/// ```
+#[derive(Debug)]
+pub struct SharedWords {
+    map: Mapping,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned outright and reached only through atomics,
+// which any thread may use.
+unsafe impl Send for SharedWords {}
+// SAFETY: as above: `&self` gives out only `&AtomicU64`.
+unsafe impl Sync for SharedWords {}
+
+impl SharedWords {
+    /// A new zeroed mapping of `len` words (1 to [`WORDS_PER_PAGE`]),
+    /// inherited by children forked later.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a `len` out of range; the `memfd_create` or `mmap`
+    /// error.
+    pub fn create(len: usize) -> io::Result<Self> {
+        if len == 0 || len > WORDS_PER_PAGE {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "1 to 512 shared words"));
+        }
+        let fd = sys::create_sealed_memfd("cornflakes-words", 4096)?;
+        let map = Mapping::map(fd.as_fd(), 4096, true)?;
+        // The mapping stays valid after the descriptor is closed.
+        Ok(Self { map, len })
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no words (never: `create` refuses 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Word `i`.
+    ///
+    /// # Panics
+    ///
+    /// When `i >= len()`.
+    #[inline(always)]
+    pub fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.len, "shared word {i} of {}", self.len);
+        // SAFETY: the mapping is a page long, page aligned and lives as long
+        // as `self`; word `i` (i < len <= 512) lies inside it, 8-aligned.
+        // Other processes may write it concurrently, which an atomic allows.
+        unsafe { &*self.map.ptr().as_ptr().cast::<AtomicU64>().add(i) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn out_of_range_sizes_are_refused() {
+        assert!(SharedWords::create(0).is_err());
+        assert!(SharedWords::create(WORDS_PER_PAGE + 1).is_err());
+        let w = SharedWords::create(WORDS_PER_PAGE).unwrap();
+        w.word(WORDS_PER_PAGE - 1).fetch_add(1, Ordering::Relaxed);
+        assert_eq!(w.word(WORDS_PER_PAGE - 1).load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "shared word 2 of 2")]
+    fn a_word_past_the_end_panics() {
+        let _ = SharedWords::create(2).unwrap().word(2);
+    }
+}
