@@ -4,13 +4,14 @@
 //! connection must agree on (who holds an end now, where it stands).
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
 
 use super::sys::{self, Mapping};
 
+const PAGE: usize = 4096;
 /// Words of one page.
-pub const WORDS_PER_PAGE: usize = 4096 / 8;
+pub const WORDS_PER_PAGE: usize = PAGE / 8;
 
 /// `len` atomic words in a shared mapping of a sealed memfd.
 ///
@@ -31,6 +32,7 @@ pub const WORDS_PER_PAGE: usize = 4096 / 8;
 #[derive(Debug)]
 pub struct SharedWords {
     map: Mapping,
+    fd: OwnedFd,
     len: usize,
 }
 
@@ -52,10 +54,46 @@ impl SharedWords {
         if len == 0 || len > WORDS_PER_PAGE {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "1 to 512 shared words"));
         }
-        let fd = sys::create_sealed_memfd("cornflakes-words", 4096)?;
-        let map = Mapping::map(fd.as_fd(), 4096, true)?;
-        // The mapping stays valid after the descriptor is closed.
-        Ok(Self { map, len })
+        let fd = sys::create_sealed_memfd("cornflakes-words", PAGE)?;
+        let map = Mapping::map(fd.as_fd(), PAGE, true)?;
+        Ok(Self { map, fd, len })
+    }
+
+    /// Maps the words of another process's [`SharedWords`] from its memfd
+    /// (passed through `exec` or a Unix socket); `len` words are used.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` when the file is not a sealed page (so it could
+    /// shrink under us) or `len` is out of range; the `mmap` error.
+    pub fn attach(fd: OwnedFd, len: usize) -> io::Result<Self> {
+        if len == 0 || len > WORDS_PER_PAGE {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "1 to 512 shared words"));
+        }
+        if !sys::is_shrink_sealed(fd.as_fd()) || sys::file_size(fd.as_fd())? != PAGE as u64 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a sealed page of shared words"));
+        }
+        let map = Mapping::map(fd.as_fd(), PAGE, true)?;
+        Ok(Self { map, fd, len })
+    }
+
+    /// Moves the memfd's descriptor to the lowest free number at or above
+    /// `floor` (close-on-exec), as [`RingProducer::move_memfd_above`]
+    /// does.
+    ///
+    /// [`RingProducer::move_memfd_above`]: super::RingProducer::move_memfd_above
+    ///
+    /// # Errors
+    ///
+    /// The `fcntl(F_DUPFD_CLOEXEC)` error; the descriptor is then unchanged.
+    pub fn move_memfd_above(&mut self, floor: i32) -> io::Result<()> {
+        self.fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, floor)?;
+        Ok(())
+    }
+
+    /// The memfd behind the words.
+    pub fn memfd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     /// Number of words.
@@ -95,6 +133,18 @@ mod tests {
         let w = SharedWords::create(WORDS_PER_PAGE).unwrap();
         w.word(WORDS_PER_PAGE - 1).fetch_add(1, Ordering::Relaxed);
         assert_eq!(w.word(WORDS_PER_PAGE - 1).load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn attached_words_are_the_same_memory() {
+        let a = SharedWords::create(8).unwrap();
+        let b = SharedWords::attach(a.memfd().try_clone_to_owned().unwrap(), 8).unwrap();
+        a.word(5).store(42, Ordering::Relaxed);
+        assert_eq!(b.word(5).load(Ordering::Relaxed), 42);
+        // A file that is not a sealed page is refused.
+        let f = rustix::fs::memfd_create("x", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&f, 4096).unwrap();
+        assert!(SharedWords::attach(f, 8).is_err());
     }
 
     #[test]

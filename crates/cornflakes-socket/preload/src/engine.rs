@@ -97,6 +97,11 @@ pub(crate) fn lookup_many<T: Copy>(fds: &[(RawFd, T)]) -> Vec<(RawFd, T, Arc<Soc
     fds.iter().filter_map(|&(fd, t)| table.get(&fd).map(|s| (fd, t, s.clone()))).collect()
 }
 
+/// Every managed descriptor and its socket (for `exec`).
+pub(crate) fn snapshot() -> Vec<(RawFd, Arc<Sock>)> {
+    lock(&TABLE).iter().map(|(fd, s)| (*fd, s.clone())).collect()
+}
+
 pub(crate) fn insert(fd: RawFd, sock: Arc<Sock>) -> bool {
     let Some(flag) = usize::try_from(fd).ok().and_then(|i| MANAGED.get(i)) else { return false };
     lock(&TABLE).insert(fd, sock);
@@ -159,6 +164,10 @@ static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Bumped by every `fork` prepare handler; a socket made ready for that
 /// fork remembers the number ([`ConnSock::prepared_for`]).
 static FORK_PREPARED: AtomicU64 = AtomicU64::new(0);
+/// The pid of the process the table belongs to (set with the first
+/// connection and in each forked child): a `vfork` child, which runs in
+/// its parent's memory and runs no fork handler, has another.
+static TABLE_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 thread_local! {
     /// The epoll sets and the table, locked from the prepare handler until
@@ -200,6 +209,7 @@ extern "C" fn after_fork_parent() {
 
 extern "C" fn after_fork_child() {
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    TABLE_PID.store(std::process::id(), Ordering::Relaxed);
     let held = FORK_HELD.with(|h| h.borrow_mut().take());
     if let Some((_, table)) = &held {
         let seq = FORK_PREPARED.load(Ordering::Relaxed);
@@ -290,7 +300,7 @@ pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
     }
 }
 
-fn stderr() -> BorrowedFd<'static> {
+pub(crate) fn stderr() -> BorrowedFd<'static> {
     // SAFETY: descriptor 2 is only written to; if the program closed it the
     // write fails with EBADF, which we ignore.
     unsafe { BorrowedFd::borrow_raw(2) }
@@ -764,7 +774,10 @@ impl ConnSock {
             wake,
             shadow,
             peer_gone: AtomicBool::new(false),
-            generation: fork_generation(),
+            generation: {
+                let _ = TABLE_PID.compare_exchange(0, std::process::id(), Ordering::Relaxed, Ordering::Relaxed);
+                fork_generation()
+            },
             shared: AtomicBool::new(false),
             prepared_for: AtomicU64::new(0),
             lost: AtomicBool::new(false),
@@ -927,24 +940,85 @@ impl ConnSock {
             self.prepared_for.store(seq, Ordering::Relaxed);
             return;
         }
-        if rx.avail() > 0 || rx.switch_pending {
-            return;
+        if self.install_share(&mut tx, &mut rx, 2).is_some() {
+            self.prepared_for.store(seq, Ordering::Relaxed);
         }
-        let Ok(words) = SharedWords::create(SHARE_WORDS) else { return };
+    }
+
+    /// Gives the connection its [`ForkShare`], holding `holders` processes,
+    /// with this process's positions; `None` when it cannot be shared
+    /// (bytes a peek pulled into this process, a switch under way, no
+    /// memory).
+    fn install_share(&self, tx: &mut Tx, rx: &mut Rx, holders: u64) -> Option<Arc<ForkShare>> {
+        if rx.avail() > 0 || rx.switch_pending {
+            return None;
+        }
+        let mut words = SharedWords::create(SHARE_WORDS).ok()?;
+        let _ = words.move_memfd_above(private_floor());
         let sh = Arc::new(ForkShare { words });
         let c = tx.ring.cursor();
         sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
         sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
         sh.word(W_TX_SHUT).store(tx.shut as u64, Ordering::Relaxed);
         rx.save(&sh);
-        sh.word(W_REFS).store(2, Ordering::Release);
+        sh.word(W_REFS).store(holders, Ordering::Release);
         // Neither our writer nor the peer's may move to a bulk ring now.
         tx.upgraded = true;
         rx.ring.set_acked(NO_SWITCH);
         tx.share = Some(sh.clone());
-        rx.share = Some(sh);
+        rx.share = Some(sh.clone());
         self.shared.store(true, Ordering::Relaxed);
-        self.prepared_for.store(seq, Ordering::Relaxed);
+        Some(sh)
+    }
+
+    /// Before `exec`: the connection's state goes to its share (made now
+    /// if it has none; this process stays its holder through the new
+    /// image), and its ring and share memfds to descriptors the new image
+    /// inherits. Returns them and the `CFSOCKET_INHERIT` entry that names
+    /// them, or `None` when the connection cannot follow (not usable here,
+    /// busy in another thread, peeked bytes).
+    pub(crate) fn handoff_for_exec(&self, fd: RawFd) -> Option<(Vec<OwnedFd>, String)> {
+        if self.lost.load(Ordering::Relaxed) || !(self.shared.load(Ordering::Relaxed) || self.same_process()) {
+            return None;
+        }
+        let (Ok(mut tx), Ok(mut rx)) = (self.tx.try_lock(), self.rx.try_lock()) else { return None };
+        // A `vfork` child's new image is one more holder (its parent goes
+        // on); a forked child's was counted at the fork.
+        let vforked = TABLE_PID.load(Ordering::Relaxed) != std::process::id();
+        let sh = match tx.share.clone() {
+            Some(sh) => {
+                if vforked {
+                    sh.word(W_REFS).fetch_add(1, Ordering::AcqRel);
+                }
+                sh
+            }
+            None => self.install_share(&mut tx, &mut rx, 1 + u64::from(vforked))?,
+        };
+        let inheritable = |b: BorrowedFd<'_>| -> Option<OwnedFd> {
+            // SAFETY: F_DUPFD of a descriptor we hold; the new number,
+            // without close-on-exec, is wrapped at once.
+            let r = unsafe { (real().fcntl)(b.as_raw_fd(), libc::F_DUPFD, private_floor()) };
+            // SAFETY: `r` is a fresh descriptor nobody else owns.
+            (r >= 0).then(|| unsafe { OwnedFd::from_raw_fd(r) })
+        };
+        let fds = vec![inheritable(tx.ring.memfd())?, inheritable(rx.ring.memfd())?, inheritable(sh.words.memfd())?];
+        let entry = format!(
+            "{fd},{},{},{},{},{},{},{}",
+            fds[0].as_raw_fd(),
+            fds[1].as_raw_fd(),
+            fds[2].as_raw_fd(),
+            self.local,
+            self.peer,
+            u8::from(self.nonblock.load(Ordering::Relaxed)),
+            rx.switches
+        );
+        Some((fds, entry))
+    }
+
+    /// Our private end of the socket pair (the program's number names
+    /// another copy of it).
+    pub(crate) fn wake_end(&self) -> BorrowedFd<'_> {
+        self.wake.as_fd()
     }
 
     /// From the `fork` child handler: a shared connection that was busy in
@@ -1752,3 +1826,68 @@ pub(crate) static EPOLL_INTERESTS: AtomicUsize = AtomicUsize::new(0);
 /// 32 bits are the descriptor.
 pub(crate) const EPOLL_TAG: u64 = 0xCF50_C4E7_0000_0000;
 pub(crate) const EPOLL_TAG_MASK: u64 = 0xFFFF_FFFF_0000_0000;
+
+/// In a new image after `exec`: takes over a ring socket the old image
+/// handed off (`fd,tx,rx,share,local,peer,nonblock,switches`, see
+/// [`ConnSock::handoff_for_exec`]). The inherited descriptors are checked
+/// (a ring's seals and header, a sealed page, a Unix stream socket at
+/// `fd`) before any is taken; on success they are moved out of the
+/// program's range.
+pub(crate) fn adopt_after_exec(entry: &str) -> Result<RawFd, String> {
+    let f: Vec<&str> = entry.split(',').collect();
+    let [fd, tx, rx, page, local, peer, nonblock, switches] = f[..] else {
+        return Err(format!("malformed entry {entry:?}"));
+    };
+    let num = |s: &str| s.parse::<RawFd>().map_err(|_| format!("not a descriptor: {s:?}"));
+    let (fd, tx, rx, page) = (num(fd)?, num(tx)?, num(rx)?, num(page)?);
+    let addr = |s: &str| s.parse::<SocketAddrV4>().map_err(|_| format!("not an address: {s:?}"));
+    let (local, peer) = (addr(local)?, addr(peer)?);
+    let switches = switches.parse::<u64>().map_err(|_| format!("not a count: {switches:?}"))?;
+    if [fd, tx, rx, page].iter().any(|&n| n < 0 || is_managed(n)) {
+        return Err("descriptor out of range or taken".into());
+    }
+    // Copies (close-on-exec) of the inherited numbers: checked first, the
+    // numbers themselves closed only once every check passed.
+    let copy = |n: RawFd| {
+        // SAFETY: borrowed only for this duplication; `n` is open or the
+        // call fails with EBADF.
+        rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(n) }, private_floor())
+            .map_err(|e| format!("descriptor {n}: {e}"))
+    };
+    // SAFETY: as above, for a type check.
+    let program = unsafe { BorrowedFd::borrow_raw(fd) };
+    let unix = rustix::net::getsockname(program).is_ok_and(|a| a.address_family() == AddressFamily::UNIX);
+    if !unix || rustix::net::sockopt::socket_type(program).ok() != Some(SocketType::STREAM) {
+        return Err(format!("descriptor {fd} is not the socket pair end of a ring socket"));
+    }
+    let mut producer = RingProducer::attach(copy(tx)?).map_err(|e| format!("ring: {e}"))?;
+    let mut consumer = RingConsumer::attach(copy(rx)?).map_err(|e| format!("ring: {e}"))?;
+    let words = SharedWords::attach(copy(page)?, SHARE_WORDS).map_err(|e| format!("share: {e}"))?;
+    park_rings(&mut producer, &mut consumer);
+    let wake = copy(fd)?;
+    let shadow = park(
+        rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+            .map_err(|e| format!("shadow socket: {e}"))?,
+    );
+    for n in [tx, rx, page] {
+        // SAFETY: the old image handed these numbers to us alone (they
+        // are copied above and named nowhere else).
+        drop(unsafe { OwnedFd::from_raw_fd(n) });
+    }
+    let conn = ConnSock::new(producer, consumer, wake, shadow, local, peer, nonblock == "1");
+    let sh = Arc::new(ForkShare { words });
+    {
+        let mut tx = lock(&conn.tx);
+        tx.upgraded = true;
+        tx.share = Some(sh.clone());
+        let mut rx = lock(&conn.rx);
+        rx.share = Some(sh);
+        rx.switches = switches;
+    }
+    conn.shared.store(true, Ordering::Relaxed);
+    if !insert(fd, Arc::new(Sock::Conn(conn))) {
+        return Err(format!("descriptor {fd} out of range"));
+    }
+    debug(format_args!("descriptor {fd}: ring socket {local} -> {peer} taken over after exec"));
+    Ok(fd)
+}

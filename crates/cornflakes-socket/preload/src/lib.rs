@@ -23,6 +23,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod engine;
+mod exec;
 mod real;
 
 use std::net::SocketAddrV4;
@@ -31,7 +32,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libc::{c_int, c_ulong, c_void, epoll_event, iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t};
+use libc::{
+    c_char, c_int, c_ulong, c_void, epoll_event, iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t,
+};
 
 use engine::{
     is_managed, lookup, ConnSock, Errno, Interest, Res, Sock, EPOLL_INTERESTS, EPOLL_SETS, EPOLL_TAG, EPOLL_TAG_MASK,
@@ -1434,4 +1437,62 @@ fn epoll_mixed(
             return Ok(0);
         }
     }
+}
+
+// ---- exec (see `exec.rs`) ----
+
+/// Runs when the library is loaded, before the program's `main`: takes
+/// over the ring sockets an `exec` handed to this image.
+extern "C" fn on_load() {
+    let _ = catch_unwind(exec::adopt_inherited);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+extern "C" {
+    static environ: *const *const c_char;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+    // SAFETY: the program's arguments, as execve(2) takes them.
+    unsafe { exec::with_handoff(envp, |env| (real().execve)(path, argv, env)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+    // SAFETY: as execve, with the current environment.
+    unsafe { exec::with_handoff(environ, |env| (real().execve)(path, argv, env)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+    // SAFETY: the program's arguments, as execvpe(3) takes them.
+    unsafe { exec::with_handoff(envp, |env| (real().execvpe)(file, argv, env)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+    // SAFETY: as execvpe, with the current environment.
+    unsafe { exec::with_handoff(environ, |env| (real().execvpe)(file, argv, env)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+    // SAFETY: the program's arguments, as fexecve(3) takes them.
+    unsafe { exec::with_handoff(envp, |env| (real().fexecve)(fd, argv, env)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: the program's arguments, as execveat(2) takes them.
+    unsafe { exec::with_handoff(envp, |env| (real().execveat)(dirfd, path, argv, env, flags)) }
 }

@@ -4,7 +4,9 @@
 
 use std::sync::OnceLock;
 
-use libc::{c_int, c_ulong, c_void, epoll_event, iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t};
+use libc::{
+    c_char, c_int, c_ulong, c_void, epoll_event, iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t,
+};
 
 macro_rules! real_table {
     ($($name:ident : $ty:ty;)*) => {
@@ -79,6 +81,10 @@ real_table! {
     sendmmsg: unsafe extern "C" fn(c_int, *mut libc::mmsghdr, libc::c_uint, c_int) -> c_int;
     sendfile: unsafe extern "C" fn(c_int, c_int, *mut libc::off_t, size_t) -> ssize_t;
     sendfile64: unsafe extern "C" fn(c_int, c_int, *mut libc::off64_t, size_t) -> ssize_t;
+    execve: unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+    execvpe: unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+    fexecve: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
+    execveat: unsafe extern "C" fn(c_int, *const c_char, *const *const c_char, *const *const c_char, c_int) -> c_int;
 }
 
 /// The C library's definitions, resolved on first use.

@@ -147,6 +147,42 @@ fn without_a_monitor_everything_goes_to_the_kernel() {
     let _ = std::fs::remove_file(prog);
 }
 
+/// Ring sockets inherited through `exec`: the new image (the library
+/// loads again) takes them over and talks (also through a dup'd number),
+/// close-on-exec numbers vanish, the old image goes on; the output is the
+/// kernel's line by line. A new image started without the library gets an
+/// unconnected socket instead (a clean error, said on stderr), and the old
+/// image's connection is untouched.
+#[test]
+fn exec_hands_ring_sockets_to_the_new_image() {
+    let Some(prog) = compile_file("cf-exec-inherited", "exec_inherited.c") else { return };
+    let lib = library();
+    let kernel = Command::new(&prog).output().unwrap();
+    let kernel_out = String::from_utf8_lossy(&kernel.stdout).into_owned();
+    assert!(kernel.status.success(), "on the kernel: {kernel_out}");
+    assert!(kernel_out.contains("new image exit 0"), "{kernel_out}");
+    let stats = with_monitor("cf-exec-inherited", |mon| {
+        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert_eq!(stdout, kernel_out, "under the library (left) vs the kernel (right); stderr: {stderr}");
+        let out =
+            Command::new(&prog).arg("nolib").env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert_eq!(
+            stdout,
+            "new image: write failed: Broken pipe\nnew image without the library: exit 2\nold image goes on: read 3 'old'\n",
+            "{stderr}"
+        );
+        assert!(stderr.contains("reaches the new program as an unconnected socket"), "{stderr}");
+    });
+    assert_eq!(stats.delivered, 2, "{stats:?}");
+    let _ = std::fs::remove_file(prog);
+}
+
 /// Connected ring sockets shared by `fork`: parent and child both read
 /// and write them (each call whole, a message read half by each), and the
 /// peer sees the end of the stream only at the last close; the output is
