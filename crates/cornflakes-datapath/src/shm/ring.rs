@@ -575,6 +575,19 @@ impl RingProducer {
         self.limit = cursor.credits.saturating_add(self.size as u64);
     }
 
+    /// Bytes that can be pushed now (reads the credit word when the last
+    /// one read leaves no room): for a writer deciding whether to wait.
+    ///
+    /// # Errors
+    ///
+    /// [`PushError::Corrupt`] when the consumer wrote an impossible credit.
+    pub fn free_now(&mut self) -> Result<usize, PushError> {
+        if self.known_free() < RECORD_HEADER_LEN + RECORD_ALIGN {
+            self.refresh(self.tail)?;
+        }
+        Ok(self.known_free())
+    }
+
     /// Bytes that can be pushed without reading the credit word again.
     pub fn known_free(&self) -> usize {
         self.limit.saturating_sub(self.tail) as usize
@@ -844,6 +857,63 @@ impl RingConsumer {
         Ok(Some((n, left, rec.info)))
     }
 
+    /// Whether a record is published at position `pos` (at or after the
+    /// head, less than a ring ahead): a reader that noted where the data it
+    /// saw ended ([`published_end`](Self::published_end)) learns whether more
+    /// arrived since, without a shared tail word (edge-triggered `epoll`).
+    pub fn published_at(&self, pos: u64) -> bool {
+        self.tag_at(pos, Ordering::Acquire) == pos ^ self.key
+    }
+
+    /// The position just past the last record published now (the head if
+    /// none), and the info word of that last record: scans the records from
+    /// the head, checking each header as [`try_pop`](Self::try_pop) does;
+    /// stops at an impossible one. Wrap markers are skipped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::ring::{Ring, MIN_RING_SIZE};
+    ///
+    /// let (mut tx, rx) = Ring::create(MIN_RING_SIZE).unwrap();
+    /// assert_eq!(rx.published_end(), (0, None));
+    /// tx.try_push_info(b"abc", 7).unwrap(); // a 16-byte header + 16 bytes
+    /// let (end, last) = rx.published_end();
+    /// assert_eq!((end, last), (32, Some(7)));
+    /// assert!(!rx.published_at(end));
+    /// tx.try_push(b"more").unwrap();
+    /// assert!(rx.published_at(end));
+    /// ```
+    pub fn published_end(&self) -> (u64, Option<u32>) {
+        let mut pos = self.head;
+        let mut last = None;
+        // At most a ring's worth of records.
+        for _ in 0..self.size / RECORD_ALIGN {
+            if self.tag_at(pos, Ordering::Acquire) != pos ^ self.key {
+                break;
+            }
+            let off = (pos & self.mask) as usize;
+            // SAFETY: off is 16-aligned and at most size - 16: the length
+            // and info words are in the data area, aligned for their atomics.
+            let (len, info) = unsafe {
+                let hdr = self.data.as_ptr().add(off);
+                (
+                    (*hdr.add(8).cast::<AtomicU32>()).load(Ordering::Relaxed) as usize,
+                    (*hdr.add(12).cast::<AtomicU32>()).load(Ordering::Relaxed),
+                )
+            };
+            let rec = record_len(len);
+            if len > self.max_len || rec > self.size - off {
+                break;
+            }
+            if info & INFO_WRAP == 0 {
+                last = Some(info);
+            }
+            pos += rec as u64;
+        }
+        (pos, last)
+    }
+
     /// Where this consumer stands, for another holder of the consuming
     /// end to [`resume`](Self::resume) from (see
     /// [`RingProducer::cursor`]).
@@ -873,10 +943,17 @@ impl RingConsumer {
 
     #[inline(always)]
     fn head_tag(&self, order: Ordering) -> u64 {
-        let off = (self.head & self.mask) as usize;
-        // SAFETY: off is 16-aligned and below size: an aligned u64 in the
-        // data area, accessed atomically because the producer writes it.
-        unsafe { (*self.data.as_ptr().add(off).cast::<AtomicU64>()).load(order) }
+        self.tag_at(self.head, order)
+    }
+
+    #[inline(always)]
+    fn tag_at(&self, pos: u64, order: Ordering) -> u64 {
+        let off = (pos & self.mask) as usize;
+        // SAFETY: positions of records are multiples of 16 (a wrong `pos`
+        // is rounded down here), so off is 16-aligned and below size: an
+        // aligned u64 in the data area, accessed atomically because the
+        // producer writes it.
+        unsafe { (*self.data.as_ptr().add(off & !(RECORD_ALIGN - 1)).cast::<AtomicU64>()).load(order) }
     }
 
     /// The next record, its header copied out of shared memory once and

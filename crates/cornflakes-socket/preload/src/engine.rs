@@ -125,17 +125,20 @@ pub(crate) fn remove(fd: RawFd) -> Option<Arc<Sock>> {
 /// time for one of `socks` to become ready through its ring (a writer then
 /// finds the data read at once, with no scheduler wake-up on our side).
 /// Kernel descriptors in the same set wait at most this long extra.
-pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clone) -> bool {
+///
+/// Each socket comes with its edge-triggered state, if it is watched so: it
+/// then counts as ready only with news since its last report.
+pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = (&'a ConnSock, Option<Edge>)> + Clone) -> bool {
     // While we spin, writers need send no wake-up bytes (a system call on
     // each side per message otherwise).
-    socks.clone().for_each(ConnSock::disarm_for_spin);
+    socks.clone().for_each(|(c, _)| c.disarm_for_spin());
     let until = Instant::now() + config().spin;
     // The rings are checked between single pauses (a pause is ~65 cycles on
     // Zen: 64 of them between checks added ~1 us to every round trip); the
     // clock every 64 checks.
     'spin: loop {
         for _ in 0..64 {
-            if socks.clone().any(|c| c.ready().readable) {
+            if socks.clone().any(|(c, edge)| c.has_news(c.ready(), edge.as_ref())) {
                 break 'spin;
             }
             std::hint::spin_loop();
@@ -149,13 +152,27 @@ pub(crate) fn spin_for_rings<'a>(socks: impl Iterator<Item = &'a ConnSock> + Clo
 
 /// Arms every ring's sleep flag before the caller sleeps in the kernel;
 /// true if one has data after all (then do not sleep).
-pub(crate) fn arm_rings<'a>(socks: impl Iterator<Item = &'a ConnSock>) -> bool {
+pub(crate) fn arm_rings<'a>(socks: impl Iterator<Item = (&'a ConnSock, Option<Edge>)>) -> bool {
     // Every one armed: no short circuit.
     let mut any = false;
-    for c in socks {
-        any |= c.ready_armed().readable;
+    for (c, edge) in socks {
+        any |= c.has_news(c.ready_armed(), edge.as_ref());
     }
     any
+}
+
+/// What an edge-triggered (`EPOLLET`) interest last reported, so that it
+/// reports again only what is new: data that arrived since, the end of the
+/// stream once, room to write once per time a write found the ring full.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Edge {
+    /// Where the data it reported readable ended (`None`: not reported
+    /// since `EPOLL_CTL_ADD`/`MOD`).
+    in_mark: Option<u64>,
+    eof_seen: bool,
+    hup_seen: bool,
+    /// [`ConnSock::full_events`] when it last reported `EPOLLOUT`.
+    out_seen: Option<u64>,
 }
 
 /// Bumped in every child of `fork`: one atomic load tells a child's call
@@ -576,6 +593,12 @@ pub(crate) struct ConnSock {
     /// parent at the instant of the fork, so this copy's state is not
     /// whole; every call fails with EOPNOTSUPP.
     lost: AtomicBool,
+    /// Writes that found the ring full and returned `EAGAIN` (an
+    /// edge-triggered `EPOLLOUT` is due once after each).
+    full_events: AtomicU64,
+    /// [`has_room`](Self::has_room) announced a waiting writer (withdrawn
+    /// when room is reported).
+    out_waiting: AtomicBool,
 }
 
 /// A connection's writing half, locked: by this process's threads and,
@@ -781,6 +804,8 @@ impl ConnSock {
             shared: AtomicBool::new(false),
             prepared_for: AtomicU64::new(0),
             lost: AtomicBool::new(false),
+            full_events: AtomicU64::new(0),
+            out_waiting: AtomicBool::new(false),
         }
     }
 
@@ -1075,6 +1100,7 @@ impl ConnSock {
                                 self.peer_gone.store(true, Ordering::Relaxed);
                                 return Err(epipe(flags));
                             }
+                            self.full_events.fetch_add(1, Ordering::Relaxed);
                             return if sent > 0 { Ok(sent) } else { Err(libc::EAGAIN) };
                         }
                         if tx.ring.acked() == READER_GONE || (waits > 256 && waits % 64 == 0 && self.peer_hung_up()) {
@@ -1352,6 +1378,96 @@ impl ConnSock {
         let readable = rx.avail() > 0 || rx.eof || rx.shut || rx.ring.has_data();
         let hup = rx.eof && self.wr_shut.load(Ordering::Relaxed);
         Ready { readable, writable: true, rdhup: rx.eof, hup }
+    }
+
+    /// Whether `r` (this socket's readiness) holds news for a waiter:
+    /// readability, or for an edge-triggered one, data or an end that came
+    /// after its last report (see [`edge_ready`](Self::edge_ready)).
+    pub(crate) fn has_news(&self, r: Ready, edge: Option<&Edge>) -> bool {
+        match edge {
+            None => r.readable,
+            Some(e) => self.edge_ready(r, e, 0).0.readable,
+        }
+    }
+
+    /// For an edge-triggered interest in `events` with state `e`: whether
+    /// something happened since its last report (data arrived, the stream
+    /// ended, room came back after a write found the ring full, or nothing
+    /// was reported since `EPOLL_CTL_ADD`/`MOD`), and then, as the kernel
+    /// does on such a wake-up, the whole readiness `r`; else nothing. With
+    /// it, the state to keep if it is reported.
+    pub(crate) fn edge_ready(&self, r: Ready, e: &Edge, events: u32) -> (Ready, Edge) {
+        let mut next = *e;
+        let mut news = false;
+        // Room first: asking the peer for a wake-up needs our reading half.
+        let full = self.full_events.load(Ordering::Relaxed);
+        let out_due = events & libc::EPOLLOUT as u32 != 0 && e.out_seen != Some(full);
+        if out_due && self.has_room() {
+            news = true;
+            if self.out_waiting.swap(false, Ordering::Relaxed) {
+                self.announce_waiting(false);
+            }
+        }
+        let rx = self.try_rx();
+        if let Some(rx) = &rx {
+            news |= match e.in_mark {
+                None => r.readable,
+                // All that was reported has been read: anything there is new.
+                Some(mark) if rx.ring.cursor().head >= mark => rx.ring.has_data(),
+                Some(mark) => rx.ring.published_at(mark),
+            };
+        }
+        news |= r.rdhup && !e.eof_seen || r.hup && !e.hup_seen;
+        if !news {
+            return (Ready::default(), *e);
+        }
+        let mut r = r;
+        if let Some(rx) = &rx {
+            let (end, last) = rx.ring.published_end();
+            next.in_mark = Some(end);
+            // The kernel says RDHUP as soon as the FIN arrives, before the
+            // bytes ahead of it are read.
+            r.rdhup |= last == Some(INFO_FIN);
+        }
+        drop(rx);
+        next.eof_seen = r.rdhup;
+        next.hup_seen = r.hup;
+        if events & libc::EPOLLOUT as u32 != 0 {
+            next.out_seen = Some(full);
+        }
+        (r, next)
+    }
+
+    /// `r` with `rdhup` also when the stream's end has arrived but is not
+    /// read yet (bytes ahead of it), as the kernel reports it.
+    pub(crate) fn with_pending_fin(&self, mut r: Ready) -> Ready {
+        if r.readable && !r.rdhup {
+            if let Some(rx) = self.try_rx() {
+                r.rdhup = rx.ring.published_end().1 == Some(INFO_FIN);
+            }
+        }
+        r
+    }
+
+    /// Whether a write would find room in the ring now. When it would not,
+    /// the peer is asked for a wake-up after its next read (an
+    /// edge-triggered `EPOLLOUT` waiter sleeps on the pair).
+    fn has_room(&self) -> bool {
+        let Ok(mut tx) = self.tx.try_lock() else { return true };
+        if tx.share.is_some() {
+            // Another process may be writing: not ours to judge.
+            return true;
+        }
+        match tx.ring.free_now() {
+            Ok(n) if n > 64 => true,
+            Ok(_) => {
+                drop(tx);
+                self.out_waiting.store(self.announce_waiting(true), Ordering::Relaxed);
+                // The reader may have read just before the announcement.
+                lock(&self.tx).ring.free_now().is_ok_and(|n| n > 64)
+            }
+            Err(_) => true,
+        }
     }
 
     /// Bytes readable now without blocking (`FIONREAD`).
@@ -1815,6 +1931,15 @@ pub(crate) struct Interest {
     /// Registered by the program. A ring socket it deleted stays in the
     /// kernel's set (our registration) until it is closed or added again.
     pub(crate) present: bool,
+    /// What an `EPOLLET` interest last reported.
+    pub(crate) edge: Edge,
+}
+
+impl Interest {
+    /// The edge-triggered state, for an `EPOLLET` interest.
+    pub(crate) fn edge(&self) -> Option<Edge> {
+        (self.events & libc::EPOLLET as u32 != 0).then_some(self.edge)
+    }
 }
 
 /// epoll set -> our descriptors in it.

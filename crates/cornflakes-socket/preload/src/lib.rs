@@ -841,7 +841,7 @@ fn poll_mixed(set: &mut [pollfd], timeout: c_int, sigmask: *const libc::sigset_t
         let mut t = if ring_ready > 0 { 0 } else { remaining(deadline) };
         if t != 0 {
             let conns = socks.iter().filter_map(|s| match s.as_deref() {
-                Some(Sock::Conn(c)) => Some(c),
+                Some(Sock::Conn(c)) => Some((c, None)),
                 _ => None,
             });
             // Spin once, then every ring armed before the kernel sleeps.
@@ -1197,7 +1197,8 @@ pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut e
         let set = sets.entry(epfd).or_default();
         match (op, user) {
             (libc::EPOLL_CTL_ADD | libc::EPOLL_CTL_MOD, Some(u)) => {
-                let interest = Interest { events: u.events, data: u.u64, armed: true, present: true };
+                let interest =
+                    Interest { events: u.events, data: u.u64, armed: true, present: true, edge: Default::default() };
                 if set.insert(fd, interest).is_none() {
                     EPOLL_INTERESTS.fetch_add(1, Ordering::Relaxed);
                 }
@@ -1324,6 +1325,31 @@ impl Drop for KernelEvents {
     }
 }
 
+/// Keeps what an edge-triggered interest reported (see [`engine::Edge`]).
+fn set_edge(epfd: c_int, fd: c_int, edge: engine::Edge) {
+    if let Some(i) = engine::lock(&EPOLL_SETS).get_mut(&epfd).and_then(|s| s.get_mut(&fd)) {
+        i.edge = edge;
+    }
+}
+
+/// The events to report for ring socket `c` of interest `i`, with readiness
+/// `r`: level-triggered, all of them; edge-triggered, what is new (and the
+/// interest remembers it).
+fn report_bits(epfd: c_int, fd: c_int, c: &ConnSock, i: &Interest, r: engine::Ready) -> u32 {
+    match i.edge() {
+        None if i.events & libc::EPOLLRDHUP as u32 != 0 => epoll_bits(c.with_pending_fin(r), i.events),
+        None => epoll_bits(r, i.events),
+        Some(e) => {
+            let (news, next) = c.edge_ready(r, &e, i.events);
+            let bits = epoll_bits(news, i.events);
+            if bits != 0 {
+                set_edge(epfd, fd, next);
+            }
+            bits
+        }
+    }
+}
+
 fn disarm_oneshot(epfd: c_int, fd: c_int) {
     if let Some(i) = engine::lock(&EPOLL_SETS).get_mut(&epfd).and_then(|s| s.get_mut(&fd)) {
         i.armed = false;
@@ -1356,7 +1382,7 @@ fn epoll_mixed(
                 continue;
             }
             if let Sock::Conn(c) = &**s {
-                let bits = epoll_bits(c.ready(), i.events);
+                let bits = report_bits(epfd, *fd, c, i, c.ready());
                 if bits != 0 {
                     out[n] = epoll_event { events: bits, u64: i.data };
                     n += 1;
@@ -1369,8 +1395,8 @@ fn epoll_mixed(
         }
         let t = if n > 0 { 0 } else { remaining(deadline) };
         if t != 0 {
-            let conns = socks.iter().filter(|(_, i, _)| i.armed).filter_map(|(_, _, s)| match &**s {
-                Sock::Conn(c) => Some(c),
+            let conns = socks.iter().filter(|(_, i, _)| i.armed).filter_map(|(_, i, s)| match &**s {
+                Sock::Conn(c) => Some((c, i.edge())),
                 Sock::Listen(_) => None,
             });
             // Spin once, then every ring armed before the kernel sleeps.
@@ -1417,7 +1443,7 @@ fn epoll_mixed(
             let bits = match &**s {
                 Sock::Conn(c) => {
                     let hup = kevents & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
-                    epoll_bits(c.after_kernel_wake(hup), i.events)
+                    report_bits(epfd, fd, c, i, c.after_kernel_wake(hup))
                 }
                 Sock::Listen(_) => i.events & libc::EPOLLIN as u32,
             };

@@ -404,6 +404,56 @@ int main(void) {
         close(p[1]);
     }
 
+    /* edge-triggered epoll: one report per arrival, the end once, room once */
+    {
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        CHECK(ep >= 0);
+        struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = 7};
+        int ec = connect_to(port);
+        int es = accept(l, NULL, NULL);
+        CHECK(ec >= 0 && es >= 0);
+        CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, es, &e) == 0);
+        struct epoll_event out[4];
+        SAY("et idle %d", epoll_wait(ep, out, 4, 20));
+        CHECK(write(ec, "ab", 2) == 2);
+        int r = epoll_wait(ep, out, 4, 1000);
+        SAY("et arrival %d events %u", r, r > 0 ? out[0].events : 0);
+        SAY("et unread, nothing new %d", epoll_wait(ep, out, 4, 20));
+        read_exact(es, buf, 1);
+        SAY("et half read, nothing new %d", epoll_wait(ep, out, 4, 20));
+        CHECK(write(ec, "c", 1) == 1);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et second arrival %d events %u", r, r > 0 ? out[0].events : 0);
+        read_exact(es, buf, 2);
+        SAY("et drained %d", epoll_wait(ep, out, 4, 20));
+        CHECK(write(ec, "d", 1) == 1);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et after drain %d", r);
+        read_exact(es, buf, 1);
+        /* writer side: EPOLLOUT once after ADD, not again while writable */
+        struct epoll_event w = {.events = EPOLLOUT | EPOLLET, .data.u64 = 8};
+        CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, ec, &w) == 0);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et out %d data %llu events %u", r, r > 0 ? (unsigned long long)out[0].data.u64 : 0ULL, r > 0 ? out[0].events : 0);
+        SAY("et out again %d", epoll_wait(ep, out, 4, 20));
+        CHECK(epoll_ctl(ep, EPOLL_CTL_DEL, ec, NULL) == 0);
+        /* MOD re-arms: the unread byte is reported again */
+        CHECK(write(ec, "e", 1) == 1);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et before mod %d", r);
+        CHECK(epoll_ctl(ep, EPOLL_CTL_MOD, es, &e) == 0);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et after mod %d events %u", r, r > 0 ? out[0].events : 0);
+        read_exact(es, buf, 1);
+        /* the end of the stream, once */
+        close(ec);
+        r = epoll_wait(ep, out, 4, 1000);
+        SAY("et close %d events %u", r, r > 0 ? out[0].events : 0);
+        SAY("et close again %d", epoll_wait(ep, out, 4, 20));
+        close(es);
+        close(ep);
+    }
+
     /* options */
     {
         int v = 1;
