@@ -1968,8 +1968,9 @@ pub(crate) fn adopt_after_exec(entry: &str) -> Result<RawFd, String> {
     let addr = |s: &str| s.parse::<SocketAddrV4>().map_err(|_| format!("not an address: {s:?}"));
     let (local, peer) = (addr(local)?, addr(peer)?);
     let switches = switches.parse::<u64>().map_err(|_| format!("not a count: {switches:?}"))?;
-    if [fd, tx, rx, page].iter().any(|&n| n < 0 || is_managed(n)) {
-        return Err("descriptor out of range or taken".into());
+    let numbers = [fd, tx, rx, page];
+    if numbers.iter().any(|&n| n < 0 || is_managed(n)) || (1..4).any(|i| numbers[..i].contains(&numbers[i])) {
+        return Err("descriptors out of range, taken or repeated".into());
     }
     // Copies (close-on-exec) of the inherited numbers: checked first, the
     // numbers themselves closed only once every check passed.
