@@ -1850,7 +1850,8 @@ pub(crate) unsafe fn write_sockaddr(a: SocketAddrV4, addr: *mut libc::sockaddr, 
 /// `None` means "do what the kernel does" (nobody listens through the
 /// library, no monitor, not a TCP socket...).
 pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
-    if !dst.ip().is_loopback() || dst.port() == 0 {
+    let host = !dst.ip().is_loopback() && is_host_address(*dst.ip());
+    if !(dst.ip().is_loopback() || host) || dst.port() == 0 {
         return None;
     }
     // SAFETY: `fd` is the program's open descriptor for this call.
@@ -1863,7 +1864,10 @@ pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
         return None;
     }
     if local.port() == 0 {
-        rustix::net::bind(bfd, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).ok()?;
+        // The source address the kernel would choose: 127.0.0.1 for the
+        // loopback net, the address itself for one of the host's own.
+        let src = if host { *dst.ip() } else { Ipv4Addr::LOCALHOST };
+        rustix::net::bind(bfd, &SocketAddrV4::new(src, 0)).ok()?;
         local = inet_stream_local(bfd)?;
     }
     local = SocketAddrV4::new(loopback(*local.ip()), local.port());
@@ -1874,6 +1878,43 @@ pub(crate) fn try_connect(fd: RawFd, dst: SocketAddrV4) -> Option<Res<()>> {
             None
         }
     }
+}
+
+/// Whether `ip` is one of this host's own IPv4 addresses (in this network
+/// namespace; `getifaddrs`, looked up again at most once a second).
+fn is_host_address(ip: Ipv4Addr) -> bool {
+    static CACHE: Mutex<Option<(Instant, Vec<Ipv4Addr>)>> = Mutex::new(None);
+    let mut cache = lock(&CACHE);
+    let fresh = cache.as_ref().is_some_and(|(at, _)| at.elapsed() < Duration::from_secs(1));
+    if !fresh {
+        *cache = Some((Instant::now(), host_addresses()));
+    }
+    cache.as_ref().is_some_and(|(_, list)| list.contains(&ip))
+}
+
+fn host_addresses() -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs(3) fills `head` with a list we free below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut at = head;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned, alive until
+        // freeifaddrs; `ifa_addr` is null or a sockaddr of its family.
+        unsafe {
+            let a = (*at).ifa_addr;
+            if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                let sin = a.cast::<libc::sockaddr_in>();
+                out.push(Ipv4Addr::from(u32::from_be((*sin).sin_addr.s_addr)));
+            }
+            at = (*at).ifa_next;
+        }
+    }
+    // SAFETY: the list from the successful getifaddrs above, freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
 }
 
 fn connect_rings(fd: RawFd, bfd: BorrowedFd<'_>, local: SocketAddrV4, dst: SocketAddrV4) -> Result<Res<()>, String> {

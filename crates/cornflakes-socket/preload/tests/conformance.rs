@@ -184,6 +184,33 @@ fn exec_hands_ring_sockets_to_the_new_image() {
     let _ = std::fs::remove_file(prog);
 }
 
+/// A connection to one of the host's own non-loopback addresses goes over
+/// rings too, with the kernel's names; equal output on both.
+#[test]
+fn the_hosts_own_addresses_are_local() {
+    let Some(prog) = compile_file("cf-host-address", "host_address.c") else { return };
+    let lib = library();
+    let kernel = Command::new(&prog).output().unwrap();
+    let kernel_out = String::from_utf8_lossy(&kernel.stdout).into_owned();
+    assert!(kernel.status.success(), "on the kernel: {kernel_out}");
+    let stats = with_monitor("cf-host-address", |mon| {
+        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout, kernel_out, "under the library (left) vs the kernel (right)");
+    });
+    let expected = if kernel_out.contains("host address: none") {
+        eprintln!("this host has no non-loopback IPv4 address: nothing to carry over rings");
+        0
+    } else {
+        assert!(kernel_out
+            .contains("local is the host address 1, client peer is it 1, server local is it 1, ports match 1"));
+        1
+    };
+    assert_eq!(stats.delivered, expected, "{stats:?}");
+    let _ = std::fs::remove_file(prog);
+}
+
 /// Connected ring sockets shared by `fork`: parent and child both read
 /// and write them (each call whole, a message read half by each), and the
 /// peer sees the end of the stream only at the last close; the output is
