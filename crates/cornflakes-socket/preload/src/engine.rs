@@ -599,6 +599,10 @@ pub(crate) struct ConnSock {
     /// [`has_room`](Self::has_room) announced a waiting writer (withdrawn
     /// when room is reported).
     out_waiting: AtomicBool,
+    /// `O_ASYNC` (`FIOASYNC`): the sleep flag stays armed, so that every
+    /// arrival sends a wake-up byte and the kernel signals the pair end's
+    /// owner (`SIGIO`).
+    async_io: AtomicBool,
 }
 
 /// A connection's writing half, locked: by this process's threads and,
@@ -806,6 +810,7 @@ impl ConnSock {
             lost: AtomicBool::new(false),
             full_events: AtomicU64::new(0),
             out_waiting: AtomicBool::new(false),
+            async_io: AtomicBool::new(false),
         }
     }
 
@@ -1184,6 +1189,10 @@ impl ConnSock {
                 return Err(e);
             }
         }
+        if self.async_io.load(Ordering::Relaxed) {
+            // The next arrival signals again.
+            self.arm(&mut rx);
+        }
         drop(rx);
         if copied > 0 && !peek {
             self.wake_waiting_writer();
@@ -1293,6 +1302,16 @@ impl ConnSock {
         rx.self_disarmed = false;
     }
 
+    /// `O_ASYNC` on or off (the pair end itself carries the flag and the
+    /// owner, set by the program's own `ioctl`/`fcntl`).
+    pub(crate) fn set_async(&self, on: bool) {
+        self.async_io.store(on, Ordering::Relaxed);
+        // A reader busy in another thread arms it when it returns.
+        if let (true, Some(mut rx)) = (on, self.try_rx()) {
+            self.arm(&mut rx);
+        }
+    }
+
     /// Once everything has been read, arm the flag, so that a waiter in the
     /// kernel (`poll`/`epoll` on the pair end) is woken by the next write.
     fn rearm_if_empty(&self, rx: &mut Rx) {
@@ -1329,6 +1348,9 @@ impl ConnSock {
     /// Clears our sleep flag while a poll spins on the ring (the writer then
     /// sends no wake-up); [`ready_armed`](Self::ready_armed) sets it again.
     pub(crate) fn disarm_for_spin(&self) {
+        if self.async_io.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(mut rx) = self.try_rx() {
             if rx.ring.sleeping_flag() {
                 rx.ring.set_sleeping(false);

@@ -653,6 +653,9 @@ unsafe fn fcntl_impl(
         }
         libc::F_SETFL => {
             nonblock_flag(&s).store(arg as c_int & libc::O_NONBLOCK != 0, Ordering::Relaxed);
+            if let Sock::Conn(c) = &*s {
+                c.set_async(arg as c_int & libc::O_ASYNC != 0);
+            }
             // The descriptor itself stays non-blocking (we block in poll).
             // SAFETY: F_SETFL with an int argument.
             unsafe { f(fd, cmd, (arg as c_int | libc::O_NONBLOCK) as c_ulong) }
@@ -688,6 +691,15 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
             let on = unsafe { std::ptr::read_unaligned(arg as *const c_int) } != 0;
             nonblock_flag(&s).store(on, Ordering::Relaxed);
             return 0;
+        }
+        if let (Sock::Conn(c), true) = (&*s, req == libc::FIOASYNC as c_ulong && arg != 0) {
+            // SAFETY: the program's arguments: the pair end takes O_ASYNC.
+            let r = unsafe { (real().ioctl)(fd, req, arg) };
+            if r == 0 {
+                // SAFETY: FIOASYNC's argument points to an int.
+                c.set_async(unsafe { std::ptr::read_unaligned(arg as *const c_int) } != 0);
+            }
+            return r;
         }
         if let (Sock::Conn(c), true) = (&*s, req == libc::FIONREAD as c_ulong && arg != 0) {
             let n = c.readable_bytes().min(c_int::MAX as usize) as c_int;

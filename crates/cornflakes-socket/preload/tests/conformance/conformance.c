@@ -89,6 +89,12 @@ static void read_exact(int fd, char *buf, size_t n) {
 }
 
 /* A write 50 ms from now, from another thread (while the main one sleeps). */
+static volatile sig_atomic_t sigio_count;
+static void on_sigio(int sig) {
+    (void)sig;
+    sigio_count++;
+}
+
 static int late_fd;
 static void *write_late(void *arg) {
     (void)arg;
@@ -452,6 +458,38 @@ int main(void) {
         SAY("et close again %d", epoll_wait(ep, out, 4, 20));
         close(es);
         close(ep);
+    }
+
+    /* O_ASYNC (FIOASYNC, as nginx sets it): SIGIO on each arrival */
+    {
+        signal(SIGIO, on_sigio);
+        CHECK(fcntl(s, F_SETOWN, getpid()) == 0);
+        int on = 1;
+        SAY("FIOASYNC on %d", ioctl(s, FIOASYNC, &on));
+        for (int round = 0; round < 2; round++) {
+            sigio_count = 0;
+            CHECK(write(c, "x", 1) == 1);
+            for (int i = 0; i < 1000 && !sigio_count; i++)
+                usleep(1000);
+            SAY("SIGIO after write %d: %d", round, sigio_count > 0);
+            read_exact(s, buf, 1);
+        }
+        on = 0;
+        SAY("FIOASYNC off %d", ioctl(s, FIOASYNC, &on));
+        sigio_count = 0;
+        CHECK(write(c, "z", 1) == 1);
+        usleep(50000);
+        SAY("SIGIO after FIOASYNC off: %d", sigio_count > 0);
+        read_exact(s, buf, 1);
+        SAY("F_SETFL O_ASYNC %d", fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_ASYNC));
+        sigio_count = 0;
+        CHECK(write(c, "w", 1) == 1);
+        for (int i = 0; i < 1000 && !sigio_count; i++)
+            usleep(1000);
+        SAY("SIGIO after F_SETFL O_ASYNC: %d", sigio_count > 0);
+        read_exact(s, buf, 1);
+        CHECK(fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_ASYNC) == 0);
+        signal(SIGIO, SIG_DFL);
     }
 
     /* options */
