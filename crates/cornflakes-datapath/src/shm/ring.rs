@@ -893,8 +893,9 @@ impl RingConsumer {
                 break;
             }
             let off = (pos & self.mask) as usize;
-            // SAFETY: off is 16-aligned and at most size - 16: the length
-            // and info words are in the data area, aligned for their atomics.
+            // off is 16-aligned and at most size - 16: the length and info
+            // words are in the data area, aligned for their atomics.
+            // SAFETY: in-bounds, aligned atomic loads, as said above.
             let (len, info) = unsafe {
                 let hdr = self.data.as_ptr().add(off);
                 (
@@ -949,10 +950,10 @@ impl RingConsumer {
     #[inline(always)]
     fn tag_at(&self, pos: u64, order: Ordering) -> u64 {
         let off = (pos & self.mask) as usize;
-        // SAFETY: positions of records are multiples of 16 (a wrong `pos`
-        // is rounded down here), so off is 16-aligned and below size: an
-        // aligned u64 in the data area, accessed atomically because the
-        // producer writes it.
+        // Positions of records are multiples of 16 (a wrong `pos` is
+        // rounded down here), so off is 16-aligned and below size; the
+        // producer writes the word, hence the atomic.
+        // SAFETY: an aligned u64 inside the data area, as said above.
         unsafe { (*self.data.as_ptr().add(off & !(RECORD_ALIGN - 1)).cast::<AtomicU64>()).load(order) }
     }
 

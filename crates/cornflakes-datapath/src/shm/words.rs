@@ -36,8 +36,8 @@ pub struct SharedWords {
     len: usize,
 }
 
-// SAFETY: the mapping is owned outright and reached only through atomics,
-// which any thread may use.
+// The mapping is owned outright.
+// SAFETY: it is reached only through atomics, which any thread may use.
 unsafe impl Send for SharedWords {}
 // SAFETY: as above: `&self` gives out only `&AtomicU64`.
 unsafe impl Sync for SharedWords {}
@@ -114,9 +114,9 @@ impl SharedWords {
     #[inline(always)]
     pub fn word(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.len, "shared word {i} of {}", self.len);
-        // SAFETY: the mapping is a page long, page aligned and lives as long
-        // as `self`; word `i` (i < len <= 512) lies inside it, 8-aligned.
-        // Other processes may write it concurrently, which an atomic allows.
+        // The mapping is a page long, page aligned and lives as long as
+        // `self`; other processes may write it, which an atomic allows.
+        // SAFETY: word `i` (i < len <= 512) lies inside it, 8-aligned.
         unsafe { &*self.map.ptr().as_ptr().cast::<AtomicU64>().add(i) }
     }
 }

@@ -200,8 +200,9 @@ type ForkHeld = (MutexGuard<'static, EpollSets>, MutexGuard<'static, BTreeMap<Ra
 fn fork_generation() -> u64 {
     static HOOK: OnceLock<()> = OnceLock::new();
     HOOK.get_or_init(|| {
-        // SAFETY: registers three handlers of ours; they take only our own
-        // locks, in the order every other path takes them (sets, table).
+        // The handlers take only our own locks, in the order every other
+        // path takes them (sets, table).
+        // SAFETY: registers three `extern "C"` handlers of ours.
         unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
     });
     FORK_GENERATION.load(Ordering::Relaxed)
@@ -607,63 +608,73 @@ pub(crate) struct ConnSock {
     async_io: AtomicBool,
 }
 
-/// A connection's writing half, locked: by this process's threads and,
-/// once shared by `fork`, by the other processes too. Saves the position
-/// for them when dropped.
-struct TxHeld<'a>(MutexGuard<'a, Tx>);
+/// One half of a connection (its writing or reading end) as forked
+/// processes share it: where it stands is saved to the share, and which
+/// lock word of the share guards it.
+trait Half {
+    /// The share's lock word of this half.
+    const LOCK: usize;
+    fn share(&self) -> Option<&ForkShare>;
+    /// Writes this process's position to the share.
+    fn save(&self, sh: &ForkShare);
+}
 
-impl std::ops::Deref for TxHeld<'_> {
-    type Target = Tx;
-    fn deref(&self) -> &Tx {
+/// A connection's half, locked: by this process's threads and, once
+/// shared by `fork`, by the other processes too. Saves the position for
+/// them and releases the share's lock when dropped.
+struct Held<'a, T: Half>(MutexGuard<'a, T>);
+
+impl<T: Half> std::ops::Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
         &self.0
     }
 }
 
-impl std::ops::DerefMut for TxHeld<'_> {
-    fn deref_mut(&mut self) -> &mut Tx {
+impl<T: Half> std::ops::DerefMut for Held<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
         &mut self.0
     }
 }
 
-impl Drop for TxHeld<'_> {
+impl<T: Half> Drop for Held<'_, T> {
     fn drop(&mut self) {
-        if let Some(sh) = &self.0.share {
-            let c = self.0.ring.cursor();
-            sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
-            sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
-            sh.word(W_TX_SHUT).store(self.0.shut as u64, Ordering::Relaxed);
-            sh.unlock(W_TX_LOCK);
-        }
-    }
-}
-
-/// A connection's reading half, locked, as [`TxHeld`].
-struct RxHeld<'a>(MutexGuard<'a, Rx>);
-
-impl std::ops::Deref for RxHeld<'_> {
-    type Target = Rx;
-    fn deref(&self) -> &Rx {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for RxHeld<'_> {
-    fn deref_mut(&mut self) -> &mut Rx {
-        &mut self.0
-    }
-}
-
-impl Drop for RxHeld<'_> {
-    fn drop(&mut self) {
-        if let Some(sh) = &self.0.share {
+        if let Some(sh) = self.0.share() {
             self.0.save(sh);
-            sh.unlock(W_RX_LOCK);
+            sh.unlock(T::LOCK);
         }
     }
 }
 
-impl Rx {
-    /// Writes this process's reading position to the share.
+impl Half for Tx {
+    const LOCK: usize = W_TX_LOCK;
+    fn share(&self) -> Option<&ForkShare> {
+        self.share.as_deref()
+    }
+    fn save(&self, sh: &ForkShare) {
+        let c = self.ring.cursor();
+        sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
+        sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
+        sh.word(W_TX_SHUT).store(self.shut as u64, Ordering::Relaxed);
+    }
+}
+
+impl Tx {
+    /// Continues from the position the share holds (under its lock).
+    fn load(&mut self, sh: &ForkShare) {
+        self.ring.resume(ProducerCursor {
+            tail: sh.word(W_TX_TAIL).load(Ordering::Acquire),
+            credits: sh.word(W_TX_CREDITS).load(Ordering::Relaxed),
+        });
+        self.shut = sh.word(W_TX_SHUT).load(Ordering::Relaxed) != 0;
+    }
+}
+
+impl Half for Rx {
+    const LOCK: usize = W_RX_LOCK;
+    fn share(&self) -> Option<&ForkShare> {
+        self.share.as_deref()
+    }
     fn save(&self, sh: &ForkShare) {
         let c = self.ring.cursor();
         sh.word(W_RX_HEAD).store(c.head, Ordering::Relaxed);
@@ -673,7 +684,9 @@ impl Rx {
         sh.word(W_RX_FLAGS).store(flags, Ordering::Relaxed);
         sh.word(W_RX_SWITCHES).store(self.switches, Ordering::Relaxed);
     }
+}
 
+impl Rx {
     /// Continues from the position the share holds (under its lock, or
     /// without it for a readiness check, which may then be stale); fails
     /// when another process followed a ring switch we cannot follow.
@@ -916,23 +929,19 @@ impl ConnSock {
         Err(libc::EOPNOTSUPP)
     }
 
-    /// The writing half, locked (see [`TxHeld`]); `EAGAIN` when `nonblock`
+    /// The writing half, locked (see [`Held`]); `EAGAIN` when `nonblock`
     /// and another process is writing.
-    fn lock_tx(&self, nonblock: bool) -> Res<TxHeld<'_>> {
+    fn lock_tx(&self, nonblock: bool) -> Res<Held<'_, Tx>> {
         let mut tx = lock(&self.tx);
         if let Some(sh) = tx.share.clone() {
             sh.lock(W_TX_LOCK, nonblock)?;
-            tx.ring.resume(ProducerCursor {
-                tail: sh.word(W_TX_TAIL).load(Ordering::Acquire),
-                credits: sh.word(W_TX_CREDITS).load(Ordering::Relaxed),
-            });
-            tx.shut = sh.word(W_TX_SHUT).load(Ordering::Relaxed) != 0;
+            tx.load(&sh);
         }
-        Ok(TxHeld(tx))
+        Ok(Held(tx))
     }
 
-    /// The reading half, locked (see [`TxHeld`]).
-    fn lock_rx(&self, nonblock: bool) -> Res<RxHeld<'_>> {
+    /// The reading half, locked (see [`Held`]).
+    fn lock_rx(&self, nonblock: bool) -> Res<Held<'_, Rx>> {
         let mut rx = lock(&self.rx);
         if let Some(sh) = rx.share.clone() {
             sh.lock(W_RX_LOCK, nonblock)?;
@@ -942,7 +951,7 @@ impl ConnSock {
                 return Err(e);
             }
         }
-        Ok(RxHeld(rx))
+        Ok(Held(rx))
     }
 
     /// The reading half for a readiness check, without waiting: `None`
@@ -988,10 +997,7 @@ impl ConnSock {
         let mut words = SharedWords::create(SHARE_WORDS).ok()?;
         let _ = words.move_memfd_above(private_floor());
         let sh = Arc::new(ForkShare { words });
-        let c = tx.ring.cursor();
-        sh.word(W_TX_TAIL).store(c.tail, Ordering::Relaxed);
-        sh.word(W_TX_CREDITS).store(c.credits, Ordering::Relaxed);
-        sh.word(W_TX_SHUT).store(tx.shut as u64, Ordering::Relaxed);
+        tx.save(&sh);
         rx.save(&sh);
         sh.word(W_REFS).store(holders, Ordering::Release);
         // Neither our writer nor the peer's may move to a bulk ring now.
@@ -1027,8 +1033,8 @@ impl ConnSock {
             None => self.install_share(&mut tx, &mut rx, 1 + u64::from(vforked))?,
         };
         let inheritable = |b: BorrowedFd<'_>| -> Option<OwnedFd> {
-            // SAFETY: F_DUPFD of a descriptor we hold; the new number,
-            // without close-on-exec, is wrapped at once.
+            // The new number, without close-on-exec, is wrapped at once.
+            // SAFETY: F_DUPFD of a descriptor we hold.
             let r = unsafe { (real().fcntl)(b.as_raw_fd(), libc::F_DUPFD, private_floor()) };
             // SAFETY: `r` is a fresh descriptor nobody else owns.
             (r >= 0).then(|| unsafe { OwnedFd::from_raw_fd(r) })
@@ -1925,8 +1931,8 @@ fn host_addresses() -> Vec<Ipv4Addr> {
     }
     let mut at = head;
     while !at.is_null() {
-        // SAFETY: `at` is a node of the list getifaddrs returned, alive until
-        // freeifaddrs; `ifa_addr` is null or a sockaddr of its family.
+        // `ifa_addr` is null or a sockaddr of the family it names.
+        // SAFETY: `at` is a node of getifaddrs' list, alive until freeifaddrs.
         unsafe {
             let a = (*at).ifa_addr;
             if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
@@ -2040,8 +2046,8 @@ pub(crate) fn adopt_after_exec(entry: &str) -> Result<RawFd, String> {
     // Copies (close-on-exec) of the inherited numbers: checked first, the
     // numbers themselves closed only once every check passed.
     let copy = |n: RawFd| {
-        // SAFETY: borrowed only for this duplication; `n` is open or the
-        // call fails with EBADF.
+        // Borrowed only for this duplication.
+        // SAFETY: `n` is open, or the call fails with EBADF.
         rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(n) }, private_floor())
             .map_err(|e| format!("descriptor {n}: {e}"))
     };
@@ -2061,8 +2067,8 @@ pub(crate) fn adopt_after_exec(entry: &str) -> Result<RawFd, String> {
             .map_err(|e| format!("shadow socket: {e}"))?,
     );
     for n in [tx, rx, page] {
-        // SAFETY: the old image handed these numbers to us alone (they
-        // are copied above and named nowhere else).
+        // They are copied above and named nowhere else.
+        // SAFETY: the old image handed these numbers to us alone.
         drop(unsafe { OwnedFd::from_raw_fd(n) });
     }
     let conn = ConnSock::new(producer, consumer, wake, shadow, local, peer, nonblock == "1");

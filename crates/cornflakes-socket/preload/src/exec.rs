@@ -54,8 +54,8 @@ impl ExecPrep {
         for (fd, flags, sock) in &self.replaced {
             if let Sock::Conn(c) = &**sock {
                 let cloexec = if flags & libc::FD_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 };
-                // SAFETY: dup3(2) of our private pair end back onto the
-                // program's number, which named it before `prepare`.
+                // The program's number named this pair end before `prepare`.
+                // SAFETY: dup3(2) of our private pair end back onto it.
                 unsafe { (real().dup3)(c.wake_end().as_raw_fd(), *fd, cloexec) };
             }
         }
@@ -131,8 +131,8 @@ pub(crate) unsafe fn prepare(envp: *const *const c_char) -> ExecPrep {
         else {
             continue;
         };
-        // SAFETY: dup3(2) of a socket we own onto the program's number
-        // (without close-on-exec, as the number was).
+        // Without close-on-exec, as the number was.
+        // SAFETY: dup3(2) of a socket we own onto the program's number.
         if unsafe { (real().dup3)(stand_in.as_fd().as_raw_fd(), fd, 0) } >= 0 {
             let why = if follows {
                 "its state could not be handed off"

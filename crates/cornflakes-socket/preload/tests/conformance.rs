@@ -67,21 +67,52 @@ fn run(prog: &Path, monitor: &str, preload: Option<&Path>) -> Vec<String> {
 
 /// `run`, with the library's decisions on stderr (`CFSOCKET_DEBUG=1`).
 fn run_logged(prog: &Path, monitor: &str, preload: Option<&Path>) -> (Vec<String>, String) {
+    let (stdout, stderr) = run_with(prog, &[], monitor, preload);
+    (stdout.lines().map(str::to_owned).collect(), stderr)
+}
+
+/// Runs `prog args` (under the library when `preload` names it), which
+/// must succeed; its stdout and stderr (with the library's decisions:
+/// `CFSOCKET_DEBUG=1`).
+fn run_with(prog: &Path, args: &[&str], monitor: &str, preload: Option<&Path>) -> (String, String) {
     let mut cmd = Command::new(prog);
-    cmd.env("CFSOCKET_MONITOR", monitor).env("CFSOCKET_DEBUG", "1").env_remove("LD_PRELOAD");
+    cmd.args(args).env("CFSOCKET_MONITOR", monitor).env("CFSOCKET_DEBUG", "1").env_remove("LD_PRELOAD");
     if let Some(lib) = preload {
         cmd.env("LD_PRELOAD", lib);
     }
     let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
-        "{} (preload: {preload:?}) failed: {:?}\nstdout:\n{text}\nstderr:\n{}",
+        "{} {args:?} (preload: {preload:?}) failed: {:?}\nstdout:\n{text}\nstderr:\n{stderr}",
         prog.display(),
         out.status,
-        String::from_utf8_lossy(&out.stderr)
     );
-    (text.lines().map(str::to_owned).collect(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (text, stderr)
+}
+
+/// Runs one of the small programs of `tests/conformance/` on the kernel,
+/// then under the library with a monitor; asserts that both print the
+/// same; returns the kernel's output, the library run's stderr and the
+/// monitor's counts. `extra` runs with the monitor still up.
+fn kernel_then_library(
+    name: &str,
+    file: &str,
+    extra: impl FnOnce(&Path, &str, &Path),
+) -> Option<(String, String, MonitorStats)> {
+    let prog = compile_file(name, file)?;
+    let lib = library();
+    let (kernel, _) = run_with(&prog, &[], &format!("@{name}-unused"), None);
+    let mut stderr = String::new();
+    let stats = with_monitor(name, |mon| {
+        let (library, log) = run_with(&prog, &[], mon, Some(&lib));
+        assert_eq!(library, kernel, "under the library (left) vs the kernel (right); stderr: {log}");
+        stderr = log;
+        extra(&prog, mon, &lib);
+    });
+    let _ = std::fs::remove_file(prog);
+    Some((kernel, stderr, stats))
 }
 
 fn compare(kernel: &[String], library: &[String]) {
@@ -156,59 +187,37 @@ fn without_a_monitor_everything_goes_to_the_kernel() {
 /// image's connection is untouched.
 #[test]
 fn exec_hands_ring_sockets_to_the_new_image() {
-    let Some(prog) = compile_file("cf-exec-inherited", "exec_inherited.c") else { return };
-    let lib = library();
-    let kernel = Command::new(&prog).output().unwrap();
-    let kernel_out = String::from_utf8_lossy(&kernel.stdout).into_owned();
-    assert!(kernel.status.success(), "on the kernel: {kernel_out}");
-    assert!(kernel_out.contains("new image exit 0"), "{kernel_out}");
-    let stats = with_monitor("cf-exec-inherited", |mon| {
-        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stdout}{stderr}");
-        assert_eq!(stdout, kernel_out, "under the library (left) vs the kernel (right); stderr: {stderr}");
-        let out =
-            Command::new(&prog).arg("nolib").env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stdout}{stderr}");
+    let nolib = |prog: &Path, mon: &str, lib: &Path| {
+        let (stdout, stderr) = run_with(prog, &["nolib"], mon, Some(lib));
         assert_eq!(
             stdout,
             "new image: write failed: Broken pipe\nnew image without the library: exit 2\nold image goes on: read 3 'old'\n",
             "{stderr}"
         );
         assert!(stderr.contains("reaches the new program as an unconnected socket"), "{stderr}");
-    });
+    };
+    let Some((kernel, _, stats)) = kernel_then_library("cf-exec-inherited", "exec_inherited.c", nolib) else { return };
+    assert!(kernel.contains("new image exit 0"), "{kernel}");
     assert_eq!(stats.delivered, 2, "{stats:?}");
-    let _ = std::fs::remove_file(prog);
 }
 
 /// A connection to one of the host's own non-loopback addresses goes over
 /// rings too, with the kernel's names; equal output on both.
 #[test]
 fn the_hosts_own_addresses_are_local() {
-    let Some(prog) = compile_file("cf-host-address", "host_address.c") else { return };
-    let lib = library();
-    let kernel = Command::new(&prog).output().unwrap();
-    let kernel_out = String::from_utf8_lossy(&kernel.stdout).into_owned();
-    assert!(kernel.status.success(), "on the kernel: {kernel_out}");
-    let stats = with_monitor("cf-host-address", |mon| {
-        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(stdout, kernel_out, "under the library (left) vs the kernel (right)");
-    });
-    let expected = if kernel_out.contains("host address: none") {
+    let Some((kernel, _, stats)) = kernel_then_library("cf-host-address", "host_address.c", |_, _, _| {}) else {
+        return;
+    };
+    let expected = if kernel.contains("host address: none") {
         eprintln!("this host has no non-loopback IPv4 address: nothing to carry over rings");
         0
     } else {
-        assert!(kernel_out
-            .contains("local is the host address 1, client peer is it 1, server local is it 1, ports match 1"));
+        assert!(
+            kernel.contains("local is the host address 1, client peer is it 1, server local is it 1, ports match 1")
+        );
         1
     };
     assert_eq!(stats.delivered, expected, "{stats:?}");
-    let _ = std::fs::remove_file(prog);
 }
 
 /// Connected ring sockets shared by `fork`: parent and child both read
@@ -217,20 +226,10 @@ fn the_hosts_own_addresses_are_local() {
 /// the kernel's, line by line.
 #[test]
 fn forked_processes_share_connected_ring_sockets() {
-    let Some(prog) = compile_file("cf-fork-shared", "fork_shared.c") else { return };
-    let lib = library();
-    let kernel = Command::new(&prog).output().unwrap();
-    let kernel_out = String::from_utf8_lossy(&kernel.stdout).into_owned();
-    assert!(kernel.status.success(), "on the kernel: {kernel_out}");
-    assert!(kernel_out.contains("child records 1000, parent records 1000, broken 0"), "{kernel_out}");
-    let stats = with_monitor("cf-fork-shared", |mon| {
-        let out = Command::new(&prog).env("CFSOCKET_MONITOR", mon).env("LD_PRELOAD", &lib).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stdout}{stderr}");
-        assert_eq!(stdout, kernel_out, "under the library (left) vs the kernel (right); stderr: {stderr}");
-        assert!(!stderr.contains("not supported"), "{stderr}");
-    });
+    let Some((kernel, stderr, stats)) = kernel_then_library("cf-fork-shared", "fork_shared.c", |_, _, _| {}) else {
+        return;
+    };
+    assert!(kernel.contains("child records 1000, parent records 1000, broken 0"), "{kernel}");
+    assert!(!stderr.contains("not supported"), "{stderr}");
     assert_eq!(stats.delivered, 1, "{stats:?}");
-    let _ = std::fs::remove_file(prog);
 }

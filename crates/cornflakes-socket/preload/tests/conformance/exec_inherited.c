@@ -7,37 +7,9 @@
  * `exec_inherited nolib` runs one more case, whose output differs by
  * design: a new image started with an empty environment (so without the
  * library) gets an unconnected socket in place of the ring socket. */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
+#include "common.h"
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            printf("FAILED line %d: %s (%s)\n", __LINE__, #c, strerror(errno)); \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
-
-static size_t read_full(int fd, char *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
 
 /* The new image: talks over descriptor `fd`. */
 static int new_image(int fd) {
@@ -65,9 +37,7 @@ static int run(char **envp, const char *mode, int fd) {
             execv("/proc/self/exe", argv);
         _exit(127);
     }
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return child_status(pid);
 }
 
 int main(int argc, char **argv) {
@@ -81,18 +51,8 @@ int main(int argc, char **argv) {
         printf("new image: descriptor %s\n", r < 0 && errno == EBADF ? "closed (EBADF)" : "open");
         return 0;
     }
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    socklen_t len = sizeof a;
-    CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 4) == 0);
-    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
-    int c = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
-    int s = accept(l, NULL, NULL);
-    CHECK(s >= 0);
+    int l, c, s;
+    connected_pair(&l, &c, &s);
     char buf[64];
 
     if (argc == 2 && strcmp(argv[1], "nolib") == 0) {

@@ -2,57 +2,12 @@
  * child both read and write the sockets they share, each call whole, and
  * the stream ends for the peer only at the last close. Prints one line per
  * check; the output must be the same on the kernel and under the library. */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
+#include "common.h"
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define CHECK(c)                                                     \
-    do {                                                             \
-        if (!(c)) {                                                  \
-            printf("FAILED line %d: %s (%s)\n", __LINE__, #c, strerror(errno)); \
-            exit(1);                                                 \
-        }                                                            \
-    } while (0)
-
-/* Reads exactly n bytes (or fewer at EOF). */
-static size_t read_full(int fd, char *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
-static int child_status(pid_t pid) {
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 int main(void) {
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    socklen_t len = sizeof a;
-    CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 4) == 0);
-    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
-    int c = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
-    int s = accept(l, NULL, NULL);
-    CHECK(s >= 0);
+    int l, c, s;
+    connected_pair(&l, &c, &s);
     char buf[4096];
     setvbuf(stdout, NULL, _IONBF, 0);
 

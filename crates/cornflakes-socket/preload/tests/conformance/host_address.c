@@ -3,15 +3,8 @@
  * address, a client connecting to the host's first non-loopback IPv4
  * address; names as the kernel gives them, data both ways. Prints
  * "host address: none" where the host has no such address. */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
+#include "common.h"
 #include <ifaddrs.h>
-#include <netinet/in.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 int main(void) {
     struct ifaddrs *list, *i;
@@ -32,13 +25,7 @@ int main(void) {
         return 0;
     }
     struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    socklen_t len = sizeof a;
-    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4) || getsockname(l, (struct sockaddr *)&a, &len))
-        return 1;
+    int l = listen_on(htonl(INADDR_ANY), &a);
     a.sin_addr = host;
     int c = socket(AF_INET, SOCK_STREAM, 0);
     printf("host address: connect %d\n", connect(c, (struct sockaddr *)&a, sizeof a));
