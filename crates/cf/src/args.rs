@@ -133,6 +133,19 @@ pub(crate) enum Command {
     /// response. Prints each pair, the medians and the ratios (a server
     /// that isolates its clients keeps throughput >= 0.9x and p99 <= 2x).
     Stall(StallArgs),
+    /// Where the slow requests of a load point spend their time.
+    ///
+    /// Runs the key-value server with its timeline on and the load
+    /// generator at --fractions of a closed-loop probe (or at --rates), and
+    /// matches every request slower than 50 µs with what overlapped it: the
+    /// client's or the server's loop losing its core for more than 20 µs, the
+    /// server asleep, a server batch longer than 20 µs. First each core
+    /// spins alone for --machine-seconds (the machine's own gaps, as `cf
+    /// hiccup`). Prints a table (the p99 could be within 50 µs without the
+    /// gaps only if fewer than 1 % of requests were slow with no gap) and
+    /// writes OUT/summary.json and each point's timeline (TSV: kind, start
+    /// ns, end ns on CLOCK_MONOTONIC).
+    Tails(TailsArgs),
     /// Zerializer's offload engine on the second core vs encoding inline.
     ///
     /// The application (on --app-core) sends the paper's two-field message
@@ -894,6 +907,11 @@ pub(crate) struct ServerArgs {
     /// where the kernel copies anyway; on a NIC try 16384).
     #[arg(long, default_value_t = usize::MAX, hide_default_value = true)]
     zero_copy_min: usize,
+    /// Record when the serving loop lost its core, slept or spent long on
+    /// a batch, and append those spans to this file (TSV) each time the
+    /// parent asks for counters (set by `cf tails`).
+    #[arg(long, hide = true)]
+    timeline: Option<std::path::PathBuf>,
 }
 
 /// The wire protocol of `cf kv-server`.
@@ -944,6 +962,7 @@ impl ServerArgs {
             udp_socket_buffer: self.udp_socket_buffer,
             threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
+            timeline: self.timeline.clone(),
         }
     }
 }
@@ -1337,6 +1356,75 @@ impl StallArgs {
             repeats: self.repeats as usize,
             server_core: self.server_core,
             client_core: self.client_core,
+        }
+    }
+}
+
+/// Options of `cf tails`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct TailsArgs {
+    /// Serializer.
+    #[arg(long, value_enum, default_value = "cornflakes")]
+    system: SystemArg,
+    /// Workload.
+    #[arg(long, value_parser = parse_workload, default_value = "ycsb")]
+    workload: WorkloadSpec,
+    /// Datapath (the server's sleeps are on the timeline on shm only).
+    #[arg(long, value_enum, default_value = "shm")]
+    transport: Transport,
+    /// Offered loads as fractions of the closed-loop probe (the issue's
+    /// targets are at 10 % and 50 % of the maximum).
+    #[arg(long, value_delimiter = ',', default_value = "0.1,0.5")]
+    fractions: Vec<f64>,
+    /// Offered loads, transactions per second, instead of fractions (no probe).
+    #[arg(long, value_delimiter = ',', value_parser = positive)]
+    rates: Vec<f64>,
+    /// Recorded seconds per point.
+    #[arg(long, default_value_t = 3.0, value_parser = positive)]
+    seconds: f64,
+    /// Unrecorded seconds before each point.
+    #[arg(long, default_value_t = 0.5, value_parser = non_negative)]
+    warmup: f64,
+    /// Each load this many times.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Seconds each core spins alone first, measuring the machine's own
+    /// gaps (0: skip).
+    #[arg(long, default_value_t = 2.0, value_parser = non_negative)]
+    machine_seconds: f64,
+    /// Core to pin the server to.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core to pin the load generator to.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Folder for summary.json and the points' timelines.
+    #[arg(long, default_value = "results/tails")]
+    out: PathBuf,
+}
+
+impl TailsArgs {
+    pub(crate) fn config(&self) -> cornflakes_eval::tails::TailsConfig {
+        cornflakes_eval::tails::TailsConfig {
+            system: self.system.0,
+            workload: self.workload.clone(),
+            transport: self.transport,
+            point: LoadConfig {
+                rate: None,
+                threads: 1,
+                warmup: Duration::from_secs_f64(self.warmup),
+                duration: Duration::from_secs_f64(self.seconds),
+                timeout: Duration::from_secs(1),
+                max_outstanding: 16384,
+                seed: 1,
+            },
+            fractions: self.fractions.clone(),
+            rates: self.rates.clone(),
+            repeats: self.repeats as usize,
+            machine_seconds: self.machine_seconds,
+            server_core: self.server_core,
+            client_core: self.client_core,
+            out: self.out.clone(),
         }
     }
 }

@@ -27,6 +27,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::KvServer(args) => kv::run_server(&args.options())?,
         Command::Loadgen(args) => kv::run_loadgen(&args.options()?)?,
         Command::Stall(args) => stall::run(&args.config())?,
+        Command::Tails(args) => {
+            cornflakes_eval::tails::run(&args.config())?;
+        }
         Command::Offload(args) => cornflakes_eval::offload::run(&args.config())?,
         Command::Thresholds(args) => args.run()?,
         Command::Hiccup(args) => args.run()?,

@@ -573,3 +573,49 @@ fn compare_across_network_namespaces_when_root() {
     }
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// `cf tails`, short, at a load so low that the server sleeps between
+/// requests: its sleeps must reach the merged timeline (they come from
+/// the server process, through `--timeline`), and the accounting of the
+/// slow requests must add up.
+#[test]
+fn tails_merges_the_server_timeline_and_accounts_for_every_slow_request() {
+    let out = std::env::temp_dir().join(format!("cf-tails-test-{}", std::process::id()));
+    let text = cf(&[
+        "tails",
+        "--rates",
+        "300",
+        "--seconds",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--machine-seconds",
+        "0.1",
+        "--workload",
+        "ycsb:keys=1000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(text.contains("p99 <= 50 µs without gaps"), "{text}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary.json")).unwrap();
+    assert_eq!(summary["machine"].as_array().map(Vec::len), Some(2), "{summary}");
+    let points = summary["points"].as_array().expect("points");
+    assert_eq!(points.len(), 1, "{summary}");
+    let p = &points[0];
+    assert!(u64_of(p, "completed") > 50, "{p}");
+    // 300/s leaves ~3 ms between requests, longer than the server's
+    // longest spin (1 ms): it sleeps before most of them.
+    assert!(u64_of(p, "server_sleeps") > 10, "{p}");
+    let slow = u64_of(p, "slow");
+    assert!(u64_of(p, "slow_unexplained") <= slow, "{p}");
+    for (_, n) in p["slow_overlapping"].as_object().expect("slow_overlapping") {
+        assert!(n.as_u64().unwrap() <= slow, "{p}");
+    }
+    assert_eq!(p["spans"]["slow"].as_u64().unwrap_or(0), slow, "{p}");
+    // The point's timeline is on disk, one span per line.
+    let tsv = std::fs::read_to_string(out.join("timeline-1.tsv")).expect("timeline-1.tsv");
+    assert!(tsv.lines().filter(|l| l.starts_with("server-sleep\t")).count() as u64 >= u64_of(p, "server_sleeps"));
+    assert!(tsv.lines().all(|l| l.split('\t').count() == 3), "{tsv}");
+    std::fs::remove_dir_all(&out).ok();
+}

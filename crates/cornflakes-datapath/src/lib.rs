@@ -27,6 +27,7 @@ use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 pub mod shm;
 #[allow(unsafe_code)]
 pub mod tcp;
+pub mod timeline;
 #[allow(unsafe_code)]
 pub mod udp;
 #[allow(unsafe_code)]

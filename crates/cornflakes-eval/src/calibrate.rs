@@ -29,7 +29,8 @@ use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{sweep_server, ServerPlace};
+use crate::child::ServerPlace;
+use crate::compare::sweep_server;
 use crate::loadgen::LoadConfig;
 use crate::report::{rounded, threshold_text};
 use crate::sweep::SweepConfig;
@@ -325,31 +326,15 @@ pub fn interleaved_thresholds(
     spec: &WorkloadSpec,
     seconds: f64,
 ) -> Result<Vec<(String, u64, f64)>, Error> {
-    use crate::child::ServerChild;
+    use crate::child::KvServer;
     use crate::loadgen::run_point;
     let addr = match cfg.transport {
         Transport::Shm => crate::transport::shm_socket_path(),
         Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
-    let args: Vec<String> = [
-        "--system",
-        System::Cornflakes.name(),
-        "--workload",
-        &spec.to_string(),
-        "--transport",
-        cfg.transport.name(),
-        "--addr",
-        &addr,
-        "--core",
-        &cfg.server_core.to_string(),
-        "--threshold",
-        "interleaved",
-        "--exit-with-parent",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut server = ServerChild::spawn_subcommand("kv-server", &args)?;
+    let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
+    let mut server =
+        KvServer::start(&place, System::Cornflakes, spec, &["--threshold".to_owned(), "interleaved".to_owned()])?;
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let target = crate::transport::Target::new(cfg.transport, &server.addr)?;
     let load = LoadConfig {
@@ -365,9 +350,6 @@ pub fn interleaved_thresholds(
     let point = run_point(&target, System::Cornflakes, workload.as_ref(), &load, Some(cfg.client_core));
     let lines = server.finish();
     drop(server);
-    if cfg.transport == Transport::Shm {
-        let _ = std::fs::remove_file(&addr);
-    }
     let point = point?;
     let turns: Vec<cornflakes_kv::server::TurnCost> = lines
         .iter()

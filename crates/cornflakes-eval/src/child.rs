@@ -8,6 +8,10 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use cornflakes_kv::System;
+use cornflakes_workloads::WorkloadSpec;
+
+use crate::transport::Transport;
 use crate::Error;
 
 /// What a `cf serve` process does (its `--role`).
@@ -32,6 +36,75 @@ impl Role {
             Role::EchoHybrid => "echo-hybrid",
             Role::EchoNoSas => "echo-no-sas",
             Role::EchoRaw => "echo-raw",
+        }
+    }
+}
+
+/// Where a `cf kv-server` runs: its datapath, address (a socket path on
+/// shm), the command it is wrapped in (a network namespace, valgrind) and
+/// its core.
+pub(crate) struct ServerPlace<'a> {
+    pub(crate) transport: Transport,
+    pub(crate) addr: &'a str,
+    pub(crate) prefix: &'a [String],
+    pub(crate) server_core: usize,
+}
+
+/// A `cf kv-server` child (the server of `cf compare`, `calibrate`,
+/// `phases`, `stall`, `tails`), controlled through its standard input. When
+/// dropped it is killed and its shm socket file removed.
+pub(crate) struct KvServer {
+    child: ServerChild,
+    socket: Option<String>,
+}
+
+impl KvServer {
+    /// Starts `cf kv-server --system .. --workload .. --transport .. --addr
+    /// .. --core .. --exit-with-parent` plus `extra`, wrapped in
+    /// `place.prefix`, and waits for it to be ready.
+    pub(crate) fn start(
+        place: &ServerPlace<'_>,
+        system: System,
+        workload: &WorkloadSpec,
+        extra: &[String],
+    ) -> Result<Self, Error> {
+        let mut args: Vec<String> = vec![
+            "--system".into(),
+            system.name().into(),
+            "--workload".into(),
+            workload.to_string(),
+            "--transport".into(),
+            place.transport.name().into(),
+            "--addr".into(),
+            place.addr.to_owned(),
+            "--core".into(),
+            place.server_core.to_string(),
+            "--exit-with-parent".into(),
+        ];
+        args.extend_from_slice(extra);
+        let child = ServerChild::spawn_wrapped(place.prefix, "kv-server", &args)?;
+        let socket = (place.transport == Transport::Shm).then(|| place.addr.to_owned());
+        Ok(KvServer { child, socket })
+    }
+}
+
+impl std::ops::Deref for KvServer {
+    type Target = ServerChild;
+    fn deref(&self) -> &ServerChild {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for KvServer {
+    fn deref_mut(&mut self) -> &mut ServerChild {
+        &mut self.child
+    }
+}
+
+impl Drop for KvServer {
+    fn drop(&mut self) {
+        if let Some(path) = &self.socket {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

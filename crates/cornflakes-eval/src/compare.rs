@@ -10,7 +10,7 @@ use std::time::Instant;
 use cornflakes_kv::{ServerStats, System};
 use cornflakes_workloads::WorkloadSpec;
 
-use crate::child::ServerChild;
+use crate::child::{KvServer, ServerPlace};
 use crate::loadgen::PointResult;
 use crate::plot;
 use crate::report::{self, Ratios, Summary, SystemReport, TableRow, WorkloadReport};
@@ -418,15 +418,6 @@ fn run_system(
     Ok((result, counters))
 }
 
-/// Where a `cf kv-server` runs: its datapath, address (a socket path on
-/// shm), the command it is wrapped in (a network namespace) and its core.
-pub(crate) struct ServerPlace<'a> {
-    pub(crate) transport: Transport,
-    pub(crate) addr: &'a str,
-    pub(crate) prefix: &'a [String],
-    pub(crate) server_core: usize,
-}
-
 /// Starts `cf kv-server` with `system` on `spec` (plus `extra` arguments),
 /// sweeps it from `client_core`, stops it and removes its shm socket: the
 /// sweep, or the reason it failed, and the counters the server reported
@@ -441,21 +432,7 @@ pub(crate) fn sweep_server(
     mut progress: impl FnMut(&str),
 ) -> Result<(Result<SweepResult, Error>, Option<ServerStats>), Error> {
     let t0 = Instant::now();
-    let mut args: Vec<String> = vec![
-        "--system".into(),
-        system.name().into(),
-        "--workload".into(),
-        spec.to_string(),
-        "--transport".into(),
-        place.transport.name().into(),
-        "--addr".into(),
-        place.addr.to_owned(),
-        "--core".into(),
-        place.server_core.to_string(),
-        "--exit-with-parent".into(),
-    ];
-    args.extend_from_slice(extra);
-    let mut server = ServerChild::spawn_wrapped(place.prefix, "kv-server", &args)?;
+    let mut server = KvServer::start(place, system, spec, extra)?;
     progress(&format!("server ready in {:.1} s", t0.elapsed().as_secs_f64()));
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let target = Target::new(place.transport, &server.addr)?;
@@ -463,10 +440,6 @@ pub(crate) fn sweep_server(
         server.report().ok().and_then(|l| ServerStats::from_json_line(&l))
     });
     let counters = server.finish().iter().find_map(|l| ServerStats::from_json_line(l));
-    drop(server);
-    if place.transport == Transport::Shm {
-        let _ = std::fs::remove_file(place.addr);
-    }
     Ok((result, counters))
 }
 

@@ -25,6 +25,13 @@ pub struct CoreHiccups {
     pub core: usize,
     /// How long it was watched, seconds.
     pub seconds: f64,
+    /// Gaps longer than 20 µs ([`cornflakes_datapath::timeline::GAP_NS`]:
+    /// what `cf tails` counts as a loop losing its core).
+    #[serde(default)]
+    pub over_20us: u64,
+    /// Time lost in gaps longer than 20 µs, as a share of the time watched.
+    #[serde(default)]
+    pub lost_over_20us_share: f64,
     /// Gaps longer than 50 µs.
     pub over_50us: u64,
     /// Gaps longer than 200 µs.
@@ -41,9 +48,11 @@ impl std::fmt::Display for CoreHiccups {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "core {}: {:.1} s, gaps > 50 µs {}, > 200 µs {}, > 1 ms {}, longest {:.0} µs, {:.2} % of the time lost",
+            "core {}: {:.1} s, gaps > 20 µs {} ({:.2} % of the time), > 50 µs {}, > 200 µs {}, > 1 ms {}, longest {:.0} µs, {:.2} % of the time lost in gaps > 50 µs",
             self.core,
             self.seconds,
+            self.over_20us,
+            self.lost_over_20us_share * 100.0,
             self.over_50us,
             self.over_200us,
             self.over_1ms,
@@ -81,13 +90,17 @@ pub fn measure(cores: &[usize], duration: Duration) -> Result<Vec<CoreHiccups>, 
 /// no-op except in tests, which stand in for preemption with it).
 fn watch(core: usize, duration: Duration, mut between: impl FnMut()) -> CoreHiccups {
     let start = Instant::now();
-    let (mut last, mut lost) = (start, Duration::ZERO);
-    let (mut over_50us, mut over_200us, mut over_1ms, mut max) = (0, 0, 0, Duration::ZERO);
+    let (mut last, mut lost, mut lost_20) = (start, Duration::ZERO, Duration::ZERO);
+    let (mut over_20us, mut over_50us, mut over_200us, mut over_1ms, mut max) = (0, 0, 0, 0, Duration::ZERO);
     loop {
         between();
         let now = Instant::now();
         let gap = now - last;
         last = now;
+        if gap.as_nanos() > u128::from(cornflakes_datapath::timeline::GAP_NS) {
+            over_20us += 1;
+            lost_20 += gap;
+        }
         if gap > Duration::from_micros(50) {
             over_50us += 1;
             lost += gap;
@@ -103,6 +116,8 @@ fn watch(core: usize, duration: Duration, mut between: impl FnMut()) -> CoreHicc
     CoreHiccups {
         core,
         seconds,
+        over_20us,
+        lost_over_20us_share: lost_20.as_secs_f64() / seconds.max(f64::MIN_POSITIVE),
         over_50us,
         over_200us,
         over_1ms,
@@ -127,7 +142,8 @@ mod tests {
             }
         });
         assert!(h.over_1ms >= 2 && h.max_us >= 3000.0, "{h}");
-        assert!(h.over_1ms <= h.over_200us && h.over_200us <= h.over_50us, "{h}");
+        assert!(h.over_1ms <= h.over_200us && h.over_200us <= h.over_50us && h.over_50us <= h.over_20us, "{h}");
+        assert!(h.lost_over_20us_share >= h.lost_share, "{h}");
         assert!(h.lost_share >= 0.006 / h.seconds * 0.99 && h.lost_share <= 1.0, "{h}");
     }
 }

@@ -50,6 +50,10 @@ pub struct ServerOptions {
     /// for the counters (one JSON line on standard output), end of input
     /// stops the server, which then prints its final counters.
     pub controlled_by_parent: bool,
+    /// Record the serving loop's timeline (see
+    /// [`cornflakes_datapath::timeline`]) and append it to this file (TSV)
+    /// before each report to the parent (`cf tails`).
+    pub timeline: Option<std::path::PathBuf>,
 }
 
 /// Fills `store` with every key of `workload`, printing progress.
@@ -135,6 +139,9 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
     }
     if let Some(core) = args.core {
         crate::pin::pin_to_core(core)?;
+    }
+    if args.timeline.is_some() {
+        cornflakes_datapath::timeline::enable(TIMELINE_CAPACITY);
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     if !args.system.runs_on_datapath() {
@@ -288,6 +295,11 @@ fn serve<D: Datapath>(
             }
             if armed && REPORT.swap(false, Ordering::Relaxed) {
                 armed = false;
+                if let Some(path) = &args.timeline {
+                    if let Err(e) = append_timeline(path) {
+                        eprintln!("kv-server: cannot write the timeline to {}: {e}", path.display());
+                    }
+                }
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
                 let report = ServerReport::new(*stats, &pool, &scratch, snapshot.get(), &extra_snapshot.borrow());
@@ -314,6 +326,18 @@ fn serve<D: Datapath>(
     // For `cf compare`, which collects it into summary.json.
     println!("{}", stats.to_json_line());
     Ok(())
+}
+
+/// Spans a server keeps between two reports at most (a 2 s point at
+/// hundreds of gaps per second needs a few thousand).
+const TIMELINE_CAPACITY: usize = 1 << 20;
+
+/// Appends the spans recorded since the last call to `path`.
+fn append_timeline(path: &std::path::Path) -> std::io::Result<()> {
+    let spans = cornflakes_datapath::timeline::take();
+    let mut file = std::io::BufWriter::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?);
+    cornflakes_datapath::timeline::write_tsv(&spans, &mut file)?;
+    std::io::Write::flush(&mut file)
 }
 
 /// What a `cf kv-server` run by a parent answers when asked for its

@@ -68,6 +68,7 @@ pub mod shapes;
 pub mod sockets_bench;
 pub mod stall;
 pub mod sweep;
+pub mod tails;
 pub mod transport;
 pub mod zcprobe;
 

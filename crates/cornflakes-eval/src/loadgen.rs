@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
+use cornflakes_datapath::timeline::{self, Kind};
 use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
 use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
@@ -220,6 +221,10 @@ impl ThreadResult {
     }
 }
 
+/// A recorded transaction slower than this goes on the timeline, when it
+/// is enabled (the p99 target of issue 12 at low and moderate load).
+pub const SLOW_NS: u64 = 50_000;
+
 /// Transactions `Client::send_backlog` sends per pass at most.
 const SEND_BUDGET: usize = 256;
 
@@ -279,6 +284,9 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     result: ThreadResult,
     record_from: Instant,
     record_until: Instant,
+    /// Whether the process's timeline records (`cf tails`): the loop's gaps
+    /// and the slow requests go there.
+    timeline: bool,
 }
 
 impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
@@ -317,6 +325,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             result: ThreadResult::new(),
             record_from: now + cfg.warmup,
             record_until: now + cfg.warmup + cfg.duration,
+            timeline: timeline::is_enabled(),
         })
     }
 
@@ -326,8 +335,12 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         let mut rx: Vec<Received> = Vec::with_capacity(64);
         let mut txn = Transaction::default();
         let mut last_sweep = start;
+        let mut last_ns = 0;
         loop {
             let now = Instant::now();
+            if self.timeline {
+                timeline::note_clock_read(Kind::ClientGap, &mut last_ns, timeline::ns_of(now));
+            }
             // New arrivals, until the end of the recorded window.
             if now < self.record_until {
                 if self.gaps.is_none() || next_arrival <= now {
@@ -597,6 +610,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             self.result.completed += 1;
             let ns = now.saturating_duration_since(t.arrival).as_nanos() as u64;
             self.result.hist.saturating_record(ns.max(1));
+            if self.timeline && ns > SLOW_NS {
+                timeline::record(Kind::Slow, timeline::ns_of(t.arrival), timeline::ns_of(now));
+            }
         }
     }
 

@@ -30,7 +30,7 @@ use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 use serde::Serialize;
 
-use crate::child::ServerChild;
+use crate::child::{KvServer, ServerPlace};
 use crate::loadgen::{self, LoadConfig};
 use crate::transport::{self, Target, Transport};
 use crate::Error;
@@ -240,22 +240,10 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
     valgrind.extend(cfg.side.steps().iter().map(|s| format!("--toggle-collect={s}")));
     valgrind.extend(cache_args());
     let addr = transport::shm_socket_path();
-    let args: Vec<String> = vec![
-        "--system".into(),
-        system.name().into(),
-        "--workload".into(),
-        cfg.workload.to_string(),
-        "--transport".into(),
-        "shm".into(),
-        "--addr".into(),
-        addr.clone(),
-        "--core".into(),
-        cfg.server_core.to_string(),
-        "--exit-with-parent".into(),
-    ];
     let t0 = Instant::now();
     let prefix: &[String] = if cfg.side == Side::Server { &valgrind } else { &[] };
-    let mut server = ServerChild::spawn_wrapped(prefix, "kv-server", &args)?;
+    let place = ServerPlace { transport: Transport::Shm, addr: &addr, prefix, server_core: cfg.server_core };
+    let mut server = KvServer::start(&place, system, &cfg.workload, &[])?;
     eprintln!("  server ready in {:.1} s", t0.elapsed().as_secs_f64());
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let load = LoadConfig {
@@ -279,7 +267,6 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
     };
     server.finish();
     drop(server);
-    let _ = std::fs::remove_file(&addr);
     let (achieved, errors, timeouts) = point?;
     eprintln!("  {achieved:.0} {}/s achieved, {errors} errors, {timeouts} timeouts", workload.unit());
     let text = std::fs::read_to_string(&out_file)

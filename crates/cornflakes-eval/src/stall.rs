@@ -17,7 +17,7 @@ use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, p
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, System};
 use cornflakes_workloads::{Workload, WorkloadSpec};
 
-use crate::child::ServerChild;
+use crate::child::{KvServer, ServerChild, ServerPlace};
 use crate::loadgen::{run_point, LoadConfig, PointResult};
 use crate::transport::{Target, Transport};
 use crate::Error;
@@ -61,22 +61,8 @@ pub fn run(cfg: &StallConfig) -> Result<(), Error> {
         Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
     };
     eprintln!("stall: starting the {} server ({}, {})", cfg.system.name(), cfg.transport.name(), workload.name());
-    let mut server = ServerChild::spawn_subcommand(
-        "kv-server",
-        &[
-            "--system".into(),
-            cfg.system.name().into(),
-            "--workload".into(),
-            cfg.workload.to_string(),
-            "--transport".into(),
-            cfg.transport.name().into(),
-            "--addr".into(),
-            addr.clone(),
-            "--core".into(),
-            cfg.server_core.to_string(),
-            "--exit-with-parent".into(),
-        ],
-    )?;
+    let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
+    let mut server = KvServer::start(&place, cfg.system, &cfg.workload, &[])?;
     let target = Target::new(cfg.transport, &server.addr)?;
     let counters = |server: &mut ServerChild| server.report().ok().and_then(|l| ServerStats::from_json_line(&l));
     let mut alone = Vec::new();
@@ -108,9 +94,6 @@ pub fn run(cfg: &StallConfig) -> Result<(), Error> {
         stalled.push(s);
     }
     drop(server);
-    if cfg.transport == Transport::Shm {
-        let _ = std::fs::remove_file(&addr);
-    }
     let med = |v: &[PointResult], f: fn(&PointResult) -> f64| {
         let mut x: Vec<f64> = v.iter().map(f).collect();
         x.sort_by(f64::total_cmp);

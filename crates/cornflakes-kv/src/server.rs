@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use cornflakes::field::{
     machine_threshold, AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES, ONLY_COPY, ONLY_ZERO_COPY,
 };
+use cornflakes_datapath::timeline::{self, Kind};
 use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
@@ -366,11 +367,19 @@ fn run<D: Datapath, C: ServerCodec>(
 ) -> Result<ServerStats, RecvError> {
     let mut stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
+    // With the timeline enabled (`cf tails`): when the loop last looked at
+    // the clock, to record the moments it lost its core between batches.
+    let mut last_ns = 0;
     while keep_going(&stats) {
         let batch_start = Instant::now();
+        if timeline::is_enabled() {
+            timeline::note_clock_read(Kind::ServerGap, &mut last_ns, timeline::ns_of(batch_start));
+        }
         match dp.recv_batch(&mut rx, 32) {
             Ok(0) => {
                 dp.wait(WAIT)?;
+                // Time in `wait` is idle (it records its own gaps).
+                last_ns = 0;
                 continue;
             }
             Ok(_) => {}
@@ -398,6 +407,13 @@ fn run<D: Datapath, C: ServerCodec>(
             let _ = dp.poll_completions();
         });
         let busy = batch_start.elapsed().as_nanos() as u64;
+        if timeline::is_enabled() {
+            let start_ns = timeline::ns_of(batch_start);
+            if busy > timeline::GAP_NS {
+                timeline::record(Kind::ServerBatch, start_ns, start_ns + busy);
+            }
+            last_ns = start_ns + busy;
+        }
         stats.busy_ns += busy;
         if let Some(t) = control.after_batch(batch, busy) {
             codec.set_threshold(t);

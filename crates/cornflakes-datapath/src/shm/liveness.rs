@@ -14,6 +14,7 @@ use rustix::net::{RecvFlags, SendFlags};
 
 use super::conn::{conn_id, Conn};
 use super::{ShmDatapath, ShmStats};
+use crate::timeline::{self, Kind};
 use crate::RecvError;
 
 /// The adaptive spin lasts this many average idle gaps. With Poisson
@@ -32,14 +33,21 @@ impl ShmDatapath {
         let start = Instant::now();
         let spin = self.adaptive_spin().min(timeout);
         let mut i = 0u32;
+        // The timeline's last clock read (0: none yet, or not enabled).
+        let mut last_ns = 0;
         loop {
             if self.ready() {
                 self.note_idle_gap(start.elapsed());
                 return Ok(true);
             }
             i = i.wrapping_add(1);
-            if i % 64 == 0 && start.elapsed() >= spin {
-                break;
+            if i % 64 == 0 {
+                if timeline::is_enabled() {
+                    timeline::note_clock_read(Kind::ServerGap, &mut last_ns, timeline::now_ns());
+                }
+                if start.elapsed() >= spin {
+                    break;
+                }
             }
             std::hint::spin_loop();
         }
@@ -65,8 +73,12 @@ impl ShmDatapath {
                 return Ok(self.ready());
             }
             self.shm.sleeps += 1;
+            let slept_at = if timeline::is_enabled() { timeline::now_ns() } else { 0 };
             let happened = self.poll_sockets(left);
             self.set_sleeping(false);
+            if slept_at != 0 {
+                timeline::record(Kind::ServerSleep, slept_at, timeline::now_ns());
+            }
             if happened? || self.ready() {
                 self.note_idle_gap(start.elapsed());
                 return Ok(true);
