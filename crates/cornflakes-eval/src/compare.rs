@@ -14,7 +14,7 @@ use crate::child::{KvServer, ServerPlace};
 use crate::loadgen::PointResult;
 use crate::plot;
 use crate::report::{self, Ratios, Summary, SystemReport, TableRow, WorkloadReport};
-use crate::sweep::{self, SweepConfig, SweepResult};
+use crate::sweep::{self, LatencyBound, Quantile, SweepConfig, SweepResult};
 use crate::transport::{Target, Transport};
 use crate::Error;
 
@@ -44,6 +44,10 @@ pub struct CompareConfig {
     pub addr: Option<String>,
     /// Run across two network namespaces (tcp only; needs root).
     pub netns: Option<NetnsConfig>,
+    /// The latency bound was not chosen by the user: when the machine's
+    /// own gaps would set the p99 ([`sweep::p99_measures_the_machine`]),
+    /// hold the median instead ([`LatencyBound::p50_default`]) and say so.
+    pub slo_auto: bool,
 }
 
 /// Two "hosts" for `cf compare --netns`: each server runs in namespace
@@ -244,6 +248,27 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         }
     };
     stalls("before", &mut summary);
+    let machine = if args.slo_auto && args.sweep.bound.quantile == Quantile::P99 {
+        sweep::p99_measures_the_machine(&summary.machine_stalls)
+    } else {
+        None
+    };
+    let chosen;
+    let args = match machine {
+        Some(why) => {
+            let note = format!(
+                "maxima are held to the median (p50 within 20x the low-load median, at least 200 µs), not the p99: {why}; give --slo p99 to hold the p99 anyway"
+            );
+            eprintln!("latency bound: {note}");
+            summary.latency_bound_choice = Some(note);
+            chosen = CompareConfig {
+                sweep: SweepConfig { bound: LatencyBound::p50_default(), ..args.sweep.clone() },
+                ..args.clone()
+            };
+            &chosen
+        }
+        None => args,
+    };
     for spec in &args.workloads {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
         let systems = if args.systems.is_empty() {
@@ -304,6 +329,9 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
             })
             .collect();
         print!("{}", report::format_table(workload.name(), workload.unit(), &rows, &ratios));
+        if let Some(note) = &summary.latency_bound_choice {
+            println!("({note})");
+        }
         let png = args.out.join(format!("{}.png", workload.name()));
         let series: Vec<plot::Series> = results
             .iter()

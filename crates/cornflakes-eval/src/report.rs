@@ -303,6 +303,10 @@ pub struct Summary {
     /// and after the last: what tail latencies cannot be lower than.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine_stalls: Vec<crate::hiccup::CoreHiccups>,
+    /// Why the maxima were held to another bound than the one asked for
+    /// (a p99 on a machine whose own gaps set the p99), when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_bound_choice: Option<String>,
 }
 
 /// One system's line in the table of a workload.

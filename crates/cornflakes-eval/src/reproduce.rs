@@ -229,6 +229,7 @@ fn compare_in(
         repeats: cfg.repeats,
         addr: None,
         netns: None,
+        slo_auto: true,
     })?;
     let path = out.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

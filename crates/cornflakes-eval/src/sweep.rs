@@ -131,6 +131,30 @@ impl LatencyBound {
     }
 }
 
+/// The machine's own gaps, as a share of a spinning core's time summed over
+/// the server's and the client's cores, above which a p99 bound measures
+/// the machine rather than the system: every request that arrives during a
+/// gap on either side is late, so this share of requests is slow whatever
+/// the server does (`cf tails` shows it request by request).
+pub const MACHINE_P99_SHARE: f64 = 0.01;
+
+/// Why a p99 bound would measure the machine, when it would: the cores'
+/// gaps over 20 µs ([`crate::hiccup`], watched with nothing else running)
+/// add up to [`MACHINE_P99_SHARE`] or more of their time.
+pub fn p99_measures_the_machine(cores: &[crate::hiccup::CoreHiccups]) -> Option<String> {
+    let lost: f64 = cores.iter().map(|h| h.lost_over_20us_share).sum();
+    if cores.is_empty() || lost < MACHINE_P99_SHARE {
+        return None;
+    }
+    let each: Vec<String> =
+        cores.iter().map(|h| format!("core {} {:.2} %", h.core, 100.0 * h.lost_over_20us_share)).collect();
+    Some(format!(
+        "this machine takes {} of a spinning core's time in gaps over 20 µs (cf hiccup), {:.1} % together: at least that share of requests is late whatever the server does, so a p99 bound would measure the machine (cf tails shows it request by request)",
+        each.join(", "),
+        100.0 * lost
+    ))
+}
+
 /// Points past the listed fractions before a sweep gives up looking for
 /// the load the system cannot keep up with.
 const MAX_EXTRA_POINTS: usize = 6;
@@ -372,6 +396,25 @@ mod tests {
         assert!(behind.below_probe().expect("10 %").contains("7 timeouts"));
         let fine = sweep(vec![point(Some(60_000.0), 60_000.0, 5.0, 0), point(Some(90_000.0), 80_000.0, 20.0, 0)]);
         assert_eq!(fine.below_probe(), None);
+    }
+
+    #[test]
+    fn a_p99_bound_is_refused_only_when_the_machine_loses_a_percent_of_its_cores() {
+        let core = |core, share| crate::hiccup::CoreHiccups {
+            core,
+            seconds: 1.0,
+            over_20us: 100,
+            lost_over_20us_share: share,
+            over_50us: 10,
+            over_200us: 1,
+            over_1ms: 0,
+            max_us: 300.0,
+            lost_share: share / 2.0,
+        };
+        assert_eq!(super::p99_measures_the_machine(&[]), None);
+        assert_eq!(super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.005)]), None);
+        let why = super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.014)]).expect("1.8 % together");
+        assert!(why.contains("core 1 1.40 %") && why.contains("1.8 % together"), "{why}");
     }
 
     #[test]
