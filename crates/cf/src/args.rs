@@ -1302,6 +1302,14 @@ impl HiccupArgs {
         for h in &found {
             println!("{h}");
         }
+        // The cost of moving a cache line between the first two cores: it
+        // has phases on this VM (see `sweep::MachineGate`).
+        if let [a, b, ..] = cores[..] {
+            match cornflakes_eval::hiccup::core_round_trip_ns(a, b, 2000) {
+                Ok(ns) => println!("cache-line round trip between cores {a} and {b}: {ns:.0} ns"),
+                Err(e) => println!("cache-line round trip between cores {a} and {b}: not measured ({e})"),
+            }
+        }
         println!("{}", cornflakes_eval::hiccup::json_line(&found));
         Ok(())
     }

@@ -14,7 +14,7 @@ use crate::child::{KvServer, ServerPlace};
 use crate::loadgen::PointResult;
 use crate::plot;
 use crate::report::{self, Ratios, Summary, SystemReport, TableRow, WorkloadReport};
-use crate::sweep::{self, LatencyBound, Quantile, SweepConfig, SweepResult};
+use crate::sweep::{self, LatencyBound, MachineGate, Quantile, SweepConfig, SweepResult};
 use crate::transport::{Target, Transport};
 use crate::Error;
 
@@ -253,22 +253,19 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     } else {
         None
     };
-    let chosen;
-    let args = match machine {
-        Some(why) => {
-            let note = format!(
-                "maxima are held to the median (p50 within 20x the low-load median, at least 200 µs), not the p99: {why}; give --slo p99 to hold the p99 anyway"
-            );
-            eprintln!("latency bound: {note}");
-            summary.latency_bound_choice = Some(note);
-            chosen = CompareConfig {
-                sweep: SweepConfig { bound: LatencyBound::p50_default(), ..args.sweep.clone() },
-                ..args.clone()
-            };
-            &chosen
-        }
-        None => args,
-    };
+    let mut sweep_cfg = args.sweep.clone();
+    if let Some(why) = machine {
+        let note = format!(
+            "maxima are held to the median (p50 within 20x the low-load median, at least 200 µs), not the p99: {why}; give --slo p99 to hold the p99 anyway"
+        );
+        eprintln!("latency bound: {note}");
+        summary.latency_bound_choice = Some(note);
+        sweep_cfg.bound = LatencyBound::p50_default();
+    }
+    // Every point of every system out of the machine's slow phases.
+    sweep_cfg.gate.get_or_insert_with(|| MachineGate::new(args.server_core, args.client_core));
+    let chosen = CompareConfig { sweep: sweep_cfg, ..args.clone() };
+    let args = &chosen;
     for spec in &args.workloads {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
         let systems = if args.systems.is_empty() {

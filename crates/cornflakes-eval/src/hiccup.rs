@@ -86,6 +86,74 @@ pub fn measure(cores: &[usize], duration: Duration) -> Result<Vec<CoreHiccups>, 
     threads.into_iter().map(|t| t.join().map_err(|_| Error::Failed("a hiccup thread panicked".into()))?).collect()
 }
 
+/// The round trip of one cache line between cores `a` and `b`, ns: two
+/// pinned threads pass a counter back and forth `round_trips` times, three
+/// times over; the fastest of the three. On this VM it is 100-180 ns in
+/// some phases and 540-560 ns in others, lasting tens of seconds (the
+/// hypervisor moves the virtual cores), and shared-memory throughput
+/// follows it (`cf compare` waits out the slow phases, see
+/// [`crate::sweep::MachineGate`]).
+///
+/// # Errors
+///
+/// When a thread cannot be pinned, or the other side did not answer
+/// within a second (a core busy with something else).
+pub fn core_round_trip_ns(a: usize, b: usize, round_trips: u64) -> Result<f64, Error> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const LIMIT: Duration = Duration::from_secs(1);
+    let ball = &AtomicU64::new(0);
+    // Waits until the ball holds `want`; false after LIMIT (the clock is
+    // read only once a wait has lasted thousands of spins).
+    let wait = |want: u64| {
+        let (mut spins, mut since) = (0u32, None);
+        while ball.load(Ordering::Acquire) != want {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 4096 == 0 && since.get_or_insert_with(Instant::now).elapsed() > LIMIT {
+                return false;
+            }
+        }
+        true
+    };
+    let total = 3 * round_trips;
+    let wait = &wait;
+    std::thread::scope(|s| {
+        let answerer = s.spawn(move || -> Result<(), Error> {
+            pin_to_core(b)?;
+            for i in 0..total {
+                if !wait(2 * i + 1) {
+                    return Err(Error::Failed(format!("core {b} saw no ball from core {a} within {LIMIT:?}")));
+                }
+                ball.store(2 * i + 2, Ordering::Release);
+            }
+            Ok(())
+        });
+        let mut best = f64::INFINITY;
+        let result = (|| -> Result<f64, Error> {
+            pin_to_core(a)?;
+            for round in 0..3 {
+                let t = Instant::now();
+                for i in round * round_trips..(round + 1) * round_trips {
+                    ball.store(2 * i + 1, Ordering::Release);
+                    if !wait(2 * i + 2) {
+                        return Err(Error::Failed(format!("core {a} got no ball back from core {b} within {LIMIT:?}")));
+                    }
+                }
+                best = best.min(t.elapsed().as_nanos() as f64 / round_trips as f64);
+            }
+            Ok(best)
+        })();
+        if result.is_err() {
+            // Let the answerer run out: it gives up after LIMIT.
+            ball.store(u64::MAX, Ordering::Release);
+        }
+        let answered = answerer.join().map_err(|_| Error::Failed("a round-trip thread panicked".into()))?;
+        let ns = result?;
+        answered?;
+        Ok(ns)
+    })
+}
+
 /// Spins for `duration`, calling `between` between two clock reads (a
 /// no-op except in tests, which stand in for preemption with it).
 fn watch(core: usize, duration: Duration, mut between: impl FnMut()) -> CoreHiccups {
@@ -129,6 +197,16 @@ fn watch(core: usize, duration: Duration, mut between: impl FnMut()) -> CoreHicc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_line_goes_round_between_two_cores() {
+        if crate::pin::available_cores() < 2 {
+            eprintln!("SKIPPED: one core (two threads on one core take turns by the time slice)");
+            return;
+        }
+        let ns = core_round_trip_ns(0, 1, 2000).expect("round trips");
+        assert!(ns.is_finite() && ns > 0.0 && ns < 1e6, "{ns} ns");
+    }
 
     #[test]
     fn a_core_taken_away_is_counted_as_a_gap() {

@@ -157,6 +157,13 @@ pub struct SystemReport {
     /// ([`SweepResult::below_probe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_probe: Option<String>,
+    /// Seconds the sweep waited for the machine's fast phase
+    /// ([`crate::sweep::MachineGate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_phase_wait_s: Option<f64>,
+    /// Points it ran again because a slow phase began during them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_phase_reruns: Option<usize>,
 }
 
 impl SystemReport {
@@ -177,6 +184,8 @@ impl SystemReport {
             failed: Vec::new(),
             probe_rps: None,
             below_probe: None,
+            slow_phase_wait_s: None,
+            slow_phase_reruns: None,
         }
     }
 
@@ -186,6 +195,8 @@ impl SystemReport {
         let mut report = Self::new(name, &sweep.points, best, sweep.server_busy_capacity());
         report.probe_rps = rounded(sweep.probe.achieved, 0);
         report.below_probe = sweep.below_probe();
+        report.slow_phase_wait_s = rounded(sweep.slow_phases.waited_s, 1);
+        report.slow_phase_reruns = Some(sweep.slow_phases.reruns);
         Some(report)
     }
 
@@ -206,6 +217,8 @@ impl SystemReport {
             failed: Vec::new(),
             probe_rps: None,
             below_probe: None,
+            slow_phase_wait_s: None,
+            slow_phase_reruns: None,
         }
     }
 }

@@ -26,6 +26,109 @@ pub struct SweepConfig {
     /// Points spent bisecting between the highest load kept up with and
     /// the lowest one not kept up with.
     pub refine: usize,
+    /// Wait out the machine's slow phases before each point, and run a
+    /// point again when one began during it (`cf compare`); `None`: measure
+    /// whatever the machine does.
+    pub gate: Option<MachineGate>,
+}
+
+/// A core-to-core round trip more than this many times the run's median
+/// marks the machine's slow phase.
+pub const SLOW_PHASE_FACTOR: f64 = 2.0;
+
+/// Points run again per sweep at most because a slow phase began during
+/// them.
+const MAX_SLOW_PHASE_RERUNS: usize = 6;
+
+/// Keeps load points out of the machine's slow phases. On this VM a
+/// shared-memory ping-pong between the two cores (`cf pingpong --transport
+/// bare`) takes 100 or 160-180 ns in most phases and 540-560 ns in others,
+/// each lasting seconds to a minute (the hypervisor moves the virtual
+/// cores); in a slow phase YCSB at 600 k/s has twice the median latency and
+/// sometimes collapses, and which systems ran in one decided their ratios.
+/// Before each point the gate measures the round trip of a cache line
+/// ([`crate::hiccup::core_round_trip_ns`], 28 or 60-70 ns in the usual
+/// phases; ~1 ms to measure) and, while it is over [`SLOW_PHASE_FACTOR`]
+/// times the median of the run's measurements so far, waits (up to
+/// `max_wait`, then goes on and says so); after the point it measures
+/// again, and a point a slow phase began in is run again.
+#[derive(Clone, Debug)]
+pub struct MachineGate {
+    /// The server's and the client's cores.
+    pub cores: (usize, usize),
+    /// The longest wait for a fast phase before one point.
+    pub max_wait: std::time::Duration,
+    /// Every round trip measured in the run, ns, shared by every sweep of
+    /// a run so that all systems are held to the same phases.
+    seen_ns: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+}
+
+impl MachineGate {
+    /// A gate on the round trip between `server_core` and `client_core`.
+    pub fn new(server_core: usize, client_core: usize) -> Self {
+        MachineGate {
+            cores: (server_core, client_core),
+            max_wait: std::time::Duration::from_secs(120),
+            seen_ns: Default::default(),
+        }
+    }
+
+    /// The round trip now and whether it is a slow phase's; `None` when it
+    /// cannot be measured (then nothing is held up).
+    fn measure(&self) -> Option<(f64, bool)> {
+        let ns = crate::hiccup::core_round_trip_ns(self.cores.0, self.cores.1, 2000).ok()?;
+        self.seen_ns.lock().unwrap_or_else(|e| e.into_inner()).push(ns);
+        Some((ns, is_slow_phase(ns, self.usual_ns())))
+    }
+
+    /// The median round trip measured in the run so far, ns.
+    pub fn usual_ns(&self) -> f64 {
+        let mut seen = self.seen_ns.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        seen.sort_by(f64::total_cmp);
+        seen.get(seen.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+
+    /// Waits until the machine is out of a slow phase (or `max_wait`
+    /// passed); the seconds waited.
+    fn wait_for_fast_phase(&self, progress: &mut dyn FnMut(&str)) -> f64 {
+        let start = std::time::Instant::now();
+        let mut told = false;
+        while let Some((ns, true)) = self.measure() {
+            let waited = start.elapsed();
+            if waited >= self.max_wait {
+                progress(&format!(
+                    "  the machine stayed in its slow phase for {:.0} s (core round trip {ns:.0} ns, usually {:.0} ns): measuring anyway",
+                    waited.as_secs_f64(),
+                    self.usual_ns()
+                ));
+                break;
+            }
+            if !told {
+                progress(&format!(
+                    "  waiting for the machine's usual phase: core round trip {ns:.0} ns, usually {:.0} ns",
+                    self.usual_ns()
+                ));
+                told = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        start.elapsed().as_secs_f64()
+    }
+}
+
+/// Whether a round trip of `ns` is a slow phase's, given the run's usual
+/// (median) one.
+fn is_slow_phase(ns: f64, usual_ns: f64) -> bool {
+    ns > SLOW_PHASE_FACTOR * usual_ns
+}
+
+/// What a sweep's [`MachineGate`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SlowPhases {
+    /// Seconds spent waiting for the fast phase.
+    pub waited_s: f64,
+    /// Points run again because a slow phase began during them.
+    pub reruns: usize,
 }
 
 impl SweepConfig {
@@ -43,6 +146,7 @@ impl SweepConfig {
             probe_outstanding: 32,
             bound: LatencyBound::default(),
             refine: 2,
+            gate: None,
         }
     }
 }
@@ -177,6 +281,8 @@ pub struct SweepResult {
     pub quantile: Quantile,
     /// The bound (µs) that quantile was held to.
     pub bound_us: f64,
+    /// What the machine gate did (all zero without one).
+    pub slow_phases: SlowPhases,
 }
 
 impl SweepResult {
@@ -270,6 +376,10 @@ pub fn sweep(
     mut progress: impl FnMut(&str),
     mut server_counters: impl FnMut() -> Option<ServerStats>,
 ) -> Result<SweepResult, Error> {
+    let mut slow_phases = SlowPhases::default();
+    if let Some(gate) = &cfg.gate {
+        slow_phases.waited_s += gate.wait_for_fast_phase(&mut progress);
+    }
     progress("probing capacity (closed loop)");
     let probe_cfg = LoadConfig { rate: None, max_outstanding: cfg.probe_outstanding, ..cfg.point.clone() };
     let probe = run_point(target, system, workload, &probe_cfg, core)?;
@@ -290,10 +400,26 @@ pub fn sweep(
     let mut low_load: Vec<f64> = Vec::new();
     let mut run = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<bool, Error> {
         progress(&format!("point {}: offered {rate:.0}/s ({what})", points.len() + 1));
-        let before = server_counters();
-        let mut point =
-            run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
-        point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
+        let mut reruns_left = MAX_SLOW_PHASE_RERUNS.saturating_sub(slow_phases.reruns);
+        let point = loop {
+            if let Some(gate) = &cfg.gate {
+                slow_phases.waited_s += gate.wait_for_fast_phase(progress);
+            }
+            let before = server_counters();
+            let mut point =
+                run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
+            point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
+            match cfg.gate.as_ref().and_then(MachineGate::measure) {
+                Some((ns, true)) if reruns_left > 0 => {
+                    reruns_left -= 1;
+                    slow_phases.reruns += 1;
+                    progress(&format!(
+                        "  a slow phase of the machine began during the point (core round trip {ns:.0} ns): running it again"
+                    ));
+                }
+                _ => break point,
+            }
+        };
         if low_load.len() < LOW_LOAD_POINTS {
             low_load.push(cfg.bound.quantile.of(&point));
             bound_us = cfg.bound.bound_us(low_load.iter().copied().fold(f64::INFINITY, f64::min));
@@ -354,7 +480,7 @@ pub fn sweep(
             }
         }
     }
-    Ok(SweepResult { probe, points, quantile: cfg.bound.quantile, bound_us })
+    Ok(SweepResult { probe, points, quantile: cfg.bound.quantile, bound_us, slow_phases })
 }
 
 #[cfg(test)]
@@ -384,6 +510,7 @@ mod tests {
             points,
             quantile: Quantile::P99,
             bound_us: 50.0,
+            slow_phases: Default::default(),
         };
         let latency = sweep(vec![
             point(Some(10_000.0), 10_000.0, 5.0, 0),
@@ -415,6 +542,17 @@ mod tests {
         assert_eq!(super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.005)]), None);
         let why = super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.014)]).expect("1.8 % together");
         assert!(why.contains("core 1 1.40 %") && why.contains("1.8 % together"), "{why}");
+    }
+
+    #[test]
+    fn a_slow_phase_is_twice_the_usual_round_trip() {
+        assert!(!super::is_slow_phase(28.0, 65.0), "the faster mode is not slow");
+        assert!(!super::is_slow_phase(125.0, 65.0));
+        assert!(super::is_slow_phase(250.0, 65.0));
+        let gate = super::MachineGate::new(0, 1);
+        assert!(gate.usual_ns().is_nan(), "nothing measured yet");
+        gate.seen_ns.lock().unwrap().extend([65.0, 28.0, 250.0, 66.0, 61.0]);
+        assert_eq!(gate.usual_ns(), 65.0);
     }
 
     #[test]
