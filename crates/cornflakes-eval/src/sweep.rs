@@ -74,10 +74,14 @@ impl MachineGate {
     }
 
     /// The round trip now and whether it is a slow phase's; `None` when it
-    /// cannot be measured (then nothing is held up).
-    fn measure(&self) -> Option<(f64, bool)> {
+    /// cannot be measured (then nothing is held up). With `record` it joins
+    /// the run's measurements (not while waiting: a long slow phase polled
+    /// every half second would become the usual).
+    fn measure(&self, record: bool) -> Option<(f64, bool)> {
         let ns = crate::hiccup::core_round_trip_ns(self.cores.0, self.cores.1, 2000).ok()?;
-        self.seen_ns.lock().unwrap_or_else(|e| e.into_inner()).push(ns);
+        if record {
+            self.seen_ns.lock().unwrap_or_else(|e| e.into_inner()).push(ns);
+        }
         Some((ns, is_slow_phase(ns, self.usual_ns())))
     }
 
@@ -93,7 +97,7 @@ impl MachineGate {
     fn wait_for_fast_phase(&self, progress: &mut dyn FnMut(&str)) -> f64 {
         let start = std::time::Instant::now();
         let mut told = false;
-        while let Some((ns, true)) = self.measure() {
+        while let Some((ns, true)) = self.measure(!told) {
             let waited = start.elapsed();
             if waited >= self.max_wait {
                 progress(&format!(
@@ -409,7 +413,7 @@ pub fn sweep(
             let mut point =
                 run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
             point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
-            match cfg.gate.as_ref().and_then(MachineGate::measure) {
+            match cfg.gate.as_ref().and_then(|g| g.measure(true)) {
                 Some((ns, true)) if reruns_left > 0 => {
                     reruns_left -= 1;
                     slow_phases.reruns += 1;
