@@ -328,10 +328,7 @@ pub fn interleaved_thresholds(
 ) -> Result<Vec<(String, u64, f64)>, Error> {
     use crate::child::KvServer;
     use crate::loadgen::run_point;
-    let addr = match cfg.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
-    };
+    let addr = crate::transport::local_server_addr(cfg.transport);
     let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
     let mut server =
         KvServer::start(&place, System::Cornflakes, spec, &["--threshold".to_owned(), "interleaved".to_owned()])?;
@@ -428,10 +425,7 @@ pub struct Measured {
 /// Starts a server of `system` on `spec` (with `extra` arguments to
 /// `cf kv-server`), sweeps it, stops it.
 pub fn measure(cfg: &Bench, spec: &WorkloadSpec, system: System, extra: &[String]) -> Result<Measured, Error> {
-    let addr = match cfg.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
-    };
+    let addr = crate::transport::local_server_addr(cfg.transport);
     let point = LoadConfig {
         rate: None,
         threads: 1,

@@ -207,10 +207,7 @@ pub struct Summary {
 pub fn run(cfg: &OverloadConfig) -> Result<Summary, Error> {
     check(cfg)?;
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    let addr = match cfg.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
-    };
+    let addr = crate::transport::local_server_addr(cfg.transport);
     eprintln!("starting the server ({} on {}, core {})", cfg.system.name(), cfg.transport.name(), cfg.server_core);
     let mut server = ServerChild::spawn_subcommand(
         "kv-server",

@@ -56,10 +56,7 @@ pub fn run(cfg: &StallConfig) -> Result<(), Error> {
         return Err(Error::Invalid("cf stall needs --rate and at least one repeat".into()));
     }
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    let addr = match cfg.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
-    };
+    let addr = crate::transport::local_server_addr(cfg.transport);
     eprintln!("stall: starting the {} server ({}, {})", cfg.system.name(), cfg.transport.name(), workload.name());
     let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
     let mut server = KvServer::start(&place, cfg.system, &cfg.workload, &[])?;

@@ -107,6 +107,11 @@ pub struct TailPoint {
 }
 
 impl TailPoint {
+    /// Percentage of the slow requests that overlapped a span of `kind`.
+    pub fn overlapping_pct(&self, kind: Kind) -> f64 {
+        pct(self.slow_overlapping.get(kind.name()).copied().unwrap_or(0), self.slow)
+    }
+
     /// Share of completed requests that were slow and met nothing on the
     /// timeline: the p99 could be within [`SLOW_NS`] without the gaps only
     /// when this is below 1 %.
@@ -165,10 +170,7 @@ pub fn run(cfg: &TailsConfig) -> Result<TailsSummary, Error> {
     };
     let server_timeline = cfg.out.join("server-timeline.tsv");
     let _ = std::fs::remove_file(&server_timeline);
-    let addr = match cfg.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
-    };
+    let addr = crate::transport::local_server_addr(cfg.transport);
     eprintln!("tails: starting the {} server ({}, {})", cfg.system.name(), cfg.transport.name(), workload.name());
     let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
     let extra = ["--timeline".to_owned(), server_timeline.display().to_string()];
@@ -325,7 +327,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 fn describe(t: &TailPoint) -> String {
-    let of = |k: Kind| pct(t.slow_overlapping.get(k.name()).copied().unwrap_or(0), t.slow);
+    let of = |k: Kind| t.overlapping_pct(k);
     format!(
         "{:.0}/s offered, {:.0}/s achieved: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs; {:.2} % of requests over {} µs, of which {:.0} % met a client gap, {:.0} % a server gap, {:.0} % a sleeping server, {:.0} % a long batch, {:.0} % nothing ({:.3} % of all requests); lost: client {:.2} %, server {:.2} % of the time",
         t.offered_rps,
@@ -384,7 +386,7 @@ pub fn table(s: &TailsSummary) -> String {
         s.slow_us
     );
     for t in &s.points {
-        let of = |k: Kind| pct(t.slow_overlapping.get(k.name()).copied().unwrap_or(0), t.slow);
+        let of = |k: Kind| t.overlapping_pct(k);
         let _ = writeln!(
             out,
             "{:>10.0} {:>8.1} {:>8.1} {:>9.1} {:>7.2}% | {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.3}% | {:>6.2}% {:>6.2}% | {}",

@@ -139,6 +139,16 @@ pub fn shm_socket_path() -> String {
     format!("/tmp/cf-{}-{n}-{nanos}.sock", std::process::id())
 }
 
+/// Where a server of this host listens by default: a fresh Unix socket
+/// path on shm ([`shm_socket_path`]), 127.0.0.1 on a port the kernel picks
+/// on udp and tcp.
+pub fn local_server_addr(transport: Transport) -> String {
+    match transport {
+        Transport::Shm => shm_socket_path(),
+        Transport::Udp | Transport::Tcp => "127.0.0.1:0".to_owned(),
+    }
+}
+
 /// Listens for shm clients at `path`.
 ///
 /// # Errors
