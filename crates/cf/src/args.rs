@@ -823,6 +823,10 @@ pub(crate) struct CompareArgs {
     /// With --netns: the namespace script.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh"))]
     netns_script: PathBuf,
+    /// The load generator reads responses in place (shm only; see
+    /// `cf loadgen --in-place`).
+    #[arg(long)]
+    in_place: bool,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -850,6 +854,7 @@ impl CompareArgs {
                 timeout: Duration::from_millis(self.timeout_ms),
                 max_outstanding: 16384,
                 seed: 1,
+                in_place: self.in_place,
             }),
             server_core: self.server_core,
             client_core: self.client_core,
@@ -1012,6 +1017,12 @@ pub(crate) struct LoadgenArgs {
     /// Seed of arrivals and key choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Read responses in place (shm only): the server's zero-copy values
+    /// stay in its pool, leased until checked, instead of being copied into
+    /// the load generator's (for peers that trust each other; see
+    /// `ShmConfig::receive_in_place`).
+    #[arg(long)]
+    in_place: bool,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -1031,6 +1042,7 @@ impl LoadgenArgs {
                 timeout: Duration::from_millis(self.timeout_ms),
                 max_outstanding: 16384,
                 seed: self.seed,
+                in_place: self.in_place,
             }),
             core: self.core,
         })
@@ -1255,6 +1267,10 @@ pub(crate) struct PhasesArgs {
     /// Core of the load generator.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
+    /// With `--side client`: the load generator reads responses in place
+    /// (`cf loadgen --in-place`).
+    #[arg(long)]
+    in_place: bool,
 }
 
 impl PhasesArgs {
@@ -1273,6 +1289,7 @@ impl PhasesArgs {
             out: self.out.clone(),
             server_core: self.server_core,
             client_core: self.client_core,
+            in_place: self.in_place,
         })?;
         print!("{table}");
         eprintln!("wrote {}", self.out.display());
@@ -1367,6 +1384,7 @@ impl StallArgs {
                 timeout: Duration::from_secs(1),
                 max_outstanding: 16384,
                 seed: 1,
+                in_place: false,
             },
             stalled: self.stalled,
             stall_requests: self.stall_requests,
@@ -1434,6 +1452,7 @@ impl TailsArgs {
                 timeout: Duration::from_secs(1),
                 max_outstanding: 16384,
                 seed: 1,
+                in_place: false,
             },
             fractions: self.fractions.clone(),
             rates: self.rates.clone(),

@@ -631,3 +631,43 @@ fn tails_merges_the_server_timeline_and_accounts_for_every_slow_request() {
     assert!(tsv.lines().all(|l| l.split('\t').count() == 3), "{tsv}");
     std::fs::remove_dir_all(&out).ok();
 }
+
+#[test]
+fn loadgen_reads_responses_in_place_and_checks_them() {
+    use std::io::{BufRead, BufReader};
+    let sock = std::env::temp_dir().join(format!("cf-kv-in-place-{}.sock", std::process::id()));
+    let sock = sock.to_str().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["kv-server", "--system", "cornflakes", "--workload", "cdn:objects=200", "--addr", sock])
+        .args(["--exit-with-parent"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("READY"), "{line}");
+    let out = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["loadgen", "--system", "cornflakes", "--workload", "cdn:objects=200", "--addr", sock])
+        .args(["--rate", "2000", "--seconds", "0.3", "--warmup", "0.1", "--in-place"])
+        .output()
+        .expect("cf runs");
+    drop(server.stdin.take());
+    server.wait().ok();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{json}");
+    assert!(u64_of(&json["points"][0], "completed") > 0, "{json}");
+    // CDN objects are sent by descriptor: every response is read in place
+    // (and every byte of it checked, or `errors` would count it).
+    let said = stderr.lines().find(|l| l.contains("responses read in place")).expect("the in-place line");
+    let numbers: Vec<u64> = said.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert!(matches!(numbers[..], [a, b] if a == b && a > 0), "{said}");
+    // Refused where it cannot apply.
+    let (code, err) =
+        cf_fails(&["loadgen", "--transport", "udp", "--addr", "127.0.0.1:1", "--rate", "100", "--in-place"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("shared-memory transport only"), "{err}");
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 
+mod in_place;
 #[allow(unsafe_code)]
 pub mod shm;
 #[allow(unsafe_code)]
@@ -32,6 +33,8 @@ pub mod timeline;
 pub mod udp;
 #[allow(unsafe_code)]
 mod uring;
+
+pub use in_place::{InPlace, Span};
 
 /// A peer of a datapath: a connection (shared memory) or a remote address
 /// (UDP), numbered by the datapath.
@@ -239,6 +242,23 @@ pub trait Datapath {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError>;
+
+    /// [`Datapath::recv_batch`] for receivers that can read a message in
+    /// place: on [`shm`] with [`ShmConfig::receive_in_place`](shm::ShmConfig::receive_in_place)
+    /// set, a trusted peer's zero-copy segments stay in its pool as leased
+    /// [`shm::PeerSlice`]s instead of being copied (its buffers are released
+    /// when the message is dropped). Elsewhere, and by default, every
+    /// message is whole in our memory ([`InPlace::as_local`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Datapath::recv_batch`].
+    fn recv_batch_in_place(&mut self, out: &mut Vec<InPlace>, max: usize) -> Result<usize, RecvError> {
+        let mut whole = Vec::with_capacity(max.min(64));
+        let n = self.recv_batch(&mut whole, max)?;
+        out.extend(whole.into_iter().map(InPlace::from));
+        Ok(n)
+    }
 
     /// Waits until a receive may succeed or `timeout` passes (busy-polling
     /// first where the backend does). Returns whether something is ready.

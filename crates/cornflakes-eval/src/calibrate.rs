@@ -342,6 +342,7 @@ pub fn interleaved_thresholds(
         timeout: Duration::from_millis(500),
         max_outstanding: 32,
         seed: 1,
+        in_place: false,
     };
     eprintln!("interleaved: {seconds} s of closed-loop load on {spec}");
     let point = run_point(&target, System::Cornflakes, workload.as_ref(), &load, Some(cfg.client_core));
@@ -434,6 +435,7 @@ pub fn measure(cfg: &Bench, spec: &WorkloadSpec, system: System, extra: &[String
         timeout: Duration::from_millis(100),
         max_outstanding: 16384,
         seed: 1,
+        in_place: false,
     };
     let sweep_cfg = SweepConfig { fractions: vec![0.3, 0.6, 0.8, 0.95, 1.1], refine: 1, ..SweepConfig::new(point) };
     let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };

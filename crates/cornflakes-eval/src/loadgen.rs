@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
 use cornflakes_datapath::timeline::{self, Kind};
-use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, SendError, Span};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
 use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, Status, System};
-use cornflakes_workloads::{check_value, fill_value, Generator, Transaction, Workload};
+use cornflakes_workloads::{check_value, fill_value, Generator, Transaction, ValueChecker, Workload};
 use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::{Distribution, Exp};
@@ -46,6 +46,11 @@ pub struct LoadConfig {
     pub max_outstanding: usize,
     /// Seed of the arrival and key choices.
     pub seed: u64,
+    /// Read responses in place (shm only): the server's zero-copy values
+    /// stay in its pool, leased until checked, instead of being copied
+    /// into ours (`ShmConfig::receive_in_place`, for peers that trust
+    /// each other).
+    pub in_place: bool,
 }
 
 /// What one load point measured.
@@ -150,8 +155,11 @@ fn thread_main(
 ) -> Result<ThreadResult, Error> {
     match target {
         Target::Shm(path) => {
-            let (mut dp, conn) = crate::transport::shm_client(path)?;
+            let (mut dp, conn) = crate::transport::shm_client_with(path, cfg.in_place)?;
             with_codec(&mut dp, conn, system, workload, cfg)
+        }
+        _ if cfg.in_place => {
+            Err(Error::Invalid("receiving in place is for the shared-memory transport only (--transport shm)".into()))
         }
         Target::Udp(addr) => {
             let (mut dp, conn) = crate::transport::udp_client(*addr)?;
@@ -252,6 +260,99 @@ struct Txn {
 /// not allocate per request.
 type Values = smallvec::SmallVec<[RcBuf; 4]>;
 
+/// A client's receive batch: whole messages, or messages received in place.
+struct Inbox {
+    whole: Vec<Received>,
+    in_place: Vec<InPlace>,
+}
+
+impl Inbox {
+    fn with_capacity(n: usize) -> Self {
+        Inbox { whole: Vec::with_capacity(n), in_place: Vec::with_capacity(n) }
+    }
+}
+
+/// A response to check: in our memory, or partly left in the server's.
+#[derive(Clone, Copy)]
+enum Response<'a> {
+    Whole(&'a RcBuf),
+    InPlace(&'a InPlace),
+}
+
+/// A value as a codec hands it to the check: bytes, or a [`Span`] of a
+/// response received in place.
+trait ValueBytes {
+    /// Whether it is element `elem` of key `key`'s value of `len` bytes,
+    /// every byte compared.
+    fn is_value(&self, key: u32, elem: u32, len: u32) -> bool;
+}
+
+impl ValueBytes for &[u8] {
+    #[inline]
+    fn is_value(&self, key: u32, elem: u32, len: u32) -> bool {
+        check_value(key, elem, len, self)
+    }
+}
+
+impl ValueBytes for Span<'_> {
+    #[inline]
+    fn is_value(&self, key: u32, elem: u32, len: u32) -> bool {
+        match self {
+            Span::Local(b) => check_value(key, elem, len, b),
+            Span::Peer(s) => {
+                if s.len() != len as usize {
+                    return false;
+                }
+                // Read through a small buffer that stays in L1: no copy of
+                // the whole value. An expired lease is a failed check.
+                let mut c = ValueChecker::new(key, elem);
+                s.for_each_chunk(|piece| {
+                    c.feed(piece);
+                    true
+                })
+                .is_ok()
+                    && c.matches(len)
+            }
+        }
+    }
+}
+
+/// Whether the values of a response are what request `f` asks for.
+fn values_match<V: ValueBytes>(
+    workload: &dyn Workload,
+    f: &InFlight,
+    multi_keys: &[u32],
+    sizes: &mut Vec<u32>,
+    vals: &[V],
+) -> bool {
+    match f.op {
+        Op::Put | Op::PutM | Op::Append => vals.is_empty(),
+        Op::Get => {
+            workload.value_sizes(f.key, sizes);
+            matches!((vals, sizes.as_slice()), ([v], [len]) if v.is_value(f.key, 0, *len))
+        }
+        Op::GetFromList => {
+            workload.value_sizes(f.key, sizes);
+            match (vals, sizes.get(f.index as usize)) {
+                ([v], Some(&len)) => v.is_value(f.key, f.index, len),
+                _ => false,
+            }
+        }
+        Op::GetList | Op::Echo => {
+            workload.value_sizes(f.key, sizes);
+            vals.len() == sizes.len()
+                && vals.iter().zip(sizes.iter()).enumerate().all(|(i, (v, &len))| v.is_value(f.key, i as u32, len))
+        }
+        Op::GetM => {
+            vals.len() == multi_keys.len()
+                && vals.iter().zip(multi_keys).all(|(v, &k)| {
+                    workload.value_sizes(k, sizes);
+                    matches!(sizes.as_slice(), [len] if v.is_value(k, 0, *len))
+                })
+        }
+    }
+}
+
 /// Responses in flight at most per thread (a power of two); msg ids index
 /// a ring of this size.
 const SLOTS: usize = 1 << 16;
@@ -287,6 +388,10 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     /// Whether the process's timeline records (`cf tails`): the loop's gaps
     /// and the slow requests go there.
     timeline: bool,
+    /// Responses received, and those of them read in place (part of them
+    /// left in the server's pool), with `LoadConfig::in_place`.
+    responses: u64,
+    read_in_place: u64,
 }
 
 impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
@@ -326,13 +431,15 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             record_from: now + cfg.warmup,
             record_until: now + cfg.warmup + cfg.duration,
             timeline: timeline::is_enabled(),
+            responses: 0,
+            read_in_place: 0,
         })
     }
 
     fn run(mut self) -> Result<ThreadResult, Error> {
         let start = Instant::now();
         let mut next_arrival = start;
-        let mut rx: Vec<Received> = Vec::with_capacity(64);
+        let mut rx = Inbox::with_capacity(64);
         let mut txn = Transaction::default();
         let mut last_sweep = start;
         let mut last_ns = 0;
@@ -352,19 +459,20 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             if !self.backlog.is_empty() {
                 self.send_backlog()?;
             }
-            let got = self.dp.recv_batch(&mut rx, 64).map_err(|e| format!("receive failed: {e}"))?;
-            if got > 0 {
-                let now = Instant::now();
-                for r in rx.drain(..) {
-                    self.on_response(&r, now);
-                }
-                self.codec.end_batch();
-            }
+            self.receive(&mut rx)?;
             let _ = self.dp.poll_completions();
             if now.duration_since(last_sweep) > Duration::from_millis(10) {
                 self.expire(now);
                 last_sweep = now;
             }
+        }
+        if self.cfg.in_place {
+            // Says whether the option took effect (a server that sends no
+            // pool segments leaves nothing in place).
+            eprintln!(
+                "  load generator: {} of {} responses read in place (part left in the server's pool)",
+                self.read_in_place, self.responses
+            );
         }
         // Whatever is still waiting never got an answer in time.
         let now = Instant::now();
@@ -492,14 +600,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                     // Make room: flush, take completions and responses.
                     self.dp.flush().map_err(|e| format!("flush failed: {e}"))?;
                     let _ = self.dp.poll_completions();
-                    let mut rx = Vec::new();
-                    if self.dp.recv_batch(&mut rx, 64).map_err(|e| format!("receive failed: {e}"))? > 0 {
-                        let now = Instant::now();
-                        for r in rx.drain(..) {
-                            self.on_response(&r, now);
-                        }
-                        self.codec.end_batch();
-                    }
+                    self.receive(&mut Inbox::with_capacity(64))?;
                 }
                 Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
             }
@@ -534,10 +635,42 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         Ok(values)
     }
 
+    /// Receives a batch (in place when configured) and checks every
+    /// response in it. Never inlined, so that callgrind can count the
+    /// client's whole cost per response (the receive's copy included).
     #[inline(never)]
-    fn on_response(&mut self, r: &Received, now: Instant) {
-        let slot = r.msg_id as usize % SLOTS;
-        let Some(f) = self.inflight[slot].filter(|f| f.msg_id == r.msg_id) else {
+    fn receive(&mut self, rx: &mut Inbox) -> Result<(), Error> {
+        let failed = |e| Error::Failed(format!("receive failed: {e}"));
+        let got = if self.cfg.in_place {
+            self.dp.recv_batch_in_place(&mut rx.in_place, 64).map_err(failed)?
+        } else {
+            self.dp.recv_batch(&mut rx.whole, 64).map_err(failed)?
+        };
+        if got > 0 {
+            let now = Instant::now();
+            for r in rx.whole.drain(..) {
+                self.on_response(r.msg_id, Response::Whole(&r.payload), now);
+            }
+            self.responses += got as u64;
+            for r in rx.in_place.drain(..) {
+                let response = match r.as_local() {
+                    Some(payload) => Response::Whole(payload),
+                    None => {
+                        self.read_in_place += 1;
+                        Response::InPlace(&r)
+                    }
+                };
+                self.on_response(r.msg_id, response, now);
+            }
+            self.codec.end_batch();
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn on_response(&mut self, msg_id: u32, r: Response<'_>, now: Instant) {
+        let slot = msg_id as usize % SLOTS;
+        let Some(f) = self.inflight[slot].filter(|f| f.msg_id == msg_id) else {
             // A response after its request timed out: already counted.
             return;
         };
@@ -547,44 +680,19 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     }
 
     /// Whether a response is what the key holds.
-    fn check(&mut self, r: &Received, f: &InFlight, slot: usize) -> bool {
+    fn check(&mut self, r: Response<'_>, f: &InFlight, slot: usize) -> bool {
         let workload = self.workload;
         let mut sizes = std::mem::take(&mut self.scratch_sizes);
         let multi_keys = &self.multi_keys[slot];
         let mut ok = false;
-        let decoded = self.codec.read_response(&r.payload, &mut |status, vals| {
-            ok = status == Status::Ok
-                && match f.op {
-                    Op::Put | Op::PutM | Op::Append => vals.is_empty(),
-                    Op::Get => {
-                        workload.value_sizes(f.key, &mut sizes);
-                        matches!((vals, sizes.as_slice()), ([v], [len]) if check_value(f.key, 0, *len, v))
-                    }
-                    Op::GetFromList => {
-                        workload.value_sizes(f.key, &mut sizes);
-                        match (vals, sizes.get(f.index as usize)) {
-                            ([v], Some(&len)) => check_value(f.key, f.index, len, v),
-                            _ => false,
-                        }
-                    }
-                    Op::GetList | Op::Echo => {
-                        workload.value_sizes(f.key, &mut sizes);
-                        vals.len() == sizes.len()
-                            && vals
-                                .iter()
-                                .zip(&sizes)
-                                .enumerate()
-                                .all(|(i, (v, &len))| check_value(f.key, i as u32, len, v))
-                    }
-                    Op::GetM => {
-                        vals.len() == multi_keys.len()
-                            && vals.iter().zip(multi_keys).all(|(v, &k)| {
-                                workload.value_sizes(k, &mut sizes);
-                                matches!(sizes.as_slice(), [len] if check_value(k, 0, *len, v))
-                            })
-                    }
-                };
-        });
+        let decoded = match r {
+            Response::Whole(payload) => self.codec.read_response(payload, &mut |status, vals| {
+                ok = status == Status::Ok && values_match(workload, f, multi_keys, &mut sizes, vals);
+            }),
+            Response::InPlace(msg) => self.codec.read_response_in_place(msg, &mut |status, vals| {
+                ok = status == Status::Ok && values_match(workload, f, multi_keys, &mut sizes, vals);
+            }),
+        };
         self.scratch_sizes = sizes;
         decoded.is_ok() && ok
     }

@@ -280,6 +280,7 @@ fn soak(cfg: &OverloadConfig, server: &mut ServerChild, workload: &dyn Workload)
         // rate, within the load generator's 65536 message ids.
         max_outstanding: 60_000,
         seed: 1,
+        in_place: false,
     };
     let (capacity, measured) = match cfg.capacity {
         Some(c) => (c, false),
@@ -427,6 +428,7 @@ fn measure_capacity(cfg: &OverloadConfig, target: &Target, workload: &dyn Worklo
         timeout: Duration::from_millis(500),
         max_outstanding: 32,
         seed: 1,
+        in_place: false,
     };
     let probe = run_point(target, cfg.system, workload, &point, Some(cfg.client_core))?;
     eprintln!("  closed-loop probe: {:.0}/s", probe.achieved);

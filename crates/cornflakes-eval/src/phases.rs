@@ -122,6 +122,9 @@ pub struct PhasesConfig {
     pub server_core: usize,
     /// Core of the load generator.
     pub client_core: usize,
+    /// The load generator reads responses in place (`cf loadgen
+    /// --in-place`).
+    pub in_place: bool,
 }
 
 /// One step's cost per request.
@@ -256,6 +259,7 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
         timeout: Duration::from_secs(2),
         max_outstanding: 1024,
         seed: 1,
+        in_place: cfg.in_place,
     };
     let point = match cfg.side {
         Side::Server => {
@@ -323,6 +327,7 @@ fn client_under_callgrind(
         .args(["--transport", "shm", "--addr", addr, "--rate", &cfg.rate.to_string()])
         .args(["--seconds", &cfg.seconds.to_string(), "--warmup", "0.5", "--timeout-ms", "2000"])
         .args(["--core", &cfg.client_core.to_string()])
+        .args(cfg.in_place.then_some("--in-place"))
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot start the load generator under valgrind: {e}"))?;

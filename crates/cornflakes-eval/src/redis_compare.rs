@@ -947,6 +947,7 @@ fn formats_phase(config: &RedisCompareConfig, started: &Instant) -> Result<(Vec<
                     timeout: Duration::from_secs(2),
                     max_outstanding: 60_000,
                     seed: 1,
+                    in_place: false,
                 };
                 let target = crate::transport::Target::Tcp(kv_addr);
                 let c = loadgen::run_point(

@@ -204,6 +204,7 @@ fn sweep(cfg: &ReproduceConfig) -> SweepConfig {
         timeout: Duration::from_millis(500),
         max_outstanding: 16384,
         seed: 1,
+        in_place: false,
     })
 }
 
@@ -492,6 +493,7 @@ fn fig11(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
         out: dir.to_owned(),
         server_core: cfg.server_core,
         client_core: cfg.client_core,
+        in_place: false,
     })?;
     let step = |r: &SystemSteps, name: &str| r.steps.iter().find(|s| s.step == name).map_or(f64::NAN, |s| s.est_cycles);
     let ours = results.iter().find(|r| r.system == System::Cornflakes.name()).ok_or("no Cornflakes run")?;

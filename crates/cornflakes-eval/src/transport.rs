@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use cornflakes_datapath::shm::{ShmConfig, ShmDatapath};
+use cornflakes_datapath::shm::{LeaseLimits, ShmConfig, ShmDatapath};
 use cornflakes_datapath::tcp::{TcpConfig, TcpDatapath};
 use cornflakes_datapath::udp::{UdpConfig, UdpDatapath};
 use cornflakes_datapath::ConnId;
@@ -165,7 +165,18 @@ pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
 ///
 /// When nothing listens there or the handshake fails.
 pub fn shm_client(path: &str) -> Result<(ShmDatapath, ConnId), Error> {
-    let dp = ShmDatapath::connect(path, shm_config())
+    shm_client_with(path, false)
+}
+
+/// [`shm_client`], receiving in place (leased views of the server's pool,
+/// default limits) when `in_place`.
+///
+/// # Errors
+///
+/// As [`shm_client`].
+pub fn shm_client_with(path: &str, in_place: bool) -> Result<(ShmDatapath, ConnId), Error> {
+    let config = ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), ..shm_config() };
+    let dp = ShmDatapath::connect(path, config)
         .map_err(|e| format!("cannot connect to {path}: {e} (is the server running with --addr {path}?)"))?;
     let conn = dp.connections().next().ok_or("connected datapath has no connection")?;
     Ok((dp, conn))

@@ -156,18 +156,57 @@ pub fn fill_value(key: u32, elem: u32, out: &mut [u8]) {
 /// zero-copy bug that corrupts the middle of a value, or hands out another
 /// value's bytes, fails it.
 pub fn check_value(key: u32, elem: u32, expected_len: u32, data: &[u8]) -> bool {
-    if data.len() != expected_len as usize {
-        return false;
+    data.len() == expected_len as usize && difference(fingerprint(key, elem), 0, data) == 0
+}
+
+/// [`check_value`] for a value read in pieces, in order (a value left in
+/// a peer's memory, copied out a chunk at a time): every piece but the
+/// last must be a multiple of 8 bytes long.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueChecker {
+    fp: u64,
+    /// Bytes fed so far.
+    at: usize,
+    /// Non-zero once any byte differed (or a piece broke a word).
+    diff: u64,
+}
+
+impl ValueChecker {
+    /// A check of element `elem` of key `key`'s value.
+    pub fn new(key: u32, elem: u32) -> Self {
+        ValueChecker { fp: fingerprint(key, elem), at: 0, diff: 0 }
     }
-    let fp = fingerprint(key, elem);
+
+    /// Compares the next `piece` of the value.
+    #[inline]
+    pub fn feed(&mut self, piece: &[u8]) {
+        if self.at % 8 != 0 {
+            // The previous piece ended inside a word: not a valid split.
+            self.diff |= 1;
+            return;
+        }
+        self.diff |= difference(self.fp, self.at / 8, piece);
+        self.at += piece.len();
+    }
+
+    /// Whether every byte fed matched and there were `expected_len`.
+    pub fn matches(&self, expected_len: u32) -> bool {
+        self.at == expected_len as usize && self.diff == 0
+    }
+}
+
+/// Zero exactly when `data` equals the words of the value with fingerprint
+/// `fp` from word `first_word` on (the last one cut to the length).
+#[inline]
+fn difference(fp: u64, first_word: usize, data: &[u8]) -> u64 {
     // Four words per step, each lane with its own running position, so the
     // compiler keeps the lanes in one vector register (the check runs on
     // the load generator for every byte of every response).
     let quads = data.chunks_exact(32);
     let rest = quads.remainder();
-    let base = data.len() / 32 * 4;
+    let base = first_word + data.len() / 32 * 4;
     let step = 4u64.wrapping_mul(WORD_MIX);
-    let mut mix = [0, 1, 2, 3].map(|j: u64| j.wrapping_mul(WORD_MIX));
+    let mut mix = [0, 1, 2, 3].map(|j: u64| (first_word as u64).wrapping_add(j).wrapping_mul(WORD_MIX));
     let mut diff = [0u64; 4];
     for quad in quads {
         for lane in 0..4 {
@@ -182,8 +221,15 @@ pub fn check_value(key: u32, elem: u32, expected_len: u32, data: &[u8]) -> bool 
     for (j, w) in words.enumerate() {
         left |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ value_word(fp, base + j);
     }
-    let full = data.len() / 8;
-    tail == &value_word(fp, full).to_le_bytes()[..tail.len()] && (diff[0] | diff[1] | diff[2] | diff[3] | left) == 0
+    if !tail.is_empty() {
+        let full = first_word + data.len() / 8;
+        let mut got = [0u8; 8];
+        got[..tail.len()].copy_from_slice(tail);
+        let mut want = value_word(fp, full).to_le_bytes();
+        want[tail.len()..].fill(0);
+        left |= u64::from_le_bytes(got) ^ u64::from_le_bytes(want);
+    }
+    diff[0] | diff[1] | diff[2] | diff[3] | left
 }
 
 #[cfg(test)]
@@ -212,6 +258,30 @@ mod tests {
             }
             assert!(check_value(7, 1, len as u32, &buf));
         }
+    }
+
+    #[test]
+    fn a_value_checked_in_pieces_is_checked_whole() {
+        let mut buf = vec![0u8; 4099];
+        fill_value(5, 2, &mut buf);
+        for piece in [8usize, 32, 1024, 4096] {
+            let mut c = ValueChecker::new(5, 2);
+            buf.chunks(piece).for_each(|p| c.feed(p));
+            assert!(c.matches(4099), "pieces of {piece}");
+            assert!(!c.matches(4098));
+            for at in [0usize, 1000, 4098] {
+                let mut bad = buf.clone();
+                bad[at] ^= 0x10;
+                let mut c = ValueChecker::new(5, 2);
+                bad.chunks(piece).for_each(|p| c.feed(p));
+                assert!(!c.matches(4099), "pieces of {piece}, byte {at}");
+            }
+        }
+        // A split inside a word is refused rather than misread.
+        let mut c = ValueChecker::new(5, 2);
+        c.feed(&buf[..5]);
+        c.feed(&buf[5..]);
+        assert!(!c.matches(4099));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::os::unix::net::UnixStream;
 
 use cornflakes::RcBuf;
 
+use super::lease::Ledger;
 use super::proto::Desc;
 use super::receive::PeerPool;
 use super::ring::{RingConsumer, RingProducer};
@@ -27,6 +28,8 @@ pub(super) struct Conn {
     pub(super) zc_received: u64,
     /// Last value published in `rx`'s acknowledgement word.
     pub(super) zc_reported: u64,
+    /// Records of `rx` received in place and not yet acknowledged.
+    pub(super) ledger: Ledger,
     /// Scratch for the descriptors of the record being received.
     pub(super) descs: Vec<Desc>,
     pub(super) peer_max_message: usize,

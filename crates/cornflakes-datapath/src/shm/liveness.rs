@@ -116,6 +116,8 @@ impl ShmDatapath {
     pub(super) fn reclaim(&mut self, index: usize, report: bool) {
         let slot = &mut self.slots[index];
         let Some(mut conn) = slot.conn.take() else { return };
+        // Our leases on the peer's buffers end with the connection.
+        conn.ledger.expire_all();
         let id = conn_id(index, slot.generation);
         slot.generation = slot.generation.wrapping_add(1);
         self.free_slots.push(index as u16);

@@ -63,7 +63,9 @@
 //!   - `send.rs`: the one record builder, serialize-and-send and segment
 //!     lists on top of it, completions;
 //!   - `receive.rs`: hostile-record parsing and the gather into the private
-//!     pool (`receive_record`), acknowledgements;
+//!     pool (`receive_record`), receiving in place, acknowledgements;
+//!   - `lease.rs`: receiving in place: [`PeerSlice`], leases, the ledger of
+//!     what may be acknowledged;
 //!   - `liveness.rs`: sleeping and waking, socket checks, peer death and
 //!     reclaiming a connection;
 //!   - `conn.rs`: the connection table;
@@ -134,13 +136,20 @@
 //! the record. [`Received::payload`] is thus one contiguous buffer of the
 //! whole message.
 //!
-//! We gather rather than hand out views of the peer's memory in place
-//! because a view in place would (1) keep the sender's buffer busy for as
-//! long as the application holds the message, unbounded, (2) be memory the
-//! peer can still write, so decoding would race with a hostile or buggy
-//! sender, and (3) not be an [`RcBuf`] of our pool, so it could not be sent
-//! on zero-copy or recovered. The copy on receive is the one a NIC would do;
+//! We gather by default rather than hand out views of the peer's memory in
+//! place because a view in place would (1) keep the sender's buffer busy
+//! for as long as the application holds the message, (2) be memory the
+//! peer can still write, so values could change while they are read, and
+//! (3) not be an [`RcBuf`] of our pool, so it could not be sent on
+//! zero-copy or recovered. The copy on receive is the one a NIC would do;
 //! the sender's copy is what zero-copy saves.
+//!
+//! Between peers that trust each other, [`ShmConfig::receive_in_place`]
+//! saves that copy too ([`Datapath::recv_batch_in_place`]): zero-copy
+//! segments are handed out as leased [`PeerSlice`]s, read by copying out,
+//! bounded in bytes, count and age (see [`lease`]: (1) is
+//! bounded by [`LeaseLimits`], (2) changes values but never memory safety,
+//! (3) remains).
 //!
 //! # Completions
 //!
@@ -152,6 +161,8 @@
 //! and drops the clones of every send up to it. A value the application
 //! drops while its send is in flight thus stays intact until the receiver
 //! has copied it. Messages without pool segments need no completion.
+//! A receiver in place acknowledges up to the oldest record it still
+//! leases (see [`lease`]), so the sender's buffers stay put while leased.
 //!
 //! # Credits, sleeping and waking (SocksDirect §4.2, §4.4)
 //!
@@ -204,6 +215,7 @@ pub mod ring;
 pub mod words;
 
 mod conn;
+pub mod lease;
 mod liveness;
 mod receive;
 mod send;
@@ -219,8 +231,9 @@ use std::time::Duration;
 use cornflakes::mem::MAX_ALLOC;
 use cornflakes::{Message, Pool, PoolConfig, RcBuf};
 
-use crate::{ConnId, Datapath, DatapathStats, Received, RecvError, Segment, SendError};
+use crate::{ConnId, Datapath, DatapathStats, InPlace, Received, RecvError, Segment, SendError};
 use conn::{conn_id, generation_of, slot_of, Conn, Slot};
+pub use lease::{LeaseExpired, LeaseLimits, PeerSlice, PEER_CHUNK};
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
 pub use sys::{recv_fds, send_fds, try_recv_fds};
@@ -266,6 +279,14 @@ pub struct ShmConfig {
     /// then is leaked (never freed, so never reused under a reader), not
     /// released. Default 100 ms.
     pub close_linger: Duration,
+    /// Receive in place from peers we trust
+    /// ([`Datapath::recv_batch_in_place`]): a message's zero-copy segments
+    /// stay in the sender's pool as leased [`PeerSlice`]s, within these
+    /// limits, instead of being gathered into our private pool. Read the
+    /// trust model in the [`lease`] module docs first.
+    /// Default `None`: every message is gathered, whichever receive is
+    /// called.
+    pub receive_in_place: Option<LeaseLimits>,
     /// The pools to create: the shared pool (except with
     /// [`ShmDatapath::with_pool`]) and the private pool each get this
     /// configuration.
@@ -286,6 +307,7 @@ impl Default for ShmConfig {
             max_parked_messages: 1024,
             max_parked_bytes: 4 << 20,
             close_linger: Duration::from_millis(100),
+            receive_in_place: None,
             pool: PoolConfig::default(),
         }
     }
@@ -343,6 +365,14 @@ pub struct ShmStats {
     /// acknowledged them nor went away within [`ShmConfig::close_linger`]
     /// of the datapath being dropped.
     pub leaked_on_drop: u64,
+    /// Records received in place: their pool segments leased, not copied.
+    pub leased: u64,
+    /// Records with pool segments gathered instead of leased because the
+    /// connection held [`LeaseLimits::max_bytes`] or
+    /// [`LeaseLimits::max_leases`] already.
+    pub lease_refused: u64,
+    /// Leases that expired ([`LeaseLimits::max_age`]) while still held.
+    pub leases_expired: u64,
 }
 
 /// The shared-memory datapath. See the [module docs](self).
@@ -562,6 +592,13 @@ impl ShmDatapath {
         self.slot_index(conn).and_then(|i| self.slots[i].conn.as_ref()).map_or(0, |c| c.inflight.len())
     }
 
+    /// Records of `conn` received in place whose leases are not yet
+    /// acknowledged, and the bytes of the peer's pool they name (a record
+    /// released behind one still held counts until that one goes).
+    pub fn leases_held(&self, conn: ConnId) -> (usize, usize) {
+        self.slot_index(conn).and_then(|i| self.slots[i].conn.as_ref()).map_or((0, 0), |c| c.ledger.held())
+    }
+
     #[inline(always)]
     fn slot_index(&self, id: ConnId) -> Option<usize> {
         let i = slot_of(id);
@@ -598,6 +635,10 @@ impl Datapath for ShmDatapath {
     }
 
     fn recv_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError> {
+        self.receive_batch(out, max)
+    }
+
+    fn recv_batch_in_place(&mut self, out: &mut Vec<InPlace>, max: usize) -> Result<usize, RecvError> {
         self.receive_batch(out, max)
     }
 

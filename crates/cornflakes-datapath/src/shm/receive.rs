@@ -9,21 +9,27 @@
 //! there: see *Hostile peers* in the [module docs](super).
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::rc::Rc;
+use std::time::Duration;
 
 use cornflakes::{Pool, RcBuf};
 
-use super::conn::conn_id;
+use super::conn::{conn_id, Conn};
+use super::lease::{Ledger, PeerSlice};
 use super::proto::{
     Desc, DESC_INLINE, DESC_LEN, DESC_POOL, INFO_DESC_MASK, INFO_NEEDS_ACK, INFO_VALID_BITS, MAX_SEGMENTS,
 };
 use super::ring::RingCorrupt;
-use super::{sys, ShmDatapath, ShmStats};
-use crate::{read_packet_header, Received, RecvError, PACKET_HEADER_LEN};
+use super::{sys, LeaseLimits, ShmDatapath, ShmStats};
+use crate::in_place::{InPlace, Part, Parts};
+use crate::{read_packet_header, ConnId, Received, RecvError, PACKET_HEADER_LEN};
 
-/// The peer's shared pool memfd, mapped read-only.
+/// The peer's shared pool memfd, mapped read-only. The mapping is shared
+/// with the [`PeerSlice`]s made from it, so a re-map never unmaps it under
+/// one.
 pub(super) struct PeerPool {
     fd: OwnedFd,
-    map: Option<sys::Mapping>,
+    map: Option<Rc<sys::Mapping>>,
     len: usize,
 }
 
@@ -31,7 +37,7 @@ impl PeerPool {
     /// Maps the first `len` bytes of `fd` (the caller checked its seal and
     /// that it is at least that long); nothing for an empty file.
     pub(super) fn map(fd: OwnedFd, len: usize) -> std::io::Result<Self> {
-        let map = if len == 0 { None } else { Some(sys::Mapping::map(fd.as_fd(), len, false)?) };
+        let map = if len == 0 { None } else { Some(Rc::new(sys::Mapping::map(fd.as_fd(), len, false)?)) };
         Ok(Self { fd, map, len })
     }
 
@@ -50,7 +56,7 @@ impl PeerPool {
         }
         match sys::Mapping::map(self.fd.as_fd(), size as usize, false) {
             Ok(m) => {
-                self.map = Some(m);
+                self.map = Some(Rc::new(m));
                 self.len = size as usize;
                 stats.peer_pool_remaps += 1;
                 true
@@ -89,6 +95,28 @@ pub(super) struct RawRecord {
     pub(super) info: u32,
 }
 
+/// Where the parts of a checked record with descriptors lie.
+struct Layout {
+    msg_id: u32,
+    /// Bytes of descriptors at the start of the body.
+    desc_bytes: usize,
+    /// The first segment's length (after the packet header).
+    first: usize,
+    /// The whole message's length.
+    total: usize,
+    /// Bytes named by pool descriptors.
+    pool_bytes: usize,
+}
+
+/// How a record was received.
+pub(super) enum Delivered {
+    /// Copied whole into our private pool.
+    Whole(u32, RcBuf),
+    /// Received in place: the first segment and the inline segments in
+    /// our private pool, the pool segments leased.
+    InPlace(u32, RcBuf, Parts),
+}
+
 /// Checks one record and copies the message it describes into a new buffer
 /// of `pool` (our private pool). Everything is read from shared memory
 /// once, into locals, before it is checked; `descs` is reused scratch.
@@ -107,27 +135,126 @@ pub(super) unsafe fn receive_record(
     shm: &mut ShmStats,
 ) -> Result<(u32, RcBuf), Discard> {
     let RawRecord { body, len: body_len, info } = rec;
-    let max_message = limits.max_message;
     if info & !INFO_VALID_BITS != 0 {
         return Err(Discard::Malformed);
     }
-    let n = (info & INFO_DESC_MASK) as usize;
-    if n == 0 {
-        // The common case: one packet, copied.
-        if body_len < PACKET_HEADER_LEN || body_len - PACKET_HEADER_LEN > max_message {
-            return Err(Discard::Malformed);
-        }
-        let mut hdr = [0u8; PACKET_HEADER_LEN];
-        // SAFETY: body..body+body_len is readable (caller) and
-        // body_len >= PACKET_HEADER_LEN.
-        unsafe { sys::copy_from_shared(body, &mut hdr, PACKET_HEADER_LEN) };
-        let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
-        let len = body_len - PACKET_HEADER_LEN;
-        let mut buf = pool.alloc(len).map_err(|_| Discard::NoBuffer)?;
-        // SAFETY: the range is the rest of the record body.
-        unsafe { sys::copy_from_shared(body.add(PACKET_HEADER_LEN), buf.as_mut_slice(), len) };
-        return Ok((msg_id, buf.freeze()));
+    if info & INFO_DESC_MASK == 0 {
+        // SAFETY: as this function's.
+        return unsafe { receive_plain(body, body_len, pool, limits.max_message) };
     }
+    // SAFETY: as this function's.
+    let layout = unsafe { check_record(rec, descs, peer, limits, shm) }?;
+    let mut buf = pool.alloc(layout.total).map_err(|_| Discard::NoBuffer)?;
+    // SAFETY: `check_record` checked every descriptor against the body and
+    // the mapping; `buf` holds `total` bytes.
+    unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), true) };
+    Ok((layout.msg_id, buf.freeze()))
+}
+
+/// [`receive_record`] for a receiver in place: when `lease` is given (the
+/// record needs an acknowledgement, it names pool bytes and the ledger
+/// admits them), its pool segments are left in the peer's pool as leased
+/// [`PeerSlice`]s and only the rest is copied.
+///
+/// # Safety
+///
+/// As [`receive_record`].
+#[inline]
+pub(super) unsafe fn receive_record_in_place(
+    rec: RawRecord,
+    descs: &mut Vec<Desc>,
+    peer: &mut PeerPool,
+    pool: &Pool,
+    limits: &RecordLimits,
+    shm: &mut ShmStats,
+    lease: Option<(&mut Ledger, &LeaseLimits, u64)>,
+) -> Result<Delivered, Discard> {
+    let RawRecord { body, info, .. } = rec;
+    let lease = lease.filter(|_| info & INFO_NEEDS_ACK != 0 && info & !INFO_VALID_BITS == 0);
+    let (Some((ledger, lease_limits, seq)), true) = (lease, info & INFO_DESC_MASK != 0) else {
+        // SAFETY: as this function's.
+        return unsafe { receive_record(rec, descs, peer, pool, limits, shm) }.map(|(id, b)| Delivered::Whole(id, b));
+    };
+    // SAFETY: as this function's.
+    let layout = unsafe { check_record(rec, descs, peer, limits, shm) }?;
+    if layout.pool_bytes == 0 || !ledger.admits(layout.pool_bytes, lease_limits) {
+        if layout.pool_bytes > 0 {
+            shm.lease_refused += 1;
+        }
+        let mut buf = pool.alloc(layout.total).map_err(|_| Discard::NoBuffer)?;
+        // SAFETY: as in `receive_record`.
+        unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), true) };
+        return Ok(Delivered::Whole(layout.msg_id, buf.freeze()));
+    }
+    let local_len = layout.total - layout.pool_bytes;
+    let mut buf = pool.alloc(local_len).map_err(|_| Discard::NoBuffer)?;
+    // SAFETY: as in `receive_record`; with `pool: false` only the first and
+    // inline segments are copied, `local_len` bytes.
+    unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), false) };
+    let map = peer.map.as_ref().ok_or(Discard::Malformed)?;
+    let state = ledger.lease(seq, layout.pool_bytes);
+    let mut parts = Parts::new();
+    parts.push(Part::Local { at: 0, len: layout.first });
+    let mut at = layout.first;
+    for d in descs.iter() {
+        let len = d.len as usize;
+        parts.push(if d.kind == DESC_POOL {
+            // In the mapping: checked by `check_record`.
+            Part::Peer(PeerSlice::new(map, d.offset as usize, len, &state).ok_or(Discard::Malformed)?)
+        } else {
+            at += len;
+            Part::Local { at: at - len, len }
+        });
+    }
+    shm.leased += 1;
+    Ok(Delivered::InPlace(layout.msg_id, buf.freeze(), parts))
+}
+
+/// A record without descriptors: one packet, copied.
+///
+/// # Safety
+///
+/// `body..body + body_len` readable for the call.
+#[inline]
+unsafe fn receive_plain(
+    body: *const u8,
+    body_len: usize,
+    pool: &Pool,
+    max_message: usize,
+) -> Result<(u32, RcBuf), Discard> {
+    if body_len < PACKET_HEADER_LEN || body_len - PACKET_HEADER_LEN > max_message {
+        return Err(Discard::Malformed);
+    }
+    let mut hdr = [0u8; PACKET_HEADER_LEN];
+    // SAFETY: body..body+body_len is readable (caller) and
+    // body_len >= PACKET_HEADER_LEN.
+    unsafe { sys::copy_from_shared(body, &mut hdr, PACKET_HEADER_LEN) };
+    let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
+    let len = body_len - PACKET_HEADER_LEN;
+    let mut buf = pool.alloc(len).map_err(|_| Discard::NoBuffer)?;
+    // SAFETY: the range is the rest of the record body.
+    unsafe { sys::copy_from_shared(body.add(PACKET_HEADER_LEN), buf.as_mut_slice(), len) };
+    Ok((msg_id, buf.freeze()))
+}
+
+/// Copies a record's descriptors out into `descs` and checks them: pool
+/// ranges against the peer's mapping (re-mapping once if the pool grew),
+/// inline lengths against the body, the total against the limit, and the
+/// packet header.
+///
+/// # Safety
+///
+/// As [`receive_record`]; `rec.info` has valid bits and descriptors.
+#[inline]
+unsafe fn check_record(
+    rec: RawRecord,
+    descs: &mut Vec<Desc>,
+    peer: &mut PeerPool,
+    limits: &RecordLimits,
+    shm: &mut ShmStats,
+) -> Result<Layout, Discard> {
+    let RawRecord { body, len: body_len, info } = rec;
+    let n = (info & INFO_DESC_MASK) as usize;
     if n > MAX_SEGMENTS {
         return Err(Discard::Malformed);
     }
@@ -141,6 +268,7 @@ pub(super) unsafe fn receive_record(
     descs.clear();
     let mut inline_total = 0usize;
     let mut segs_total = 0usize;
+    let mut pool_bytes = 0usize;
     for i in 0..n {
         let mut raw = [0u8; DESC_LEN];
         // SAFETY: (i + 1) * DESC_LEN <= desc_bytes <= body_len.
@@ -154,6 +282,7 @@ pub(super) unsafe fn receive_record(
                 if end > peer.len as u64 && !peer.grow(end, limits.max_peer_pool_bytes, shm) {
                     return Err(Discard::Malformed);
                 }
+                pool_bytes += len;
             }
             DESC_INLINE if d.offset == 0 => inline_total += len,
             _ => return Err(Discard::Malformed),
@@ -166,49 +295,116 @@ pub(super) unsafe fn receive_record(
     }
     let first = packet_len - PACKET_HEADER_LEN;
     let total = first.checked_add(segs_total).ok_or(Discard::Malformed)?;
-    if total > max_message {
+    if total > limits.max_message {
         return Err(Discard::Malformed);
     }
     let mut hdr = [0u8; PACKET_HEADER_LEN];
     // SAFETY: desc_bytes + packet_len <= body_len.
     unsafe { sys::copy_from_shared(body.add(desc_bytes), &mut hdr, PACKET_HEADER_LEN) };
     let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
-    let mut buf = pool.alloc(total).map_err(|_| Discard::NoBuffer)?;
-    let dst = buf.as_mut_slice();
+    Ok(Layout { msg_id, desc_bytes, first, total, pool_bytes })
+}
+
+/// Copies a checked record's first segment and its segments, in order,
+/// into `dst`: every segment when `with_pool`, else only the inline ones.
+///
+/// # Safety
+///
+/// `body` is the record [`check_record`] returned `layout` for, still
+/// readable, with `descs` and `peer` as it left them; `dst` holds the bytes
+/// copied (`layout.total`, or `total - pool_bytes` without pool segments).
+#[inline]
+unsafe fn gather(body: *const u8, layout: &Layout, descs: &[Desc], peer: &PeerPool, dst: &mut [u8], with_pool: bool) {
+    let Layout { desc_bytes, first, total, pool_bytes, .. } = *layout;
+    debug_assert_eq!(dst.len(), if with_pool { total } else { total - pool_bytes });
     // SAFETY: the first segment follows the packet header inside the body.
     unsafe { sys::copy_from_shared(body.add(desc_bytes + PACKET_HEADER_LEN), dst, first) };
     let mut at = first;
-    let mut inline_at = desc_bytes + packet_len;
+    let mut inline_at = desc_bytes + PACKET_HEADER_LEN + first;
     let peer_base = peer.map.as_ref().map_or(std::ptr::null(), |m| m.ptr().as_ptr().cast_const());
-    for d in descs.iter() {
+    for d in descs {
         let len = d.len as usize;
         let src = if d.kind == DESC_POOL {
-            // offset + len <= peer.len, the mapped length (checked above,
-            // after any re-map); len > 0 implies a mapping exists. For
-            // len == 0 the pointer is not used.
+            if !with_pool {
+                continue;
+            }
+            // offset + len <= peer.len, the mapped length (checked by
+            // `check_record`, after any re-map); len > 0 implies a mapping
+            // exists. For len == 0 the pointer is not used.
             peer_base.wrapping_add(d.offset as usize)
         } else {
             let p = inline_at;
             inline_at += len;
-            // SAFETY: the inline area ends exactly at body_len (packet_len
-            // was computed so), so p + len <= body_len.
+            // SAFETY: the inline area ends exactly at the body's end
+            // (`check_record` computed the packet length so), so
+            // p + len <= body_len.
             unsafe { body.add(p) }
         };
         if len > 0 {
-            // SAFETY: see the two cases above; dst has room since
-            // at + len <= total.
+            // SAFETY: see the two cases above; dst has room since the
+            // bytes copied add up to its length.
             unsafe { sys::copy_from_shared(src, &mut dst[at..], len) };
         }
         at += len;
     }
-    debug_assert_eq!(at, total);
-    Ok((msg_id, buf.freeze()))
+    debug_assert_eq!(at, dst.len());
+}
+
+/// What a drain needs besides the connection.
+pub(super) struct RecvCx<'a> {
+    private: &'a Pool,
+    limits: RecordLimits,
+    shm: &'a mut ShmStats,
+    lease: Option<LeaseLimits>,
+}
+
+/// Where a drain puts the messages it receives: whole ([`Received`]) or in
+/// place ([`InPlace`]).
+pub(super) trait Inbox {
+    /// Receives record `rec` of connection `c` (whose id is `id`) and
+    /// appends its message.
+    ///
+    /// # Safety
+    ///
+    /// As [`receive_record`].
+    unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard>;
+}
+
+impl Inbox for Vec<Received> {
+    #[inline]
+    unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard> {
+        // SAFETY: as this function's.
+        let (msg_id, payload) =
+            unsafe { receive_record(rec, &mut c.descs, &mut c.peer, cx.private, &cx.limits, cx.shm) }?;
+        self.push(Received { conn: id, msg_id, payload });
+        Ok(())
+    }
+}
+
+impl Inbox for Vec<InPlace> {
+    #[inline]
+    unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard> {
+        // The record's number among those needing an acknowledgement, if
+        // it needs one (counted by the drain after this call).
+        let seq = c.zc_received + 1;
+        let lease = cx.lease.as_ref().map(|l| (&mut c.ledger, l, seq));
+        // SAFETY: as this function's.
+        let got =
+            unsafe { receive_record_in_place(rec, &mut c.descs, &mut c.peer, cx.private, &cx.limits, cx.shm, lease) }?;
+        self.push(match got {
+            Delivered::Whole(msg_id, payload) => Received { conn: id, msg_id, payload }.into(),
+            Delivered::InPlace(msg_id, local, parts) => InPlace::with_parts(id, msg_id, local, parts),
+        });
+        Ok(())
+    }
 }
 
 impl ShmDatapath {
-    /// [`Datapath::recv_batch`](crate::Datapath::recv_batch): drains the
-    /// connections round-robin; reports one dead connection when idle.
-    pub(super) fn receive_batch(&mut self, out: &mut Vec<Received>, max: usize) -> Result<usize, RecvError> {
+    /// [`Datapath::recv_batch`](crate::Datapath::recv_batch) and
+    /// [`Datapath::recv_batch_in_place`](crate::Datapath::recv_batch_in_place):
+    /// drains the connections round-robin; reports one dead connection when
+    /// idle.
+    pub(super) fn receive_batch<I: Inbox>(&mut self, out: &mut I, max: usize) -> Result<usize, RecvError> {
         let n = self.slots.len();
         let mut got = 0;
         if n == 1 {
@@ -246,15 +442,23 @@ impl ShmDatapath {
         Ok(0)
     }
 
-    /// Receives every record of connection `index` (up to `max`) into the
-    /// private pool, then publishes the acknowledgement count.
+    /// Receives every record of connection `index` (up to `max`) into
+    /// `out`, then publishes the acknowledgement count: every record
+    /// needing one that was consumed, up to the oldest still leased.
     #[inline]
-    fn drain_conn(&mut self, index: usize, out: &mut Vec<Received>, max: usize) -> usize {
+    fn drain_conn<I: Inbox>(&mut self, index: usize, out: &mut I, max: usize) -> usize {
         let slot = &mut self.slots[index];
         let id = conn_id(index, slot.generation);
         let Some(c) = slot.conn.as_mut() else { return 0 };
-        let limits =
-            RecordLimits { max_message: self.config.max_message, max_peer_pool_bytes: self.config.max_peer_pool_bytes };
+        let mut cx = RecvCx {
+            private: &self.private,
+            limits: RecordLimits {
+                max_message: self.config.max_message,
+                max_peer_pool_bytes: self.config.max_peer_pool_bytes,
+            },
+            shm: &mut self.shm,
+            lease: self.config.receive_in_place,
+        };
         let mut got = 0;
         while got < max && !c.corrupt {
             let rec = match c.rx.peek() {
@@ -263,38 +467,30 @@ impl ShmDatapath {
                 Err(RingCorrupt) => {
                     c.corrupt = true;
                     c.dead = true;
-                    self.shm.corrupt_rings += 1;
+                    cx.shm.corrupt_rings += 1;
                     break;
                 }
             };
             // SAFETY: `peek` checked that the body lies in the ring's data
             // area, mapped as long as `c.rx` lives; it is consumed after.
             let result = unsafe {
-                receive_record(
-                    RawRecord { body: rec.body.as_ptr(), len: rec.len, info: rec.info },
-                    &mut c.descs,
-                    &mut c.peer,
-                    &self.private,
-                    &limits,
-                    &mut self.shm,
-                )
+                out.receive(RawRecord { body: rec.body.as_ptr(), len: rec.len, info: rec.info }, c, id, &mut cx)
             };
             if rec.info & INFO_NEEDS_ACK != 0 {
                 c.zc_received += 1;
             }
             c.rx.consume(rec);
             match result {
-                Ok((msg_id, payload)) => {
-                    out.push(Received { conn: id, msg_id, payload });
-                    got += 1;
-                }
+                Ok(()) => got += 1,
                 Err(Discard::Malformed) => self.stats.dropped_malformed += 1,
                 Err(Discard::NoBuffer) => self.stats.dropped_no_buffer += 1,
             }
         }
-        if c.zc_received != c.zc_reported {
-            c.rx.set_acked(c.zc_received);
-            c.zc_reported = c.zc_received;
+        let max_age = cx.lease.map_or(Duration::ZERO, |l| l.max_age);
+        let ack = c.ledger.ack(c.zc_received, max_age, &mut cx.shm.leases_expired);
+        if ack != c.zc_reported {
+            c.rx.set_acked(ack);
+            c.zc_reported = ack;
         }
         if c.dead && (c.corrupt || !c.rx.has_data()) {
             self.reclaim(index, true);

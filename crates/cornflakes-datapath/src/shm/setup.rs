@@ -19,6 +19,7 @@ use cornflakes::mem::MAX_ALLOC;
 use rustix::event::{poll, PollFd, PollFlags};
 
 use super::conn::{conn_id, Conn, Slot};
+use super::lease::Ledger;
 use super::liveness::timespec;
 use super::proto::{Hello, HELLO_LEN, MAX_SEGMENTS};
 use super::receive::PeerPool;
@@ -414,6 +415,7 @@ impl ShmDatapath {
             zc_acked: 0,
             zc_received: 0,
             zc_reported: 0,
+            ledger: Ledger::default(),
             descs: Vec::with_capacity(MAX_SEGMENTS),
             peer_max_message: hello.max_message,
             full_streak: 0,

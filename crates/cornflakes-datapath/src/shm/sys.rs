@@ -76,6 +76,12 @@ impl Mapping {
     pub(crate) fn ptr(&self) -> NonNull<u8> {
         self.ptr
     }
+
+    /// Bytes mapped.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
 impl Drop for Mapping {

@@ -9,7 +9,7 @@
 //! [`RawEchoClient`], reads the echoed request.
 
 use ::cornflakes::{Arena, CfBytes, CfString, Message, Pool, RcBuf};
-use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, Segment, SendError, Span};
 
 use super::{retry_full, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::kv_proto::{KvRequest, KvResponse};
@@ -192,9 +192,62 @@ impl ClientCodec for CornflakesClient {
         Ok(())
     }
 
+    fn read_response_in_place(
+        &mut self,
+        msg: &InPlace,
+        check: &mut dyn FnMut(Status, &[Span<'_>]),
+    ) -> Result<(), Malformed> {
+        let (status, vals) = response_in_place(msg)?;
+        check(status, &vals);
+        Ok(())
+    }
+
     fn end_batch(&mut self) {
         self.arena.reset();
     }
+}
+
+/// Reads a `KvResponse` (docs/wire-format.md) whose header and copied data
+/// are in our memory and whose zero-copy values may be left in the
+/// server's pool: the header is parsed from [`InPlace::local_prefix`], every
+/// value entry is resolved with [`InPlace::span`]. Bounds-checked like the
+/// generated decoder; a value that is not one run of the message is
+/// malformed.
+fn response_in_place(msg: &InPlace) -> Result<(Status, smallvec::SmallVec<[Span<'_>; 8]>), Malformed> {
+    // Ordinals: status 0 (4-byte entry), vals 1 (count, table offset).
+    let head = msg.local_prefix();
+    let u32_at = |at: usize| -> Result<u32, Malformed> {
+        let b = head.get(at..at.checked_add(4).ok_or(Malformed)?).ok_or(Malformed)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let words = u32_at(0)? as usize;
+    if words == 0 {
+        return Ok((Status::from_u32(0).ok_or(Malformed)?, smallvec::SmallVec::new()));
+    }
+    let bitmap = u32_at(4)?;
+    let mut at = words.checked_mul(4).and_then(|b| b.checked_add(4)).ok_or(Malformed)?;
+    let mut status = 0;
+    if bitmap & 1 != 0 {
+        status = u32_at(at)?;
+        at += 4;
+    }
+    let mut vals = smallvec::SmallVec::new();
+    if bitmap & 2 != 0 {
+        let count = u32_at(at)? as usize;
+        let table = u32_at(at + 4)? as usize;
+        // The table is in our memory: a count it cannot hold is malformed
+        // before anything is allocated for it.
+        if count.checked_mul(8).and_then(|n| n.checked_add(table)).is_none_or(|end| end > head.len()) {
+            return Err(Malformed);
+        }
+        vals.reserve(count);
+        for i in 0..count {
+            let entry = table + 8 * i;
+            let (offset, len) = (u32_at(entry)? as usize, u32_at(entry + 4)? as usize);
+            vals.push(msg.span(offset, len).ok_or(Malformed)?);
+        }
+    }
+    Ok((Status::from_u32(status).ok_or(Malformed)?, vals))
 }
 
 /// The raw echo server: sends the received buffer back as it is, without
@@ -241,5 +294,111 @@ impl ClientCodec for RawEchoClient {
 
     fn end_batch(&mut self) {
         self.inner.end_batch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use cornflakes_datapath::shm::{LeaseLimits, ShmConfig, ShmDatapath};
+
+    use super::*;
+
+    /// A server and a client datapath; the client receives in place.
+    fn pair() -> (ShmDatapath, ShmDatapath, ConnId) {
+        let client = ShmConfig { receive_in_place: Some(LeaseLimits::default()), ..ShmConfig::default() };
+        let mut server = ShmDatapath::new(ShmConfig::default()).unwrap();
+        let mut client = ShmDatapath::new(client).unwrap();
+        let (conn, _) = ShmDatapath::link(&mut server, &mut client).unwrap();
+        (server, client, conn)
+    }
+
+    fn recv_one(dp: &mut ShmDatapath) -> InPlace {
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while out.is_empty() {
+            assert!(Instant::now() < deadline, "no message within 5 s");
+            dp.recv_batch_in_place(&mut out, 1).unwrap();
+        }
+        out.pop().unwrap()
+    }
+
+    #[test]
+    fn a_response_read_in_place_has_the_values_read_whole() {
+        let (mut server, mut client, conn) = pair();
+        let big: Vec<RcBuf> =
+            [2000usize, 3000].iter().map(|&n| server.pool().alloc_copy(&vec![n as u8; n]).unwrap()).collect();
+        let arena = Arena::new(server.pool());
+        let mut resp = KvResponse::new_in(&arena);
+        resp.set_status(Status::Ok as u32);
+        resp.init_vals(3);
+        resp.append_vals(&big[0][..]);
+        resp.append_vals(b"tiny");
+        resp.append_vals(&big[1][..]);
+        server.push_message(conn, 5, &resp).unwrap();
+        let msg = recv_one(&mut client);
+        assert_eq!(msg.peer_segments(), 2, "the two large values stay in the server's pool");
+        let mut codec = CornflakesClient::new(client.scratch_pool());
+        let mut seen = None;
+        codec
+            .read_response_in_place(&msg, &mut |status, vals| {
+                seen = Some((status, vals.iter().map(|v| v.to_vec().unwrap()).collect::<Vec<_>>()));
+            })
+            .unwrap();
+        let expect = vec![vec![208u8; 2000], b"tiny".to_vec(), vec![184u8; 3000]];
+        assert_eq!(seen, Some((Status::Ok, expect.clone())));
+        // The same bytes gathered decode to the same values.
+        let whole = client.scratch_pool().alloc_copy(&msg.to_vec().unwrap()).unwrap();
+        let mut gathered = None;
+        codec
+            .read_response(&whole, &mut |status, vals| {
+                gathered = Some((status, vals.iter().map(|v| v.to_vec()).collect::<Vec<_>>()));
+            })
+            .unwrap();
+        assert_eq!(gathered, Some((Status::Ok, expect)));
+    }
+
+    #[test]
+    fn a_hostile_header_before_a_pool_segment_is_malformed_never_a_panic() {
+        let (mut server, mut client, conn) = pair();
+        let value = server.pool().alloc_copy(&[7u8; 1000]).unwrap();
+        let mut codec = CornflakesClient::new(client.scratch_pool());
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut ok, mut malformed) = (0, 0);
+        for round in 0..2000u32 {
+            // Valid-looking prefixes (one bitmap word, both fields) with
+            // random entries, and plain noise.
+            let mut head: Vec<u8> = (0..(next() % 40) as usize).map(|_| next() as u8).collect();
+            if round % 2 == 0 && head.len() >= 24 {
+                head[..8].copy_from_slice(&[1, 0, 0, 0, 3, 0, 0, 0]);
+                head[8..12].copy_from_slice(&0u32.to_le_bytes());
+                let count = (next() % 4) as u32;
+                head[12..16].copy_from_slice(&count.to_le_bytes());
+                head[16..20].copy_from_slice(&(next() as u32 % 64).to_le_bytes());
+            }
+            server.push_segments(conn, round, &[Segment::Copy(&head), Segment::ZeroCopy(value.clone())]).unwrap();
+            let msg = recv_one(&mut client);
+            match codec.read_response_in_place(&msg, &mut |_, vals| assert!(vals.len() <= 4)) {
+                Ok(()) => ok += 1,
+                Err(Malformed) => malformed += 1,
+            }
+            let _ = server.poll_completions();
+        }
+        assert!(malformed > 1000, "{ok} read, {malformed} malformed");
+        // A count the header cannot hold is refused before anything is
+        // reserved for it.
+        let mut head = vec![1, 0, 0, 0, 2, 0, 0, 0];
+        head.extend_from_slice(&u32::MAX.to_le_bytes());
+        head.extend_from_slice(&16u32.to_le_bytes());
+        server.push_segments(conn, 0, &[Segment::Copy(&head), Segment::ZeroCopy(value)]).unwrap();
+        let msg = recv_one(&mut client);
+        assert_eq!(codec.read_response_in_place(&msg, &mut |_, _| panic!("not a response")), Err(Malformed));
     }
 }

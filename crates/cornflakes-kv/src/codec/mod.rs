@@ -9,7 +9,7 @@
 //! memory, Cap'n Proto as its segment list.
 
 use ::cornflakes::RcBuf;
-use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, SendError, Span};
 
 use crate::protocol::Status;
 pub use crate::protocol::{Request, ResponseVals};
@@ -72,6 +72,21 @@ pub trait ClientCodec {
     /// Decodes a response and hands its status and values to `check`.
     /// Returns `Err` when the bytes are not a response of this serializer.
     fn read_response(&mut self, payload: &RcBuf, check: &mut dyn FnMut(Status, &[&[u8]])) -> Result<(), Malformed>;
+
+    /// [`read_response`](Self::read_response) for a response received in
+    /// place, part of which is left in the server's pool
+    /// ([`Datapath::recv_batch_in_place`]): hands the values to `check` as
+    /// [`Span`]s. A response wholly in our memory goes to `read_response`
+    /// instead. Only serializers whose servers send pool segments read
+    /// one; the default says the bytes are not a response.
+    fn read_response_in_place(
+        &mut self,
+        msg: &InPlace,
+        check: &mut dyn FnMut(Status, &[Span<'_>]),
+    ) -> Result<(), Malformed> {
+        let _ = (msg, check);
+        Err(Malformed)
+    }
 
     /// Called after each received batch (reset arenas, release scratch).
     fn end_batch(&mut self) {}

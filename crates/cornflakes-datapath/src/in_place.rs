@@ -1,0 +1,191 @@
+//! Messages received in place ([`Datapath::recv_batch_in_place`]): the
+//! bytes in our memory plus, from a trusted shared-memory peer, zero-copy
+//! segments left in the peer's pool as leased [`PeerSlice`]s.
+//!
+//! [`Datapath::recv_batch_in_place`]: crate::Datapath::recv_batch_in_place
+
+use cornflakes::RcBuf;
+use smallvec::SmallVec;
+
+use crate::shm::{LeaseExpired, PeerSlice};
+use crate::{ConnId, Received};
+
+/// One message received in place: its bytes in order, each run either in
+/// [`local`](Self::local) (our memory) or in a peer's pool.
+#[derive(Debug)]
+pub struct InPlace {
+    /// Who sent it (reply with the same id).
+    pub conn: ConnId,
+    /// The sender's message id.
+    pub msg_id: u32,
+    /// The bytes in our memory: the first segment, then each segment the
+    /// sender copied, in message order (the whole message when
+    /// [`peer_segments`](Self::peer_segments) is 0).
+    local: RcBuf,
+    /// The message's runs in order; empty when it is all `local`.
+    parts: Parts,
+    len: usize,
+}
+
+/// The runs of a message received in place (inline: a response with a
+/// few zero-copy values allocates nothing for them).
+pub(crate) type Parts = SmallVec<[Part; 4]>;
+
+/// One run of a message received in place.
+#[derive(Clone, Debug)]
+pub(crate) enum Part {
+    /// `len` bytes of `local` from `at`.
+    Local { at: usize, len: usize },
+    /// Bytes of the peer's pool.
+    Peer(PeerSlice),
+}
+
+impl Part {
+    fn len(&self) -> usize {
+        match self {
+            Part::Local { len, .. } => *len,
+            Part::Peer(s) => s.len(),
+        }
+    }
+}
+
+/// A range of an [`InPlace`] message: in our memory, or leased in the
+/// peer's.
+#[derive(Clone, Debug)]
+pub enum Span<'a> {
+    /// Bytes in our memory.
+    Local(&'a [u8]),
+    /// Bytes left in the peer's pool (read by copying out).
+    Peer(PeerSlice),
+}
+
+impl Span<'_> {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Span::Local(b) => b.len(),
+            Span::Peer(s) => s.len(),
+        }
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseExpired`] when the bytes were leased and the lease expired.
+    pub fn to_vec(&self) -> Result<Vec<u8>, LeaseExpired> {
+        match self {
+            Span::Local(b) => Ok(b.to_vec()),
+            Span::Peer(s) => s.to_vec(),
+        }
+    }
+}
+
+impl From<Received> for InPlace {
+    /// A message wholly in our memory.
+    fn from(r: Received) -> Self {
+        let len = r.payload.len();
+        InPlace { conn: r.conn, msg_id: r.msg_id, local: r.payload, parts: Parts::new(), len }
+    }
+}
+
+impl InPlace {
+    /// A message of `local`'s bytes laid out as `parts` say (the local
+    /// parts name consecutive ranges of `local`, the first from 0).
+    pub(crate) fn with_parts(conn: ConnId, msg_id: u32, local: RcBuf, parts: Parts) -> Self {
+        let len = parts.iter().map(Part::len).sum();
+        InPlace { conn, msg_id, local, parts, len }
+    }
+
+    /// The message's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many of its runs are left in the peer's pool.
+    pub fn peer_segments(&self) -> usize {
+        self.parts.iter().filter(|p| matches!(p, Part::Peer(_))).count()
+    }
+
+    /// The message as one buffer of our memory, when no part of it is left
+    /// in the peer's pool.
+    pub fn as_local(&self) -> Option<&RcBuf> {
+        self.parts.is_empty().then_some(&self.local)
+    }
+
+    /// The message's first bytes that lie in our memory, up to the first
+    /// run left in the peer's pool (a Cornflakes message's header and
+    /// copied fields are there).
+    pub fn local_prefix(&self) -> &[u8] {
+        if self.parts.is_empty() {
+            return &self.local;
+        }
+        let mut end = 0;
+        for p in &self.parts {
+            match p {
+                Part::Local { len, .. } => end += len,
+                Part::Peer(_) => break,
+            }
+        }
+        &self.local[..end]
+    }
+
+    /// Bytes `offset..offset + len` of the message, when they lie within
+    /// one run (a zero-copy field is one run); `None` when they are out of
+    /// bounds or span runs.
+    pub fn span(&self, offset: usize, len: usize) -> Option<Span<'_>> {
+        let end = offset.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        if self.parts.is_empty() {
+            return Some(Span::Local(&self.local[offset..end]));
+        }
+        let mut start = 0;
+        for p in &self.parts {
+            let n = p.len();
+            if offset >= start && end <= start + n {
+                let rel = offset - start;
+                return match p {
+                    Part::Local { at, .. } => Some(Span::Local(&self.local[at + rel..at + rel + len])),
+                    Part::Peer(s) => s.slice(rel, len).map(Span::Peer),
+                };
+            }
+            // An empty range at a run's end belongs to that run.
+            start += n;
+            if offset < start {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// A copy of the whole message in one vector.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseExpired`] when a leased run expired.
+    pub fn to_vec(&self) -> Result<Vec<u8>, LeaseExpired> {
+        if self.parts.is_empty() {
+            return Ok(self.local.to_vec());
+        }
+        let mut v = Vec::with_capacity(self.len);
+        for p in &self.parts {
+            match p {
+                Part::Local { at, len } => v.extend_from_slice(&self.local[*at..at + len]),
+                Part::Peer(s) => v.extend_from_slice(&s.to_vec()?),
+            }
+        }
+        Ok(v)
+    }
+}
