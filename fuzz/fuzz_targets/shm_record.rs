@@ -10,7 +10,9 @@
 //! Oracle: a plain safe-Rust reading of the record layout
 //! (`crates/cornflakes-datapath/src/shm/proto.rs`) decides whether the
 //! record is valid and what message it carries; the datapath must agree
-//! exactly (same verdict, same message id, same payload bytes).
+//! exactly (same verdict, same message id, same payload bytes), both when
+//! it gathers (`receive_record`) and when it receives in place, leaving
+//! pool segments in the peer pool (`receive_record_in_place`).
 #![no_main]
 
 use std::cell::RefCell;
@@ -105,6 +107,12 @@ fuzz_target!(|data: &[u8]| {
                 got.as_ref().map(|g| g.0),
                 if expected.is_some() { "valid" } else { "malformed" }
             ),
+        }
+        let in_place = parser.parse_in_place(&body, info);
+        match (&in_place, &expected) {
+            (Err(Dropped::NoBuffer), _) | (Err(Dropped::Malformed), None) => {}
+            (Ok((id, bytes, _)), Some(e)) => assert!((*id, bytes) == (e.0, &e.1), "in place and model disagree"),
+            _ => panic!("in place {:?} but model {}", in_place.as_ref().map(|g| g.0), expected.is_some()),
         }
         if parser.remaps() > 0 {
             parser.unmap_peer_tail();

@@ -683,9 +683,13 @@ pub mod __fuzz {
     use cornflakes::mem::{HugePages, PoolConfig};
     use cornflakes::Pool;
 
+    use super::lease::Ledger;
     use super::proto::{Desc, HELLO_LEN};
-    use super::receive::{fuzzing, receive_record, Discard, PeerPool, RawRecord, RecordLimits};
-    use super::ShmStats;
+    use super::receive::{
+        fuzzing, receive_record, receive_record_in_place, Delivered, Discard, PeerPool, RawRecord, RecordLimits,
+    };
+    use super::{LeaseLimits, ShmStats};
+    use crate::{ConnId, InPlace};
 
     /// `receive_record` over records held in ordinary memory, with a fake
     /// peer pool memfd of [`PEER_POOL_FILE`] bytes of which
@@ -697,6 +701,9 @@ pub mod __fuzz {
         descs: Vec<Desc>,
         stats: ShmStats,
         limits: RecordLimits,
+        /// Leases of [`RecordParser::parse_in_place`], released at once.
+        ledger: Ledger,
+        leased: u64,
     }
 
     /// Bytes of the fake peer pool file.
@@ -729,7 +736,43 @@ pub mod __fuzz {
                 descs: Vec::new(),
                 stats: ShmStats::default(),
                 limits: RecordLimits { max_message, max_peer_pool_bytes: 1 << 30 },
+                ledger: Ledger::default(),
+                leased: 0,
             }
+        }
+
+        /// [`parse`](Self::parse) through the receiver in place
+        /// (`receive_record_in_place`, default lease limits); returns the
+        /// message id, a copy of the whole message and how many of its runs
+        /// were left in the peer pool. Both must agree on every record.
+        pub fn parse_in_place(&mut self, body: &[u8], info: u32) -> Result<(u32, Vec<u8>, usize), Dropped> {
+            self.leased += 1;
+            let limits = LeaseLimits::default();
+            // SAFETY: `body` is readable for the call.
+            let r = unsafe {
+                receive_record_in_place(
+                    RawRecord { body: body.as_ptr(), len: body.len(), info },
+                    &mut self.descs,
+                    &mut self.peer,
+                    &self.pool,
+                    &self.limits,
+                    &mut self.stats,
+                    Some((&mut self.ledger, &limits, self.leased)),
+                )
+            };
+            let out = match r {
+                Ok(Delivered::Whole(id, buf)) => Ok((id, buf.to_vec(), 0)),
+                Ok(Delivered::InPlace(id, local, parts)) => {
+                    let m = InPlace::with_parts(ConnId(0), id, local, parts);
+                    Ok((id, m.to_vec().expect("a lease just taken"), m.peer_segments()))
+                }
+                Err(Discard::Malformed) => Err(Dropped::Malformed),
+                Err(Discard::NoBuffer) => Err(Dropped::NoBuffer),
+            };
+            // The message is gone: its lease is released.
+            let mut expired = 0;
+            self.ledger.ack(self.leased, limits.max_age, &mut expired);
+            out
         }
 
         /// Parses `body` as the body of a ring record with `info`; returns
