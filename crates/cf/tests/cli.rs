@@ -214,32 +214,35 @@ fn compare_over_tcp() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-#[test]
-fn loadgen_against_a_server_started_by_hand() {
-    use std::io::{BufRead, BufReader, Write};
-    let sock = std::env::temp_dir().join(format!("cf-kv-test-{}.sock", std::process::id()));
-    let sock = sock.to_str().unwrap();
-    // Controlled as `cf compare` does: a line on stdin asks for the
-    // counters, closing it stops the server.
+/// Starts `cf kv-server` on `sock` and waits for its READY line. It is
+/// controlled as `cf compare` does: a line on stdin asks for the counters
+/// (one JSON line on stdout), closing stdin stops it.
+fn start_kv_server(
+    system: &str,
+    workload: &str,
+    sock: &str,
+) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>) {
+    use std::io::BufRead;
     let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args([
-            "kv-server",
-            "--system",
-            "capnp",
-            "--workload",
-            "twitter:keys=2000",
-            "--addr",
-            sock,
-            "--exit-with-parent",
-        ])
+        .args(["kv-server", "--system", system, "--workload", workload, "--addr", sock, "--exit-with-parent"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("server starts");
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert!(line.starts_with("READY"), "{line}");
+    (server, stdout)
+}
+
+#[test]
+fn loadgen_against_a_server_started_by_hand() {
+    use std::io::{BufRead, Write};
+    let sock = std::env::temp_dir().join(format!("cf-kv-test-{}.sock", std::process::id()));
+    let sock = sock.to_str().unwrap();
+    let (mut server, mut stdout) = start_kv_server("capnp", "twitter:keys=2000", sock);
+    let mut line = String::new();
     let out = cf(&[
         "loadgen",
         "--system",
@@ -634,20 +637,9 @@ fn tails_merges_the_server_timeline_and_accounts_for_every_slow_request() {
 
 #[test]
 fn loadgen_reads_responses_in_place_and_checks_them() {
-    use std::io::{BufRead, BufReader};
     let sock = std::env::temp_dir().join(format!("cf-kv-in-place-{}.sock", std::process::id()));
     let sock = sock.to_str().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args(["kv-server", "--system", "cornflakes", "--workload", "cdn:objects=200", "--addr", sock])
-        .args(["--exit-with-parent"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("server starts");
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert!(line.starts_with("READY"), "{line}");
+    let (mut server, _stdout) = start_kv_server("cornflakes", "cdn:objects=200", sock);
     let out = Command::new(env!("CARGO_BIN_EXE_cf"))
         .args(["loadgen", "--system", "cornflakes", "--workload", "cdn:objects=200", "--addr", sock])
         .args(["--rate", "2000", "--seconds", "0.3", "--warmup", "0.1", "--in-place"])

@@ -600,7 +600,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                     // Make room: flush, take completions and responses.
                     self.dp.flush().map_err(|e| format!("flush failed: {e}"))?;
                     let _ = self.dp.poll_completions();
-                    self.receive(&mut Inbox::with_capacity(64))?;
+                    // Empty vectors: nothing is allocated unless a
+                    // response arrives.
+                    self.receive(&mut Inbox::with_capacity(0))?;
                 }
                 Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
             }

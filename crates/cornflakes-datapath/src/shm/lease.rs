@@ -347,9 +347,9 @@ impl PeerSlice {
             return Ok(());
         }
         let src = self.map.ptr().as_ptr().cast_const().wrapping_add(self.offset + start);
-        // SAFETY: offset + len <= map.len() (checked in `new` and `slice`)
-        // and start + n <= len (asserted), so the range lies inside the
-        // mapping, which `self.map` keeps alive; `dst` is our own memory.
+        // The range lies inside the mapping: offset + len <= map.len()
+        // (checked in `new` and `slice`) and start + n <= len (asserted).
+        // SAFETY: in the mapping, which `self.map` keeps alive; `dst` is ours.
         unsafe { sys::copy_from_shared(src, dst, n) };
         Ok(())
     }

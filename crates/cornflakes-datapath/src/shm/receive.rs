@@ -144,11 +144,9 @@ pub(super) unsafe fn receive_record(
     }
     // SAFETY: as this function's.
     let layout = unsafe { check_record(rec, descs, peer, limits, shm) }?;
-    let mut buf = pool.alloc(layout.total).map_err(|_| Discard::NoBuffer)?;
-    // SAFETY: `check_record` checked every descriptor against the body and
-    // the mapping; `buf` holds `total` bytes.
-    unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), true) };
-    Ok((layout.msg_id, buf.freeze()))
+    // SAFETY: `check_record` just checked this record's descriptors.
+    let buf = unsafe { gather(body, &layout, descs, peer, pool, true) }?;
+    Ok((layout.msg_id, buf))
 }
 
 /// [`receive_record`] for a receiver in place: when `lease` is given (the
@@ -181,16 +179,12 @@ pub(super) unsafe fn receive_record_in_place(
         if layout.pool_bytes > 0 {
             shm.lease_refused += 1;
         }
-        let mut buf = pool.alloc(layout.total).map_err(|_| Discard::NoBuffer)?;
-        // SAFETY: as in `receive_record`.
-        unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), true) };
-        return Ok(Delivered::Whole(layout.msg_id, buf.freeze()));
+        // SAFETY: `check_record` just checked this record's descriptors.
+        let buf = unsafe { gather(body, &layout, descs, peer, pool, true) }?;
+        return Ok(Delivered::Whole(layout.msg_id, buf));
     }
-    let local_len = layout.total - layout.pool_bytes;
-    let mut buf = pool.alloc(local_len).map_err(|_| Discard::NoBuffer)?;
-    // SAFETY: as in `receive_record`; with `pool: false` only the first and
-    // inline segments are copied, `local_len` bytes.
-    unsafe { gather(body, &layout, descs, peer, buf.as_mut_slice(), false) };
+    // SAFETY: as above; only the first and inline segments are copied.
+    let buf = unsafe { gather(body, &layout, descs, peer, pool, false) }?;
     let map = peer.map.as_ref().ok_or(Discard::Malformed)?;
     let state = ledger.lease(seq, layout.pool_bytes);
     let mut parts = Parts::new();
@@ -207,7 +201,7 @@ pub(super) unsafe fn receive_record_in_place(
         });
     }
     shm.leased += 1;
-    Ok(Delivered::InPlace(layout.msg_id, buf.freeze(), parts))
+    Ok(Delivered::InPlace(layout.msg_id, buf, parts))
 }
 
 /// A record without descriptors: one packet, copied.
@@ -226,8 +220,7 @@ unsafe fn receive_plain(
         return Err(Discard::Malformed);
     }
     let mut hdr = [0u8; PACKET_HEADER_LEN];
-    // SAFETY: body..body+body_len is readable (caller) and
-    // body_len >= PACKET_HEADER_LEN.
+    // SAFETY: body..body+body_len is readable (caller), body_len >= PACKET_HEADER_LEN.
     unsafe { sys::copy_from_shared(body, &mut hdr, PACKET_HEADER_LEN) };
     let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
     let len = body_len - PACKET_HEADER_LEN;
@@ -306,17 +299,25 @@ unsafe fn check_record(
 }
 
 /// Copies a checked record's first segment and its segments, in order,
-/// into `dst`: every segment when `with_pool`, else only the inline ones.
+/// into a new buffer of `pool`: every segment when `with_pool`, else only
+/// the inline ones.
 ///
 /// # Safety
 ///
 /// `body` is the record [`check_record`] returned `layout` for, still
-/// readable, with `descs` and `peer` as it left them; `dst` holds the bytes
-/// copied (`layout.total`, or `total - pool_bytes` without pool segments).
+/// readable, with `descs` and `peer` as it left them.
 #[inline]
-unsafe fn gather(body: *const u8, layout: &Layout, descs: &[Desc], peer: &PeerPool, dst: &mut [u8], with_pool: bool) {
+unsafe fn gather(
+    body: *const u8,
+    layout: &Layout,
+    descs: &[Desc],
+    peer: &PeerPool,
+    pool: &Pool,
+    with_pool: bool,
+) -> Result<RcBuf, Discard> {
     let Layout { desc_bytes, first, total, pool_bytes, .. } = *layout;
-    debug_assert_eq!(dst.len(), if with_pool { total } else { total - pool_bytes });
+    let mut buf = pool.alloc(if with_pool { total } else { total - pool_bytes }).map_err(|_| Discard::NoBuffer)?;
+    let dst = buf.as_mut_slice();
     // SAFETY: the first segment follows the packet header inside the body.
     unsafe { sys::copy_from_shared(body.add(desc_bytes + PACKET_HEADER_LEN), dst, first) };
     let mut at = first;
@@ -335,19 +336,20 @@ unsafe fn gather(body: *const u8, layout: &Layout, descs: &[Desc], peer: &PeerPo
         } else {
             let p = inline_at;
             inline_at += len;
-            // SAFETY: the inline area ends exactly at the body's end
-            // (`check_record` computed the packet length so), so
-            // p + len <= body_len.
+            // `check_record` computed the packet length so that the inline
+            // area ends exactly at the body's end.
+            // SAFETY: p + len <= body_len, inside the record body.
             unsafe { body.add(p) }
         };
         if len > 0 {
-            // SAFETY: see the two cases above; dst has room since the
-            // bytes copied add up to its length.
+            // dst has room: the bytes copied add up to its length.
+            // SAFETY: the source is readable (the two cases above); dst has room.
             unsafe { sys::copy_from_shared(src, &mut dst[at..], len) };
         }
         at += len;
     }
     debug_assert_eq!(at, dst.len());
+    Ok(buf.freeze())
 }
 
 /// What a drain needs besides the connection.
@@ -373,9 +375,9 @@ pub(super) trait Inbox {
 impl Inbox for Vec<Received> {
     #[inline]
     unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard> {
+        let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let (msg_id, payload) =
-            unsafe { receive_record(rec, &mut c.descs, &mut c.peer, cx.private, &cx.limits, cx.shm) }?;
+        let (msg_id, payload) = unsafe { receive_record(rec, descs, peer, cx.private, &cx.limits, cx.shm) }?;
         self.push(Received { conn: id, msg_id, payload });
         Ok(())
     }
@@ -388,9 +390,9 @@ impl Inbox for Vec<InPlace> {
         // it needs one (counted by the drain after this call).
         let seq = c.zc_received + 1;
         let lease = cx.lease.as_ref().map(|l| (&mut c.ledger, l, seq));
+        let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let got =
-            unsafe { receive_record_in_place(rec, &mut c.descs, &mut c.peer, cx.private, &cx.limits, cx.shm, lease) }?;
+        let got = unsafe { receive_record_in_place(rec, descs, peer, cx.private, &cx.limits, cx.shm, lease) }?;
         self.push(match got {
             Delivered::Whole(msg_id, payload) => Received { conn: id, msg_id, payload }.into(),
             Delivered::InPlace(msg_id, local, parts) => InPlace::with_parts(id, msg_id, local, parts),
@@ -471,8 +473,8 @@ impl ShmDatapath {
                     break;
                 }
             };
-            // SAFETY: `peek` checked that the body lies in the ring's data
-            // area, mapped as long as `c.rx` lives; it is consumed after.
+            // The record is consumed only after this call.
+            // SAFETY: `peek` checked the body lies in the ring's mapped data area.
             let result = unsafe {
                 out.receive(RawRecord { body: rec.body.as_ptr(), len: rec.len, info: rec.info }, c, id, &mut cx)
             };
