@@ -253,11 +253,13 @@ pub(crate) enum Command {
     IpcPingpong(IpcPingpongArgs),
     /// iceoryx2 side by side with `cf pingpong --transport shm`.
     ///
-    /// For each size, --repeats runs of `cf ipc-pingpong` (iceoryx2) and of
-    /// `cf pingpong --transport shm`, alternating which goes first, each in
-    /// its own process with the same cores. Prints a line per run, then a
-    /// table of the median p50 and p99 round trips and shm / iceoryx2
-    /// (below 1: shm is faster); the last line is the table as JSON.
+    /// For each size, --repeats runs of `cf ipc-pingpong` (iceoryx2), of
+    /// `cf pingpong --transport shm` and of the same with `--in-place`
+    /// (received in place, 512 B and more by descriptor), each going first
+    /// in turn, each in its own process with the same cores. Prints a line
+    /// per run, then a table of the median p50 and p99 round trips and
+    /// their ratios to iceoryx2 (below 1: ours is faster); the last line is
+    /// the table as JSON.
     IpcCompare(IpcCompareArgs),
     /// The server half of `ipc-pingpong` (started by it).
     #[command(hide = true)]
@@ -632,6 +634,13 @@ pub(crate) struct PingpongArgs {
     /// kernel picks; default 127.0.0.1:0), a socket path for shm.
     #[arg(long)]
     addr: Option<String>,
+    /// shm only: both sides receive in place (leased views of the peer's
+    /// pool), and messages of 512 B or more go by descriptor: the client
+    /// writes its payload once into its shared pool, the server copies it
+    /// once into its own and sends it back, and the client checks it where
+    /// it lies. The report's transport is `shm-in-place`.
+    #[arg(long)]
+    in_place: bool,
 }
 
 impl PingpongArgs {
@@ -644,6 +653,7 @@ impl PingpongArgs {
             client_core: self.client_core,
             server_core: self.server_core,
             addr: self.addr.clone(),
+            in_place: self.in_place,
         }
     }
 }

@@ -28,6 +28,23 @@ fn u64_of(json: &serde_json::Value, key: &str) -> u64 {
 }
 
 #[test]
+fn pingpong_in_place_checks_every_echoed_byte() {
+    // Copied (8 B), by descriptor with plain stores (2 KiB), with streaming
+    // stores (70 000 B): the client fails the run on any wrong byte.
+    for size in ["8", "2048", "70000"] {
+        let out =
+            cf(&["pingpong", "--transport", "shm", "--in-place", "--size", size, "--iters", "500", "--warmup", "50"]);
+        let json = last_json(&out);
+        assert_eq!(json["transport"], "shm-in-place");
+        assert_eq!(json["size"].to_string(), size);
+        assert_eq!(u64_of(&json, "round_trips"), 500);
+    }
+    let (code, err) = cf_fails(&["pingpong", "--transport", "udp", "--in-place"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--in-place is for --transport shm"), "{err}");
+}
+
+#[test]
 fn pingpong_over_every_transport() {
     for transport in ["shm", "udp", "tcp", "std-tcp", "bare"] {
         for size in ["8", "2048"] {

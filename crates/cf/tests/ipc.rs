@@ -54,15 +54,18 @@ fn ipc_compare_reports_both_systems_per_size() {
     for (row, size) in rows.iter().zip([8, 70000]) {
         assert_eq!(u64_of(row, "size"), size);
         let runs = row["runs"].as_array().expect("runs");
-        // Two repeats of each system, alternating which went first.
+        // Two repeats of each system, each going first in turn.
         let order: Vec<&str> = runs.iter().map(|r| r["transport"].as_str().expect("transport")).collect();
-        assert_eq!(order, ["iceoryx2", "shm", "shm", "iceoryx2"]);
+        assert_eq!(order, ["iceoryx2", "shm", "shm-in-place", "shm", "shm-in-place", "iceoryx2"]);
         let expected_trips = if size >= 65536 { 100 } else { 300 };
         assert!(runs.iter().all(|r| u64_of(r, "round_trips") == expected_trips && u64_of(r, "size") == size));
         let (i50, s50) = (u64_of(row, "iceoryx2_p50_ns"), u64_of(row, "shm_p50_ns"));
         assert!(i50 > 0 && s50 > 0);
         let ratio = row["p50_ratio"].as_f64().expect("ratio");
         assert!((ratio - s50 as f64 / i50 as f64).abs() < 0.01, "ratio {ratio} is not {s50} / {i50}");
+        let p50 = u64_of(row, "in_place_p50_ns");
+        let ratio = row["in_place_p50_ratio"].as_f64().expect("ratio");
+        assert!(p50 > 0 && (ratio - p50 as f64 / i50 as f64).abs() < 0.01, "ratio {ratio} is not {p50} / {i50}");
     }
 }
 

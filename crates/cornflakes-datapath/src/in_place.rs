@@ -170,6 +170,89 @@ impl InPlace {
         None
     }
 
+    /// Copies the whole message into `dst`, which must be exactly as long
+    /// (a message left in the peer's pool, moved into a buffer of ours in
+    /// one copy).
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseExpired`] when a leased run expired (`dst` is then partly
+    /// written).
+    ///
+    /// # Panics
+    ///
+    /// When `dst.len() != self.len()`, as `<[u8]>::copy_from_slice` does.
+    pub fn copy_to_slice(&self, dst: &mut [u8]) -> Result<(), LeaseExpired> {
+        self.copy_with(dst, <[u8]>::copy_from_slice, PeerSlice::copy_to_slice)
+    }
+
+    /// [`copy_to_slice`](Self::copy_to_slice) as
+    /// [`copy_for_peer`](crate::shm::copy_for_peer) makes it (streaming
+    /// stores for large runs): for a copy that another process reads next,
+    /// such as a reply sent by descriptor.
+    ///
+    /// # Errors
+    ///
+    /// As [`copy_to_slice`](Self::copy_to_slice).
+    ///
+    /// # Panics
+    ///
+    /// When `dst.len() != self.len()`.
+    pub fn copy_for_peer(&self, dst: &mut [u8]) -> Result<(), LeaseExpired> {
+        self.copy_with(dst, crate::shm::copy_for_peer, PeerSlice::copy_for_peer)
+    }
+
+    fn copy_with(
+        &self,
+        dst: &mut [u8],
+        local: fn(&mut [u8], &[u8]),
+        peer: fn(&PeerSlice, &mut [u8]) -> Result<(), LeaseExpired>,
+    ) -> Result<(), LeaseExpired> {
+        assert_eq!(dst.len(), self.len, "InPlace: copy destination length differs");
+        if self.parts.is_empty() {
+            local(dst, &self.local);
+            return Ok(());
+        }
+        let mut at = 0;
+        for p in &self.parts {
+            let n = p.len();
+            match p {
+                Part::Local { at: from, len } => local(&mut dst[at..at + n], &self.local[*from..from + len]),
+                Part::Peer(s) => peer(s, &mut dst[at..at + n])?,
+            }
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Whether the message's bytes equal `other` (leased runs compared a
+    /// chunk at a time, as [`PeerSlice::eq_bytes`] does).
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseExpired`] when a leased run expired.
+    pub fn eq_bytes(&self, other: &[u8]) -> Result<bool, LeaseExpired> {
+        if other.len() != self.len {
+            return Ok(false);
+        }
+        if self.parts.is_empty() {
+            return Ok(self.local[..] == *other);
+        }
+        let mut at = 0;
+        for p in &self.parts {
+            let n = p.len();
+            let same = match p {
+                Part::Local { at: from, len } => self.local[*from..from + len] == other[at..at + n],
+                Part::Peer(s) => s.eq_bytes(&other[at..at + n])?,
+            };
+            if !same {
+                return Ok(false);
+            }
+            at += n;
+        }
+        Ok(true)
+    }
+
     /// A copy of the whole message in one vector.
     ///
     /// # Errors

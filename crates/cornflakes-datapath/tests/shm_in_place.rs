@@ -244,3 +244,54 @@ fn without_the_option_every_message_is_gathered() {
     assert_eq!(completions(&mut a, &mut b), 1, "released at once");
     assert_eq!(b.shm_stats().leased, 0);
 }
+
+#[test]
+fn a_whole_message_is_copied_out_and_compared_across_its_runs() {
+    let (mut a, mut b) = ShmDatapath::pair(in_place(LeaseLimits::default())).unwrap();
+    let ca = first_conn(&a);
+    // Runs: local (header), peer (a pool value over one chunk), local, peer.
+    // 20 000 B: copied for a peer with streaming stores (shm::STREAMING).
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + 1) as u8).collect();
+    assert!(cornflakes_datapath::shm::STREAMING.contains(&big.len()));
+    let v1 = a.pool().alloc_copy(&big).unwrap();
+    let v2 = value(&a, 5, 700);
+    a.push_segments(
+        ca,
+        1,
+        &[Segment::Copy(b"hdr"), Segment::ZeroCopy(v1), Segment::Copy(b"mid"), Segment::ZeroCopy(v2)],
+    )
+    .unwrap();
+    let m = recv_in_place(&mut b, 1).pop().unwrap();
+    assert_eq!(m.peer_segments(), 2);
+    let mut expected = b"hdr".to_vec();
+    expected.extend_from_slice(&big);
+    expected.extend_from_slice(b"mid");
+    expected.extend_from_slice(&[5u8; 700]);
+    let mut copy = vec![0u8; m.len()];
+    m.copy_to_slice(&mut copy).unwrap();
+    assert_eq!(copy, expected);
+    let mut for_peer = vec![0u8; m.len()];
+    m.copy_for_peer(&mut for_peer).unwrap();
+    assert_eq!(for_peer, expected);
+    // Unaligned both ways, through the streaming copy's head and tail.
+    let mut odd = vec![0u8; big.len() + 1];
+    cornflakes_datapath::shm::copy_for_peer(&mut odd[1..], &big[..]);
+    assert_eq!(&odd[1..], &big[..]);
+    cornflakes_datapath::shm::copy_for_peer(&mut odd[..big.len() - 3], &big[3..]);
+    assert_eq!(&odd[..big.len() - 3], &big[3..]);
+    assert_eq!(m.eq_bytes(&expected), Ok(true));
+    // A difference in any run, or in the length, is seen.
+    for at in [1, 3 + 4096 + 17, 3 + 20_000 + 1, expected.len() - 1] {
+        let mut wrong = expected.clone();
+        wrong[at] ^= 0x80;
+        assert_eq!(m.eq_bytes(&wrong), Ok(false), "byte {at}");
+    }
+    assert_eq!(m.eq_bytes(&expected[1..]), Ok(false));
+    // A message wholly in our memory takes the same calls.
+    a.push_buf(ca, 2, b"short").unwrap();
+    let local = recv_in_place(&mut b, 1).pop().unwrap();
+    assert!(local.as_local().is_some());
+    let mut copy = [0u8; 5];
+    local.copy_to_slice(&mut copy).unwrap();
+    assert_eq!((&copy, local.eq_bytes(b"short")), (b"short", Ok(true)));
+}

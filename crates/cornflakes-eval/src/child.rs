@@ -20,6 +20,10 @@ use crate::Error;
 pub enum Role {
     /// Sends every message back, copied.
     Pingpong,
+    /// Ping-pong over shm, receiving in place: a message left in the
+    /// client's pool is copied once into our pool and sent back by
+    /// descriptor.
+    PingpongInPlace,
     /// `cf echo --mode hybrid`.
     EchoHybrid,
     /// `cf echo --mode no-sas`.
@@ -33,6 +37,7 @@ impl Role {
     pub fn name(self) -> &'static str {
         match self {
             Role::Pingpong => "pingpong",
+            Role::PingpongInPlace => "pingpong-in-place",
             Role::EchoHybrid => "echo-hybrid",
             Role::EchoNoSas => "echo-no-sas",
             Role::EchoRaw => "echo-raw",

@@ -1,7 +1,8 @@
 //! `cf ipc-pingpong` and `cf ipc-compare`: round trips through iceoryx2
 //! (the zero-copy IPC library a user would pick instead), request-response
 //! between two processes pinned like `cf pingpong`'s, and side by side with
-//! `cf pingpong --transport shm` in the same run.
+//! `cf pingpong --transport shm`, copied and received in place, in the same
+//! run.
 //!
 //! The iceoryx2 server (`cf ipc-serve`, hidden) busy-polls its port and
 //! answers each request with a response loaned from its own segment, the
@@ -18,7 +19,7 @@ use iceoryx2::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
-use crate::pingpong::PingpongReport;
+use crate::pingpong::{PingpongReport, IN_PLACE};
 use crate::report::rounded;
 use crate::Error;
 
@@ -287,15 +288,32 @@ pub struct CompareRow {
     pub p50_ratio: f64,
     /// shm p99 / iceoryx2 p99.
     pub p99_ratio: f64,
+    /// `cf pingpong --transport shm --in-place`'s median p50 round trip, ns.
+    pub in_place_p50_ns: u64,
+    /// Its median p99, ns.
+    pub in_place_p99_ns: u64,
+    /// shm in place p50 / iceoryx2 p50.
+    pub in_place_p50_ratio: f64,
+    /// shm in place p99 / iceoryx2 p99.
+    pub in_place_p99_ratio: f64,
     /// Every run's report, in the order run.
     pub runs: Vec<PingpongReport>,
 }
 
-/// The two systems of `cf ipc-compare`.
+/// The systems of `cf ipc-compare`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum System {
     Iceoryx2,
     Shm,
+    /// `cf pingpong --transport shm --in-place`.
+    ShmInPlace,
+}
+
+/// The order of repeat `r`: each system goes first in turn.
+fn order(r: u32) -> [System; 3] {
+    let mut systems = [System::Iceoryx2, System::Shm, System::ShmInPlace];
+    systems.rotate_left(r as usize % 3);
+    systems
 }
 
 /// Runs one system at one size in its own `cf` process (so each run pins
@@ -306,6 +324,7 @@ fn run_child(system: System, size: usize, cfg: &CompareConfig) -> Result<Pingpon
     let mut cmd = Command::new(exe);
     match system {
         System::Shm => cmd.args(["pingpong", "--transport", "shm"]),
+        System::ShmInPlace => cmd.args(["pingpong", "--transport", "shm", "--in-place"]),
         System::Iceoryx2 => cmd.arg("ipc-pingpong"),
     };
     let (iters, warmup) = if size >= LARGE { (cfg.large_iters, cfg.warmup / 10) } else { (cfg.iters, cfg.warmup) };
@@ -333,8 +352,9 @@ fn median(mut v: Vec<u64>) -> u64 {
     }
 }
 
-/// `cf ipc-compare`: for each size, `repeats` runs of iceoryx2 and of
-/// `cf pingpong --transport shm`, alternating which goes first; prints a
+/// `cf ipc-compare`: for each size, `repeats` runs of iceoryx2, of
+/// `cf pingpong --transport shm` and of the same `--in-place`, each going
+/// first in turn; prints a
 /// line per run, then a table of median p50/p99 and shm / iceoryx2, then
 /// the rows as JSON (the last line).
 ///
@@ -348,18 +368,17 @@ pub fn compare(cfg: &CompareConfig) -> Result<Vec<CompareRow>, Error> {
     if cfg.repeats == 0 {
         return Err(Error::Invalid("--repeats must be at least 1".into()));
     }
-    let total = cfg.sizes.len() * 2 * cfg.repeats as usize;
+    let total = cfg.sizes.len() * 3 * cfg.repeats as usize;
     let mut done = 0;
     let mut rows = Vec::new();
     for &size in &cfg.sizes {
         let mut runs = Vec::new();
         for r in 0..cfg.repeats {
-            let order = if r % 2 == 0 { [System::Iceoryx2, System::Shm] } else { [System::Shm, System::Iceoryx2] };
-            for system in order {
+            for system in order(r) {
                 let report = run_child(system, size, cfg)?;
                 done += 1;
                 eprintln!(
-                    "[{done}/{total}] {:<8} {size:>8} B  repeat {}: p50 {} ns, p99 {} ns, p99.9 {} ns",
+                    "[{done}/{total}] {:<12} {size:>8} B  repeat {}: p50 {} ns, p99 {} ns, p99.9 {} ns",
                     report.transport,
                     r + 1,
                     report.p50_ns,
@@ -374,6 +393,7 @@ pub fn compare(cfg: &CompareConfig) -> Result<Vec<CompareRow>, Error> {
         };
         let (i50, i99) = (of("iceoryx2", |r| r.p50_ns), of("iceoryx2", |r| r.p99_ns));
         let (s50, s99) = (of("shm", |r| r.p50_ns), of("shm", |r| r.p99_ns));
+        let (p50, p99) = (of(IN_PLACE, |r| r.p50_ns), of(IN_PLACE, |r| r.p99_ns));
         let ratio = |a: u64, b: u64| rounded(a as f64 / b.max(1) as f64, 3).unwrap_or(0.0);
         rows.push(CompareRow {
             size,
@@ -383,21 +403,46 @@ pub fn compare(cfg: &CompareConfig) -> Result<Vec<CompareRow>, Error> {
             shm_p99_ns: s99,
             p50_ratio: ratio(s50, i50),
             p99_ratio: ratio(s99, i99),
+            in_place_p50_ns: p50,
+            in_place_p99_ns: p99,
+            in_place_p50_ratio: ratio(p50, i50),
+            in_place_p99_ratio: ratio(p99, i99),
             runs,
         });
     }
     println!(
-        "round trip, median of {} runs each (client core {}, server core {}; shm/iceoryx2 below 1: shm is faster)",
+        "round trip, median of {} runs each (client core {}, server core {}; ratios are / iceoryx2, below 1: ours is faster; \
+         in place: received in place, 512 B and more by descriptor)",
         cfg.repeats, cfg.client_core, cfg.server_core
     );
     println!(
-        "{:>9} | {:>13} {:>13} | {:>13} {:>13} | {:>10} {:>10}",
-        "size", "iceoryx2 p50", "iceoryx2 p99", "shm p50", "shm p99", "p50 ratio", "p99 ratio"
+        "{:>9} | {:>13} {:>13} | {:>13} {:>13} {:>6} {:>6} | {:>13} {:>13} {:>6} {:>6}",
+        "size",
+        "iceoryx2 p50",
+        "iceoryx2 p99",
+        "shm p50",
+        "shm p99",
+        "p50 x",
+        "p99 x",
+        "in place p50",
+        "in place p99",
+        "p50 x",
+        "p99 x"
     );
     for r in &rows {
         println!(
-            "{:>9} | {:>10} ns {:>10} ns | {:>10} ns {:>10} ns | {:>10.2} {:>10.2}",
-            r.size, r.iceoryx2_p50_ns, r.iceoryx2_p99_ns, r.shm_p50_ns, r.shm_p99_ns, r.p50_ratio, r.p99_ratio
+            "{:>9} | {:>10} ns {:>10} ns | {:>10} ns {:>10} ns {:>6.2} {:>6.2} | {:>10} ns {:>10} ns {:>6.2} {:>6.2}",
+            r.size,
+            r.iceoryx2_p50_ns,
+            r.iceoryx2_p99_ns,
+            r.shm_p50_ns,
+            r.shm_p99_ns,
+            r.p50_ratio,
+            r.p99_ratio,
+            r.in_place_p50_ns,
+            r.in_place_p99_ns,
+            r.in_place_p50_ratio,
+            r.in_place_p99_ratio
         );
     }
     println!("{}", serde_json::to_string(&rows).expect("rows serialize"));
@@ -406,7 +451,14 @@ pub fn compare(cfg: &CompareConfig) -> Result<Vec<CompareRow>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{median, order, System};
+
+    #[test]
+    fn each_system_goes_first_in_turn() {
+        let firsts: Vec<System> = (0..3).map(|r| order(r)[0]).collect();
+        assert_eq!(firsts, [System::Iceoryx2, System::Shm, System::ShmInPlace]);
+        assert_eq!(order(3), order(0));
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

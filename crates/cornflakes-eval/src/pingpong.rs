@@ -7,8 +7,9 @@ use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use cornflakes_datapath::shm::ShmDatapath;
 use cornflakes_datapath::shm::{Ring, RingConsumer, RingProducer};
-use cornflakes_datapath::{ConnId, Datapath, Received, SendError};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, Segment, SendError};
 use hdrhistogram::Histogram;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,10 @@ pub struct Config {
     /// For `tcp` and `std-tcp`: IP:port the server listens on (port 0: the
     /// kernel picks); `None`: 127.0.0.1. For `shm`: the socket path.
     pub addr: Option<String>,
+    /// shm only: both sides receive in place, and messages of at least
+    /// [`cornflakes::field::DEFAULT_THRESHOLD`] bytes go by descriptor (see
+    /// [`serve_in_place`]).
+    pub in_place: bool,
 }
 
 /// The `--addr` of a server child: `addr` for the links that take one,
@@ -55,7 +60,7 @@ pub(crate) fn child_addr(link: Link, addr: Option<&str>) -> Result<Option<String
 /// The last line of `cf pingpong`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PingpongReport {
-    /// `shm`, `udp` or `bare`.
+    /// `shm`, `shm-in-place`, `udp`, `tcp`, `std-tcp` or `bare`.
     pub transport: String,
     /// Message size, bytes.
     pub size: usize,
@@ -80,6 +85,9 @@ pub struct PingpongReport {
     pub std_tcp_p50_ns: Option<u64>,
 }
 
+/// The report's transport name of `--transport shm --in-place`.
+pub const IN_PLACE: &str = "shm-in-place";
+
 /// A round trip that takes longer than this is reported as lost.
 const LOST_AFTER: Duration = Duration::from_secs(2);
 
@@ -98,11 +106,18 @@ pub fn run(args: &Config) -> Result<(), Error> {
     if args.size == 0 {
         return Err(Error::Invalid("--size must be at least 1".into()));
     }
+    if args.in_place && args.transport != Link::Shm {
+        return Err(Error::Invalid(format!(
+            "--in-place is for --transport shm only (a {} message always arrives in our memory)",
+            args.transport.name()
+        )));
+    }
+    let role = if args.in_place { Role::PingpongInPlace } else { Role::Pingpong };
     let mut serve_args = vec![
         "--core".to_owned(),
         args.server_core.to_string(),
         "--role".to_owned(),
-        Role::Pingpong.name().to_owned(),
+        role.name().to_owned(),
         "--transport".to_owned(),
         args.transport.name().to_owned(),
     ];
@@ -113,8 +128,9 @@ pub fn run(args: &Config) -> Result<(), Error> {
     let payload = payload(args.size);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
     eprintln!(
-        "pingpong over {} with {} B messages: {} round trips after {} warm-up (client core {}, server core {})",
+        "pingpong over {}{} with {} B messages: {} round trips after {} warm-up (client core {}, server core {})",
         args.transport.name(),
+        if args.in_place { ", received in place" } else { "" },
         args.size,
         args.iters,
         args.warmup,
@@ -129,8 +145,12 @@ pub fn run(args: &Config) -> Result<(), Error> {
             serve_args.extend(["--addr".to_owned(), path.clone()]);
             let _server = ServerChild::spawn(&serve_args)?;
             crate::pin::pin_to_core(args.client_core)?;
-            let (mut dp, conn) = transport::shm_client(&path)?;
-            client(&mut dp, conn, &payload, args, &mut hist)?;
+            let (mut dp, conn) = transport::shm_client_with(&path, args.in_place)?;
+            if args.in_place {
+                client_in_place(&mut dp, conn, &payload, args, &mut hist)?;
+            } else {
+                client(&mut dp, conn, &payload, args, &mut hist)?;
+            }
         }
         Link::Udp => {
             let server = ServerChild::spawn(&serve_args)?;
@@ -187,7 +207,7 @@ pub fn run(args: &Config) -> Result<(), Error> {
         hist.len()
     );
     let report = PingpongReport {
-        transport: args.transport.name().to_owned(),
+        transport: if args.in_place { IN_PLACE.to_owned() } else { args.transport.name().to_owned() },
         size: args.size,
         p50_ns: q(0.5),
         p99_ns: q(0.99),
@@ -257,6 +277,89 @@ fn client<D: Datapath>(
     Ok(())
 }
 
+/// The client of `--in-place`: each round trip writes the payload once
+/// into a buffer of the shared pool (as an iceoryx2 client writes into a
+/// loaned sample) and sends it by descriptor when it is at least
+/// [`cornflakes::field::DEFAULT_THRESHOLD`] bytes, copied otherwise; the response
+/// is checked byte by byte where it lies, in the server's pool.
+fn client_in_place(
+    dp: &mut ShmDatapath,
+    conn: ConnId,
+    payload: &[u8],
+    args: &Config,
+    hist: &mut Histogram<u64>,
+) -> Result<(), Error> {
+    let by_descriptor = payload.len() >= cornflakes::field::DEFAULT_THRESHOLD;
+    let mut rx: Vec<InPlace> = Vec::with_capacity(8);
+    for i in 0..args.warmup + args.iters {
+        let id = i as u32;
+        let start = Instant::now();
+        if by_descriptor {
+            let mut buf = alloc_shared(dp, payload.len())?;
+            cornflakes_datapath::shm::copy_for_peer(&mut buf, payload);
+            send_segment(dp, conn, id, buf.freeze())?;
+        } else {
+            send(dp, conn, id, payload)?;
+        }
+        let mut polls = 0u32;
+        let response = loop {
+            if dp.recv_batch_in_place(&mut rx, 1).map_err(|e| format!("receive failed: {e}"))? > 0 {
+                break rx.pop().expect("one received");
+            }
+            polls = polls.wrapping_add(1);
+            if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
+                return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
+            }
+        };
+        let same = response.eq_bytes(payload).map_err(|e| format!("response to round trip {i}: {e}"))?;
+        let rtt = start.elapsed();
+        if response.msg_id != id || !same {
+            return Err(Error::Failed(format!(
+                "wrong response to round trip {i}: id {} ({} bytes, {} left in the server's pool), expected id {id} ({} bytes)",
+                response.msg_id,
+                response.len(),
+                response.peer_segments(),
+                payload.len()
+            )));
+        }
+        drop(response);
+        dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+        if i >= args.warmup {
+            hist.record(rtt.as_nanos() as u64).expect("within histogram bounds");
+        }
+    }
+    Ok(())
+}
+
+/// A buffer of the shared pool (the one peers map), waiting for sends to
+/// complete while the pool is exhausted.
+fn alloc_shared(dp: &mut ShmDatapath, len: usize) -> Result<cornflakes::RcBufMut, Error> {
+    loop {
+        match dp.pool().alloc(len) {
+            Ok(b) => return Ok(b),
+            Err(cornflakes::mem::AllocError::Exhausted { .. }) => {
+                dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+            }
+            Err(e) => return Err(Error::Failed(format!("cannot allocate {len} B in the shared pool: {e}"))),
+        }
+    }
+}
+
+/// Sends one pool buffer by descriptor as message `id`, retrying while the
+/// datapath applies back-pressure.
+fn send_segment(dp: &mut ShmDatapath, conn: ConnId, id: u32, buf: cornflakes::RcBuf) -> Result<(), Error> {
+    let segments = [Segment::ZeroCopy(buf)];
+    loop {
+        match dp.push_segments(conn, id, &segments) {
+            Ok(()) => return dp.flush().map_err(|e| Error::Failed(format!("flush failed: {e}"))),
+            Err(SendError::Full | SendError::Backlogged(_)) => {
+                dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+            }
+            Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
+        }
+    }
+}
+
 fn bare_client(
     tx: &mut RingProducer,
     rx: &mut RingConsumer,
@@ -310,6 +413,42 @@ pub fn serve<D: Datapath>(dp: &mut D) -> Result<(), Error> {
         }
         for r in rx.drain(..) {
             send(dp, r.conn, r.msg_id, &r.payload)?;
+        }
+        dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
+    }
+}
+
+/// Server of `--in-place` (shm, receiving in place): a message wholly in
+/// our memory is sent back copied, as [`serve`] does; one left in the
+/// client's pool is copied once, straight from there into a buffer of our
+/// shared pool, and sent back by descriptor (an iceoryx2 server copies a
+/// request into a loaned response the same way).
+///
+/// # Errors
+///
+/// When the datapath fails, or a lease expires before the copy.
+pub fn serve_in_place(dp: &mut ShmDatapath) -> Result<(), Error> {
+    let mut rx: Vec<InPlace> = Vec::with_capacity(32);
+    loop {
+        let got = match dp.recv_batch_in_place(&mut rx, 32) {
+            Err(cornflakes_datapath::RecvError::Closed(_)) => continue,
+            r => r.map_err(|e| format!("receive failed: {e}"))?,
+        };
+        if got == 0 {
+            dp.wait(SERVER_WAIT).map_err(|e| format!("wait failed: {e}"))?;
+            continue;
+        }
+        for m in rx.drain(..) {
+            if let Some(local) = m.as_local() {
+                send(dp, m.conn, m.msg_id, local)?;
+                continue;
+            }
+            let (conn, id) = (m.conn, m.msg_id);
+            let mut buf = alloc_shared(dp, m.len())?;
+            m.copy_for_peer(&mut buf).map_err(|e| format!("message {id}: {e}"))?;
+            // Released before the send: the client may reuse its buffer.
+            drop(m);
+            send_segment(dp, conn, id, buf.freeze())?;
         }
         dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
     }

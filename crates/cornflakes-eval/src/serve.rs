@@ -10,7 +10,7 @@ pub use crate::child::Role;
 /// The echo mode a role serves; `None` for ping-pong.
 fn echo_mode(role: Role) -> Option<Mode> {
     match role {
-        Role::Pingpong => None,
+        Role::Pingpong | Role::PingpongInPlace => None,
         Role::EchoHybrid => Some(Mode::Hybrid),
         Role::EchoNoSas => Some(Mode::NoSas),
         Role::EchoRaw => Some(Mode::Raw),
@@ -34,6 +34,14 @@ pub fn run(role: Role, link: Link, addr: &str, core: Option<usize>) -> Result<()
         pin::pin_to_core(core)?;
     }
     let mode = echo_mode(role);
+    if role == Role::PingpongInPlace {
+        if link != Link::Shm {
+            return Err(Error::Invalid("receiving in place is for --transport shm only".into()));
+        }
+        let mut dp = transport::shm_server_with(addr, true)?;
+        println!("READY {addr}");
+        return pingpong::serve_in_place(&mut dp);
+    }
     match link {
         Link::Bare if mode.is_some() => Err(Error::Invalid("echo runs over a datapath: shm, udp or tcp".into())),
         Link::Bare => pingpong::serve_bare(addr),

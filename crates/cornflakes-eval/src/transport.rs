@@ -155,7 +155,18 @@ pub fn local_server_addr(transport: Transport) -> String {
 ///
 /// When the socket cannot be created.
 pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
-    ShmDatapath::listen(path, shm_config())
+    shm_server_with(path, false)
+}
+
+/// [`shm_server`], receiving in place (leased views of each client's pool,
+/// default limits) when `in_place`.
+///
+/// # Errors
+///
+/// As [`shm_server`].
+pub fn shm_server_with(path: &str, in_place: bool) -> Result<ShmDatapath, Error> {
+    let config = ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), ..shm_config() };
+    ShmDatapath::listen(path, config)
         .map_err(|e| Error::Failed(format!("cannot listen on {path}: {e} (is the directory writable?)")))
 }
 

@@ -335,6 +335,32 @@ impl PeerSlice {
         })
     }
 
+    /// [`copy_to_slice`](Self::copy_to_slice) as
+    /// [`copy_for_peer`](super::copy_for_peer) makes it (streaming stores
+    /// for [`STREAMING`](super::STREAMING) lengths): for a copy that
+    /// another process reads next.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseExpired`] once the lease has expired (nothing is copied).
+    ///
+    /// # Panics
+    ///
+    /// When `dst.len() != self.len()`.
+    pub fn copy_for_peer(&self, dst: &mut [u8]) -> Result<(), LeaseExpired> {
+        assert_eq!(dst.len(), self.len, "PeerSlice::copy_for_peer: destination length differs");
+        if self.is_expired() {
+            return Err(LeaseExpired);
+        }
+        if !sys::STREAMING.contains(&self.len) {
+            return self.copy_out(0, dst);
+        }
+        let src = self.map.ptr().as_ptr().cast_const().wrapping_add(self.offset);
+        // SAFETY: offset + len <= map.len() (checked in `new` and `slice`), `self.map` keeps it mapped, `dst` is ours.
+        unsafe { sys::copy_streaming(src, dst.as_mut_ptr(), self.len) };
+        Ok(())
+    }
+
     /// Copies `dst.len()` bytes from `start` into `dst`.
     #[inline]
     fn copy_out(&self, start: usize, dst: &mut [u8]) -> Result<(), LeaseExpired> {
