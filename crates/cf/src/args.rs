@@ -833,8 +833,10 @@ pub(crate) struct CompareArgs {
     /// With --netns: the namespace script.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh"))]
     netns_script: PathBuf,
-    /// The load generator reads responses in place (shm only; see
-    /// `cf loadgen --in-place`).
+    /// Trusted peers (shm only): the load generator reads responses in
+    /// place (`cf loadgen --in-place`) and the server gathers requests into
+    /// its shared pool (`cf kv-server --in-place`), so echoed values go
+    /// back by descriptor.
     #[arg(long)]
     in_place: bool,
     #[command(flatten)]
@@ -936,6 +938,12 @@ pub(crate) struct ServerArgs {
     /// parent asks for counters (set by `cf tails`).
     #[arg(long, hide = true)]
     timeline: Option<std::path::PathBuf>,
+    /// shm, for clients that trust each other (one application): requests
+    /// are gathered into the shared pool instead of the private one, so
+    /// values the server sends back (echo) go by descriptor instead of
+    /// being copied into the reply; every client can read every request.
+    #[arg(long)]
+    in_place: bool,
 }
 
 /// The wire protocol of `cf kv-server`.
@@ -987,6 +995,7 @@ impl ServerArgs {
             threshold: self.threshold,
             controlled_by_parent: self.exit_with_parent,
             timeline: self.timeline.clone(),
+            in_place: self.in_place,
         }
     }
 }
@@ -1277,8 +1286,9 @@ pub(crate) struct PhasesArgs {
     /// Core of the load generator.
     #[arg(long, default_value_t = 1)]
     client_core: usize,
-    /// With `--side client`: the load generator reads responses in place
-    /// (`cf loadgen --in-place`).
+    /// Trusted peers: the load generator reads responses in place (`cf
+    /// loadgen --in-place`) and the server gathers requests into its shared
+    /// pool (`cf kv-server --in-place`).
     #[arg(long)]
     in_place: bool,
 }

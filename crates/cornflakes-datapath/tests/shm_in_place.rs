@@ -295,3 +295,32 @@ fn a_whole_message_is_copied_out_and_compared_across_its_runs() {
     local.copy_to_slice(&mut copy).unwrap();
     assert_eq!((&copy, local.eq_bytes(b"short")), (b"short", Ok(true)));
 }
+
+#[test]
+fn received_into_the_shared_pool_bytes_go_back_by_descriptor() {
+    for into_shared in [false, true] {
+        let config = ShmConfig { receive_into_shared_pool: into_shared, ..in_place(LeaseLimits::default()) };
+        let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
+        let (ca, cb) = (first_conn(&a), first_conn(&b));
+        let request: Vec<u8> = (0..3000u32).map(|i| (i * 13 + 5) as u8).collect();
+        a.push_buf(ca, 7, &request).unwrap();
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.is_empty() {
+            assert!(Instant::now() < deadline, "no message");
+            b.wait(Duration::from_millis(100)).unwrap();
+            b.recv_batch(&mut got, 1).unwrap();
+        }
+        let payload = got.pop().unwrap().payload;
+        assert_eq!(&payload[..], &request[..]);
+        assert_eq!(b.pool().recover(&payload[..]).is_some(), into_shared, "gathered into the shared pool");
+        // Echo a part of it zero-copy: by descriptor only from the shared pool.
+        b.push_segments(cb, 7, &[Segment::Copy(b"ok"), Segment::ZeroCopy(payload.slice(100..2100))]).unwrap();
+        drop(payload);
+        let echo = recv_in_place(&mut a, 1).pop().unwrap();
+        assert_eq!(echo.peer_segments(), usize::from(into_shared));
+        let mut expected = b"ok".to_vec();
+        expected.extend_from_slice(&request[100..2100]);
+        assert_eq!(echo.eq_bytes(&expected), Ok(true));
+    }
+}

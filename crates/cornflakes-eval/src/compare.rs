@@ -421,8 +421,11 @@ fn run_system(
     let prefix = namespaces.map(Namespaces::server_prefix).unwrap_or_default();
     let where_ = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    // Trusted peers: the server gathers requests into its shared pool too.
+    let in_place = ["--in-place".to_owned()];
+    let extra: &[String] = if args.sweep.point.in_place { &in_place } else { &[] };
     let (result, counters) =
-        sweep_server(&where_, spec, system, &[], &args.sweep, args.client_core, |m| eprintln!("{label}: {m}"))?;
+        sweep_server(&where_, spec, system, extra, &args.sweep, args.client_core, |m| eprintln!("{label}: {m}"))?;
     let result = result?;
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
     if let Some(best) = result.best() {

@@ -54,6 +54,11 @@ pub struct ServerOptions {
     /// [`cornflakes_datapath::timeline`]) and append it to this file (TSV)
     /// before each report to the parent (`cf tails`).
     pub timeline: Option<std::path::PathBuf>,
+    /// shm: the clients are one application and trust each other
+    /// (`ShmConfig::receive_into_shared_pool`): requests are gathered into
+    /// the shared pool, so request values sent back (echo) go by
+    /// descriptor instead of being copied into the reply.
+    pub in_place: bool,
 }
 
 /// Fills `store` with every key of `workload`, printing progress.
@@ -144,6 +149,9 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
         cornflakes_datapath::timeline::enable(TIMELINE_CAPACITY);
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    if args.in_place && args.transport != Transport::Shm {
+        return Err(Error::Invalid("--in-place is for --transport shm only".into()));
+    }
     if !args.system.runs_on_datapath() {
         return run_tokio_server(args, workload.as_ref());
     }
@@ -152,6 +160,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let _ = std::fs::remove_file(&args.addr);
             let config = cornflakes_datapath::shm::ShmConfig {
                 pool: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
+                receive_into_shared_pool: args.in_place,
                 ..crate::transport::shm_config()
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)

@@ -122,8 +122,9 @@ pub struct PhasesConfig {
     pub server_core: usize,
     /// Core of the load generator.
     pub client_core: usize,
-    /// The load generator reads responses in place (`cf loadgen
-    /// --in-place`).
+    /// Trusted peers: the load generator reads responses in place (`cf
+    /// loadgen --in-place`) and the server gathers requests into its shared
+    /// pool (`cf kv-server --in-place`).
     pub in_place: bool,
 }
 
@@ -246,7 +247,9 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
     let t0 = Instant::now();
     let prefix: &[String] = if cfg.side == Side::Server { &valgrind } else { &[] };
     let place = ServerPlace { transport: Transport::Shm, addr: &addr, prefix, server_core: cfg.server_core };
-    let mut server = KvServer::start(&place, system, &cfg.workload, &[])?;
+    let in_place = ["--in-place".to_owned()];
+    let extra: &[String] = if cfg.in_place { &in_place } else { &[] };
+    let mut server = KvServer::start(&place, system, &cfg.workload, extra)?;
     eprintln!("  server ready in {:.1} s", t0.elapsed().as_secs_f64());
     let workload = cfg.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let load = LoadConfig {

@@ -28,7 +28,9 @@
 //!   else: receive buffers, anything [`Datapath::alloc`] returns and
 //!   anything the datapath allocates for itself live in the private pool.
 //!   So a request one client sends is gathered into our private pool and
-//!   cannot be read by another client (`tests/shm_trust.rs`).
+//!   cannot be read by another client (`tests/shm_trust.rs`), unless
+//!   [`ShmConfig::receive_into_shared_pool`] says the peers trust each
+//!   other.
 //! - **What the application must do**: allocate from [`Datapath::pool`]
 //!   only what *every* peer may read (the key-value store's values, which
 //!   any client can `get` anyway); build per-request data (responses,
@@ -39,7 +41,8 @@
 //!   segment (a received payload, a private buffer, the heap) is copied
 //!   into the record. A descriptor to memory the peer does not already map
 //!   cannot be sent. (Echoing a request's bytes back zero-copy therefore
-//!   costs one copy: putting them in the shared pool would expose them.)
+//!   costs one copy: putting them in the shared pool would expose them;
+//!   [`ShmConfig::receive_into_shared_pool`] does that for trusted peers.)
 //! - **What we never do with peer-writable memory** (rings, the peer's
 //!   pool mapping): form a Rust reference to it. It is read and written only
 //!   by raw copies and atomics, see the promise in `shm/sys.rs`; the public
@@ -287,6 +290,14 @@ pub struct ShmConfig {
     /// Default `None`: every message is gathered, whichever receive is
     /// called.
     pub receive_in_place: Option<LeaseLimits>,
+    /// Gather received messages into the **shared** pool instead of the
+    /// private one, for peers that may read each other's messages (one
+    /// application, as for [`receive_in_place`](Self::receive_in_place)):
+    /// received bytes can then be sent on or back by descriptor (an echo
+    /// of a request's values costs the gather only, not a second copy into
+    /// the reply). Every peer can read them, as it reads the whole shared
+    /// pool. Default `false`.
+    pub receive_into_shared_pool: bool,
     /// The pools to create: the shared pool (except with
     /// [`ShmDatapath::with_pool`]) and the private pool each get this
     /// configuration.
@@ -308,6 +319,7 @@ impl Default for ShmConfig {
             max_parked_bytes: 4 << 20,
             close_linger: Duration::from_millis(100),
             receive_in_place: None,
+            receive_into_shared_pool: false,
             pool: PoolConfig::default(),
         }
     }

@@ -354,7 +354,9 @@ unsafe fn gather(
 
 /// What a drain needs besides the connection.
 pub(super) struct RecvCx<'a> {
-    private: &'a Pool,
+    /// Where messages are gathered: the private pool, or the shared one
+    /// (`ShmConfig::receive_into_shared_pool`).
+    into: &'a Pool,
     limits: RecordLimits,
     shm: &'a mut ShmStats,
     lease: Option<LeaseLimits>,
@@ -377,7 +379,7 @@ impl Inbox for Vec<Received> {
     unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard> {
         let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let (msg_id, payload) = unsafe { receive_record(rec, descs, peer, cx.private, &cx.limits, cx.shm) }?;
+        let (msg_id, payload) = unsafe { receive_record(rec, descs, peer, cx.into, &cx.limits, cx.shm) }?;
         self.push(Received { conn: id, msg_id, payload });
         Ok(())
     }
@@ -392,7 +394,7 @@ impl Inbox for Vec<InPlace> {
         let lease = cx.lease.as_ref().map(|l| (&mut c.ledger, l, seq));
         let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let got = unsafe { receive_record_in_place(rec, descs, peer, cx.private, &cx.limits, cx.shm, lease) }?;
+        let got = unsafe { receive_record_in_place(rec, descs, peer, cx.into, &cx.limits, cx.shm, lease) }?;
         self.push(match got {
             Delivered::Whole(msg_id, payload) => Received { conn: id, msg_id, payload }.into(),
             Delivered::InPlace(msg_id, local, parts) => InPlace::with_parts(id, msg_id, local, parts),
@@ -453,7 +455,7 @@ impl ShmDatapath {
         let id = conn_id(index, slot.generation);
         let Some(c) = slot.conn.as_mut() else { return 0 };
         let mut cx = RecvCx {
-            private: &self.private,
+            into: if self.config.receive_into_shared_pool { &self.shared } else { &self.private },
             limits: RecordLimits {
                 max_message: self.config.max_message,
                 max_peer_pool_bytes: self.config.max_peer_pool_bytes,
