@@ -238,10 +238,12 @@ fn start_kv_server(
     system: &str,
     workload: &str,
     sock: &str,
+    extra: &[&str],
 ) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>) {
     use std::io::BufRead;
     let mut server = Command::new(env!("CARGO_BIN_EXE_cf"))
         .args(["kv-server", "--system", system, "--workload", workload, "--addr", sock, "--exit-with-parent"])
+        .args(extra)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -258,7 +260,7 @@ fn loadgen_against_a_server_started_by_hand() {
     use std::io::{BufRead, Write};
     let sock = std::env::temp_dir().join(format!("cf-kv-test-{}.sock", std::process::id()));
     let sock = sock.to_str().unwrap();
-    let (mut server, mut stdout) = start_kv_server("capnp", "twitter:keys=2000", sock);
+    let (mut server, mut stdout) = start_kv_server("capnp", "twitter:keys=2000", sock, &[]);
     let mut line = String::new();
     let out = cf(&[
         "loadgen",
@@ -656,24 +658,36 @@ fn tails_merges_the_server_timeline_and_accounts_for_every_slow_request() {
 fn loadgen_reads_responses_in_place_and_checks_them() {
     let sock = std::env::temp_dir().join(format!("cf-kv-in-place-{}.sock", std::process::id()));
     let sock = sock.to_str().unwrap();
-    let (mut server, _stdout) = start_kv_server("cornflakes", "cdn:objects=200", sock);
-    let out = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args(["loadgen", "--system", "cornflakes", "--workload", "cdn:objects=200", "--addr", sock])
-        .args(["--rate", "2000", "--seconds", "0.3", "--warmup", "0.1", "--in-place"])
-        .output()
-        .expect("cf runs");
-    drop(server.stdin.take());
-    server.wait().ok();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let json = last_json(&stdout);
-    assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{json}");
-    assert!(u64_of(&json["points"][0], "completed") > 0, "{json}");
-    // CDN objects are sent by descriptor: every response is read in place
-    // (and every byte of it checked, or `errors` would count it).
-    let said = stderr.lines().find(|l| l.contains("responses read in place")).expect("the in-place line");
-    let numbers: Vec<u64> = said.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-    assert!(matches!(numbers[..], [a, b] if a == b && a > 0), "{said}");
+    // (workload, server flags, whether every response has a value left in
+    // the server's pool): CDN objects are stored values, sent by
+    // descriptor; an echo's values are the request's, by descriptor only
+    // when the server gathers requests into its shared pool.
+    let cases: [(&str, &[&str], bool); 3] =
+        [("cdn:objects=200", &[], true), ("echo", &[], false), ("echo", &["--in-place"], true)];
+    for (workload, server_flags, all_in_place) in cases {
+        let (mut server, _stdout) = start_kv_server("cornflakes", workload, sock, server_flags);
+        let out = Command::new(env!("CARGO_BIN_EXE_cf"))
+            .args(["loadgen", "--system", "cornflakes", "--workload", workload, "--addr", sock])
+            .args(["--rate", "2000", "--seconds", "0.3", "--warmup", "0.1", "--in-place"])
+            .output()
+            .expect("cf runs");
+        drop(server.stdin.take());
+        server.wait().ok();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let json = last_json(&stdout);
+        assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{workload}: {json}");
+        assert!(u64_of(&json["points"][0], "completed") > 0, "{json}");
+        // Every byte of a response read in place is checked, or `errors`
+        // would count it.
+        let said = stderr.lines().find(|l| l.contains("responses read in place")).expect("the in-place line");
+        let numbers: Vec<u64> = said.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let expected = if all_in_place { numbers[1] } else { 0 };
+        assert!(numbers[1] > 0 && numbers[0] == expected, "{workload} {server_flags:?}: {said}");
+    }
+    let (code, err) = cf_fails(&["kv-server", "--transport", "udp", "--addr", "127.0.0.1:0", "--in-place"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--in-place is for --transport shm"), "{err}");
     // Refused where it cannot apply.
     let (code, err) =
         cf_fails(&["loadgen", "--transport", "udp", "--addr", "127.0.0.1:1", "--rate", "100", "--in-place"]);
