@@ -658,16 +658,22 @@ fn tails_merges_the_server_timeline_and_accounts_for_every_slow_request() {
 fn loadgen_reads_responses_in_place_and_checks_them() {
     let sock = std::env::temp_dir().join(format!("cf-kv-in-place-{}.sock", std::process::id()));
     let sock = sock.to_str().unwrap();
-    // (workload, server flags, whether every response has a value left in
-    // the server's pool): CDN objects are stored values, sent by
-    // descriptor; an echo's values are the request's, by descriptor only
-    // when the server gathers requests into its shared pool.
-    let cases: [(&str, &[&str], bool); 3] =
-        [("cdn:objects=200", &[], true), ("echo", &[], false), ("echo", &["--in-place"], true)];
-    for (workload, server_flags, all_in_place) in cases {
-        let (mut server, _stdout) = start_kv_server("cornflakes", workload, sock, server_flags);
+    // (system, workload, server flags, whether every response is read in
+    // place): CDN objects are stored values, sent by descriptor; an echo's
+    // values are the request's, by descriptor only when the server gathers
+    // requests into its shared pool. cornflakes-protobuf's values go by
+    // descriptor too, but its client reads whole messages only: the load
+    // generator copies them in first.
+    let cases: [(&str, &str, &[&str], bool); 4] = [
+        ("cornflakes", "cdn:objects=200", &[], true),
+        ("cornflakes", "echo", &[], false),
+        ("cornflakes", "echo", &["--in-place"], true),
+        ("cornflakes-protobuf", "cdn:objects=200", &[], false),
+    ];
+    for (system, workload, server_flags, all_in_place) in cases {
+        let (mut server, _stdout) = start_kv_server(system, workload, sock, server_flags);
         let out = Command::new(env!("CARGO_BIN_EXE_cf"))
-            .args(["loadgen", "--system", "cornflakes", "--workload", workload, "--addr", sock])
+            .args(["loadgen", "--system", system, "--workload", workload, "--addr", sock])
             .args(["--rate", "2000", "--seconds", "0.3", "--warmup", "0.1", "--in-place"])
             .output()
             .expect("cf runs");
@@ -676,14 +682,17 @@ fn loadgen_reads_responses_in_place_and_checks_them() {
         let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "{stdout}\n{stderr}");
         let json = last_json(&stdout);
-        assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{workload}: {json}");
+        assert_eq!((&json["errors"], &json["timeouts"]), (&0.into(), &0.into()), "{system} {workload}: {json}");
         assert!(u64_of(&json["points"][0], "completed") > 0, "{json}");
         // Every byte of a response read in place is checked, or `errors`
         // would count it.
         let said = stderr.lines().find(|l| l.contains("responses read in place")).expect("the in-place line");
         let numbers: Vec<u64> = said.split_whitespace().filter_map(|w| w.parse().ok()).collect();
         let expected = if all_in_place { numbers[1] } else { 0 };
-        assert!(numbers[1] > 0 && numbers[0] == expected, "{workload} {server_flags:?}: {said}");
+        assert!(numbers[1] > 0 && numbers[0] == expected, "{system} {workload} {server_flags:?}: {said}");
+        if system == "cornflakes-protobuf" {
+            assert_eq!(numbers.get(2), Some(&numbers[1]), "every response copied in: {said}");
+        }
     }
     let (code, err) = cf_fails(&["kv-server", "--transport", "udp", "--addr", "127.0.0.1:0", "--in-place"]);
     assert_eq!(code, 2, "{err}");

@@ -277,6 +277,18 @@ impl Inbox {
 enum Response<'a> {
     Whole(&'a RcBuf),
     InPlace(&'a InPlace),
+    /// Received in place, and neither readable there by this serializer
+    /// nor copyable into our memory (no buffer, or the lease expired): an
+    /// error.
+    Unreadable,
+}
+
+/// A response received in place, copied whole into a buffer of our
+/// scratch pool (for serializers that read whole messages only).
+fn gather<D: Datapath>(dp: &D, msg: &InPlace) -> Option<RcBuf> {
+    let mut buf = dp.alloc(msg.len()).ok()?;
+    msg.copy_to_slice(&mut buf).ok()?;
+    Some(buf.freeze())
 }
 
 /// A value as a codec hands it to the check: bytes, or a [`Span`] of a
@@ -392,6 +404,9 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     /// left in the server's pool), with `LoadConfig::in_place`.
     responses: u64,
     read_in_place: u64,
+    /// Responses received in place that this serializer cannot read there,
+    /// copied whole into our memory first.
+    copied_in: u64,
 }
 
 impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
@@ -433,6 +448,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             timeline: timeline::is_enabled(),
             responses: 0,
             read_in_place: 0,
+            copied_in: 0,
         })
     }
 
@@ -470,8 +486,14 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             // Says whether the option took effect (a server that sends no
             // pool segments leaves nothing in place).
             eprintln!(
-                "  load generator: {} of {} responses read in place (part left in the server's pool)",
-                self.read_in_place, self.responses
+                "  load generator: {} of {} responses read in place (part left in the server's pool){}",
+                self.read_in_place,
+                self.responses,
+                if self.copied_in > 0 {
+                    format!(", {} copied in first (this serializer reads whole messages only)", self.copied_in)
+                } else {
+                    String::new()
+                }
             );
         }
         // Whatever is still waiting never got an answer in time.
@@ -655,14 +677,20 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             }
             self.responses += got as u64;
             for r in rx.in_place.drain(..) {
-                let response = match r.as_local() {
-                    Some(payload) => Response::Whole(payload),
-                    None => {
-                        self.read_in_place += 1;
-                        Response::InPlace(&r)
+                if let Some(payload) = r.as_local() {
+                    self.on_response(r.msg_id, Response::Whole(payload), now);
+                } else if self.codec.reads_in_place() {
+                    self.read_in_place += 1;
+                    self.on_response(r.msg_id, Response::InPlace(&r), now);
+                } else {
+                    // This serializer reads whole messages only: copy it in.
+                    self.copied_in += 1;
+                    let whole = gather(&*self.dp, &r);
+                    match whole {
+                        Some(payload) => self.on_response(r.msg_id, Response::Whole(&payload), now),
+                        None => self.on_response(r.msg_id, Response::Unreadable, now),
                     }
-                };
-                self.on_response(r.msg_id, response, now);
+                }
             }
             self.codec.end_batch();
         }
@@ -694,6 +722,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             Response::InPlace(msg) => self.codec.read_response_in_place(msg, &mut |status, vals| {
                 ok = status == Status::Ok && values_match(workload, f, multi_keys, &mut sizes, vals);
             }),
+            Response::Unreadable => Err(cornflakes_kv::codec::Malformed),
         };
         self.scratch_sizes = sizes;
         decoded.is_ok() && ok

@@ -192,6 +192,10 @@ impl ClientCodec for CornflakesClient {
         Ok(())
     }
 
+    fn reads_in_place(&self) -> bool {
+        true
+    }
+
     fn read_response_in_place(
         &mut self,
         msg: &InPlace,

@@ -73,12 +73,20 @@ pub trait ClientCodec {
     /// Returns `Err` when the bytes are not a response of this serializer.
     fn read_response(&mut self, payload: &RcBuf, check: &mut dyn FnMut(Status, &[&[u8]])) -> Result<(), Malformed>;
 
+    /// Whether [`read_response_in_place`](Self::read_response_in_place)
+    /// reads responses in place. When it does not (the default), a
+    /// response with parts left in the server's pool is copied into our
+    /// memory first and read with [`read_response`](Self::read_response).
+    fn reads_in_place(&self) -> bool {
+        false
+    }
+
     /// [`read_response`](Self::read_response) for a response received in
     /// place, part of which is left in the server's pool
     /// ([`Datapath::recv_batch_in_place`]): hands the values to `check` as
     /// [`Span`]s. A response wholly in our memory goes to `read_response`
-    /// instead. Only serializers whose servers send pool segments read
-    /// one; the default says the bytes are not a response.
+    /// instead. Called only when [`reads_in_place`](Self::reads_in_place);
+    /// the default says the bytes are not a response.
     fn read_response_in_place(
         &mut self,
         msg: &InPlace,
