@@ -56,6 +56,22 @@ fn phases_counts_each_step_and_sees_the_copy_cornflakes_avoids() {
     assert!(std::fs::read(out.join("phases.png")).unwrap().starts_with(b"\x89PNG"));
     assert!(out.join("callgrind.server.cornflakes.out").exists());
 
+    // An echo skips the store; its requests are still counted and its
+    // steps measured.
+    let echo = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["phases", "--systems", "cornflakes", "--workload", "echo", "--rate", "200", "--seconds", "1"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cf runs");
+    assert!(echo.status.success(), "{}", String::from_utf8_lossy(&echo.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("phases.json")).expect("phases.json")).unwrap();
+    assert!(json[0]["requests"].as_u64().is_some_and(|n| n > 50) && json[0]["errors"] == 0, "{json}");
+    let steps = json[0]["steps"].as_array().expect("steps");
+    let of = |name: &str| steps.iter().find(|x| x["step"] == name).unwrap()["instructions"].as_f64().unwrap();
+    assert!(of("deserialize") > 10.0 && of("serialize_send") > 10.0 && of("store") == 0.0, "{json}");
+
     // The load generator's side: the server runs natively.
     let client = Command::new(env!("CARGO_BIN_EXE_cf"))
         .args(["phases", "--side", "client", "--systems", "cornflakes", "--workload", "ycsb:keys=1000"])

@@ -73,21 +73,25 @@ impl ServerCodec for CornflakesServer {
             // into the response instead of going through `&[u8]` views, the
             // store and a pool `recover` per value. The store's limits
             // still apply.
-            let mut resp = KvResponse::new_in(arena);
-            let limits = store.limits();
-            let checked = limits
-                .check_keys(msg.get_keys().len())
-                .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
-            match checked {
-                Ok(()) => {
-                    resp.set_status(Status::Ok as u32);
-                    if !msg.get_vals().is_empty() {
-                        std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+            // Its steps are marked as the other requests' are (`cf phases`).
+            let resp = phase::set_value(|| {
+                let mut resp = KvResponse::new_in(arena);
+                let limits = store.limits();
+                let checked = limits
+                    .check_keys(msg.get_keys().len())
+                    .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
+                match checked {
+                    Ok(()) => {
+                        resp.set_status(Status::Ok as u32);
+                        if !msg.get_vals().is_empty() {
+                            std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+                        }
                     }
+                    Err(status) => resp.set_status(status as u32),
                 }
-                Err(status) => resp.set_status(status as u32),
-            }
-            return self.respond(dp, rx, &resp);
+                resp
+            });
+            return phase::serialize_send(|| self.respond(dp, rx, &resp));
         }
         let req = phase::deserialize(|| decode_request(&msg));
         let mut vals = ResponseVals::new();
