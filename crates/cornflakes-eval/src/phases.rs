@@ -39,16 +39,6 @@ use crate::Error;
 /// mark their steps.
 pub const PAPER_SYSTEMS: [System; 3] = [System::Cornflakes, System::Protobuf, System::Flatbuffers];
 
-/// Serializers whose server codecs call the step functions.
-pub const MARKED_SYSTEMS: [System; 6] = [
-    System::Cornflakes,
-    System::CornflakesOnlySg,
-    System::CornflakesOnlyCopy,
-    System::CornflakesNoSas,
-    System::Protobuf,
-    System::Flatbuffers,
-];
-
 /// Callgrind counts each iteration of a `rep stos`/`rep movs` instruction
 /// as one instruction, so a memset of 8 KB that glibc does with `rep stosb`
 /// would count 8000 where its vector loop counts ~300 (and the hardware
@@ -191,11 +181,12 @@ pub fn run(cfg: &PhasesConfig) -> Result<(Vec<SystemSteps>, String), Error> {
                 .into(),
         ));
     }
-    if let Some(s) = cfg.systems.iter().find(|s| cfg.side == Side::Server && !MARKED_SYSTEMS.contains(s)) {
+    if let Some(s) = cfg.systems.iter().find(|s| cfg.side == Side::Server && !s.marks_phases()) {
+        let marked: Vec<&str> = System::ALL.into_iter().filter(|s| s.marks_phases()).map(System::name).collect();
         return Err(Error::Invalid(format!(
             "{} does not mark the steps of its requests; `cf phases` knows: {}",
             s.name(),
-            MARKED_SYSTEMS.map(System::name).join(", ")
+            marked.join(", ")
         )));
     }
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("cannot create {}: {e}", cfg.out.display()))?;

@@ -92,6 +92,20 @@ impl System {
     pub fn runs_on_datapath(self) -> bool {
         self != System::TokioProst
     }
+
+    /// Whether the system's server codec calls the step functions of
+    /// [`crate::phase`] (what `cf phases` measures).
+    pub fn marks_phases(self) -> bool {
+        matches!(
+            self,
+            System::Cornflakes
+                | System::CornflakesOnlySg
+                | System::CornflakesOnlyCopy
+                | System::CornflakesNoSas
+                | System::Protobuf
+                | System::Flatbuffers
+        )
+    }
 }
 
 /// What a server has counted. Serialized as one JSON object with these
