@@ -814,7 +814,8 @@ pub(crate) struct CompareArgs {
     #[arg(long, value_enum, default_value = "shm")]
     transport: Transport,
     /// Sweeps per system; the table and ratios use the median maximum.
-    /// Repeats are interleaved across systems.
+    /// Repeats are interleaved across systems, and the system that runs
+    /// first turns with each workload and repeat.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).

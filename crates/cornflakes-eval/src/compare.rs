@@ -266,7 +266,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     sweep_cfg.gate.get_or_insert_with(|| MachineGate::new(args.server_core, args.client_core));
     let chosen = CompareConfig { sweep: sweep_cfg, ..args.clone() };
     let args = &chosen;
-    for spec in &args.workloads {
+    for (w, spec) in args.workloads.iter().enumerate() {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
         let systems = if args.systems.is_empty() {
             // tokio-prost is a TCP server: it joins the default set on tcp.
@@ -289,12 +289,14 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
             .map(|&system| SystemRuns { system, sweeps: Vec::new(), failures: Vec::new(), server: Default::default() })
             .collect();
         // Repeats are interleaved, so a slow phase of the machine hits
-        // every system alike instead of one.
+        // every system alike instead of one; the order turns with the
+        // workload and the repeat, so that no system always runs first.
         for repeat in 0..args.repeats {
-            for (i, runs) in results.iter_mut().enumerate() {
+            for (k, i) in run_order(results.len(), w + repeat).enumerate() {
+                let runs = &mut results[i];
                 let label = format!(
                     "[{}/{}{}] {} {}",
-                    i + 1,
+                    k + 1,
                     systems.len(),
                     if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() },
                     workload.name(),
@@ -379,6 +381,12 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The order in which `n` systems run at `turn` (the workload's index
+/// plus the repeat's): their table order, started at `turn % n`.
+fn run_order(n: usize, turn: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |k| (k + turn) % n)
 }
 
 /// The report of one system's repeats: the median repeat's figures and
@@ -488,4 +496,21 @@ fn ratios(results: &[SystemRuns]) -> Ratios {
     let mut out = Ratios::of(|s| max_of(results, s));
     out.server_busy_capacity = Some(Box::new(Ratios::of(|s| capacity_of(results, s))));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_order;
+
+    #[test]
+    fn each_turn_runs_every_system_once_and_another_goes_first() {
+        for turn in 0..7 {
+            let mut order: Vec<usize> = run_order(4, turn).collect();
+            assert_eq!(order[0], turn % 4);
+            order.sort_unstable();
+            assert_eq!(order, [0, 1, 2, 3]);
+        }
+        assert_eq!(run_order(1, 5).collect::<Vec<_>>(), [0]);
+        assert_eq!(run_order(0, 3).count(), 0);
+    }
 }
