@@ -222,11 +222,17 @@ pub fn run(args: &Config) -> Result<(), Error> {
     Ok(())
 }
 
-/// Sends `data` as message `id`, retrying while the datapath applies
-/// back-pressure.
+/// Sends `data` as message `id`, copied, retrying while the datapath
+/// applies back-pressure.
 fn send<D: Datapath>(dp: &mut D, conn: ConnId, id: u32, data: &[u8]) -> Result<(), Error> {
+    send_segments(dp, conn, id, &[Segment::Copy(data)])
+}
+
+/// Sends `segments` as message `id`, retrying while the datapath applies
+/// back-pressure.
+fn send_segments<D: Datapath>(dp: &mut D, conn: ConnId, id: u32, segments: &[Segment<'_>]) -> Result<(), Error> {
     loop {
-        match dp.push_buf(conn, id, data) {
+        match dp.push_segments(conn, id, segments) {
             Ok(()) => return dp.flush().map_err(|e| Error::Failed(format!("flush failed: {e}"))),
             Err(SendError::Full | SendError::Backlogged(_)) => {
                 dp.flush().map_err(|e| format!("flush failed: {e}"))?;
@@ -297,7 +303,7 @@ fn client_in_place(
         if by_descriptor {
             let mut buf = alloc_shared(dp, payload.len())?;
             cornflakes_datapath::shm::copy_for_peer(&mut buf, payload);
-            send_segment(dp, conn, id, buf.freeze())?;
+            send_segments(dp, conn, id, &[Segment::ZeroCopy(buf.freeze())])?;
         } else {
             send(dp, conn, id, payload)?;
         }
@@ -341,21 +347,6 @@ fn alloc_shared(dp: &mut ShmDatapath, len: usize) -> Result<cornflakes::RcBufMut
                 dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
             }
             Err(e) => return Err(Error::Failed(format!("cannot allocate {len} B in the shared pool: {e}"))),
-        }
-    }
-}
-
-/// Sends one pool buffer by descriptor as message `id`, retrying while the
-/// datapath applies back-pressure.
-fn send_segment(dp: &mut ShmDatapath, conn: ConnId, id: u32, buf: cornflakes::RcBuf) -> Result<(), Error> {
-    let segments = [Segment::ZeroCopy(buf)];
-    loop {
-        match dp.push_segments(conn, id, &segments) {
-            Ok(()) => return dp.flush().map_err(|e| Error::Failed(format!("flush failed: {e}"))),
-            Err(SendError::Full | SendError::Backlogged(_)) => {
-                dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
-            }
-            Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
         }
     }
 }
@@ -448,7 +439,7 @@ pub fn serve_in_place(dp: &mut ShmDatapath) -> Result<(), Error> {
             m.copy_for_peer(&mut buf).map_err(|e| format!("message {id}: {e}"))?;
             // Released before the send: the client may reuse its buffer.
             drop(m);
-            send_segment(dp, conn, id, buf.freeze())?;
+            send_segments(dp, conn, id, &[Segment::ZeroCopy(buf.freeze())])?;
         }
         dp.poll_completions().map_err(|e| format!("completions failed: {e}"))?;
     }
