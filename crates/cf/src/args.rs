@@ -908,7 +908,10 @@ pub(crate) struct ServerArgs {
     udp_socket_buffer: usize,
     /// Zero-copy threshold of the hybrid systems (cornflakes,
     /// cornflakes-no-sas) and of RESP replies: bytes, `never`, or `adaptive`
-    /// (measured and followed while serving; not with --protocol resp).
+    /// (measured and followed while serving; not with --protocol resp);
+    /// `interleaved` or `turns:<bytes|never>,...` take turns of 2048
+    /// requests and report each one's busy time when stopped (`cf
+    /// thresholds --interleaved`, `cf calibrate`).
     /// Default: this machine's calibration for the transport (`cf calibrate`
     /// writes it; see `CORNFLAKES_THRESHOLD`, `CORNFLAKES_CALIBRATION`),
     /// else the paper's 512.
@@ -969,10 +972,11 @@ impl ServerArgs {
                 Some(cornflakes_eval::report::ThresholdChoice::Fixed(t)) => t,
                 Some(
                     cornflakes_eval::report::ThresholdChoice::Adaptive
-                    | cornflakes_eval::report::ThresholdChoice::Interleaved,
+                    | cornflakes_eval::report::ThresholdChoice::Interleaved
+                    | cornflakes_eval::report::ThresholdChoice::Turns(_),
                 ) => {
                     return Err(cornflakes_eval::Error::Invalid(
-                        "--threshold adaptive/interleaved are for the key-value protocol; give RESP a number of bytes"
+                        "--threshold adaptive/interleaved/turns are for the key-value protocol; give RESP a number of bytes"
                             .into(),
                     )
                     .into())
@@ -993,7 +997,7 @@ impl ServerArgs {
             addr: self.addr.clone(),
             core: self.core,
             udp_socket_buffer: self.udp_socket_buffer,
-            threshold: self.threshold,
+            threshold: self.threshold.clone(),
             controlled_by_parent: self.exit_with_parent,
             timeline: self.timeline.clone(),
             in_place: self.in_place,
@@ -1087,7 +1091,8 @@ pub(crate) struct CalibrateArgs {
     /// A small grid (1, 4, 16 entries x 256 B, 1 KiB, 4 KiB, 16 KiB; both working sets) for a first look.
     #[arg(long)]
     quick: bool,
-    /// Recorded seconds per load point.
+    /// Recorded seconds per load point of the --maxima sweeps; each cell's
+    /// turns of zero-copy and copy take 4x this under closed-loop load.
     #[arg(long, default_value_t = 0.25, value_parser = positive)]
     seconds: f64,
     /// Core of the server.
@@ -1106,6 +1111,15 @@ pub(crate) struct CalibrateArgs {
     /// Measure and report only; write no calibration file.
     #[arg(long)]
     dry_run: bool,
+    /// Also sweep every cell end to end (zero-copy, then copy, each to its
+    /// highest load within the latency bound, as `cf compare` does) and
+    /// decide the threshold from those maxima, as the paper does. Without
+    /// it the threshold comes from the server's cost per request, both
+    /// modes taking turns in one server: the measure that holds when the
+    /// server is the bottleneck, and the only steady one when one client
+    /// core saturates first (this 2-core VM). Takes about 4x longer.
+    #[arg(long)]
+    maxima: bool,
 }
 
 impl CalibrateArgs {
@@ -1135,6 +1149,7 @@ impl CalibrateArgs {
             out: self.out.clone(),
             write_to: self.write_to.clone(),
             dry_run: self.dry_run,
+            maxima: self.maxima,
         }
     }
 }
@@ -1238,6 +1253,12 @@ pub(crate) struct ThresholdsArgs {
     /// alike).
     #[arg(long, value_parser = positive)]
     interleaved: Option<f64>,
+    /// With --interleaved: only these thresholds take turns (bytes or
+    /// `never`, comma-separated), each compared with the first. E.g.
+    /// `--turns 512,0,never` sets the hybrid at 512 B against sending every
+    /// field zero-copy (only-sg) and copying every one (only-copy).
+    #[arg(long, value_delimiter = ',', value_parser = cornflakes_eval::report::parse_bytes_or_never, requires = "interleaved")]
+    turns: Vec<usize>,
 }
 
 impl ThresholdsArgs {
@@ -1249,7 +1270,7 @@ impl ThresholdsArgs {
             client_core: self.client_core,
         };
         if let Some(seconds) = self.interleaved {
-            return calibrate::interleaved_thresholds(&bench, &self.workload, seconds).map(|_| ());
+            return calibrate::interleaved_thresholds(&bench, &self.workload, seconds, &self.turns).map(|_| ());
         }
         calibrate::compare_thresholds(&bench, &self.workload, self.repeats as usize).map(|_| ())
     }

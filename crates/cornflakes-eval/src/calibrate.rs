@@ -4,15 +4,21 @@
 //! Each cell of the grid is a key-value server answering gets of `entries`
 //! list elements whose sizes add up to `total` bytes, its keys drawn
 //! uniformly from a working set that either fits in the caches or is far
-//! larger than the last-level cache (the `grid` workload). The server runs
-//! twice per cell, sending every element zero-copy (`cornflakes-only-sg`)
-//! and copying every element (`cornflakes-only-copy`); each run is a sweep
-//! as `cf compare` makes it (a capacity probe, then open-loop points held to
-//! its latency bound), and the cell's value is the ratio of the two maxima,
-//! scatter-gather over copy. The server's busy capacity ratio (requests per
-//! second of server busy time) is kept too: on this machine one client core
-//! often saturates before the server, and then only the server's own cost
-//! tells the two apart.
+//! larger than the last-level cache (the `grid` workload).
+//!
+//! In each cell one hybrid server takes turns (2048 requests each) between
+//! sending every element zero-copy (threshold 0, what `cornflakes-only-sg`
+//! does) and copying every element (`never`, `cornflakes-only-copy`) under
+//! closed-loop load, and counts each turn's busy time: the cell's value is
+//! the ratio of the two server capacities, scatter-gather over copy. Both
+//! modes run in one process, interleaved, so a stall of the machine or a
+//! change of load falls on both alike. This is the paper's measure where
+//! the server is the bottleneck, as it is there (many client machines); on
+//! a machine where one client core saturates first, the end-to-end maxima
+//! cannot tell the two modes apart, and on this 2-core VM they were noise.
+//! With `--maxima` each cell is also swept end to end as `cf compare` does
+//! (a capacity probe, then open-loop points held to its latency bound) and
+//! the threshold is decided from those maxima instead, as the paper does.
 //!
 //! The threshold: for each element size (`total / entries`), the geometric
 //! mean of the ratios over every cell of that element size; the threshold is
@@ -24,7 +30,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cornflakes::field::{calibration_path, Threshold, ThresholdSource, ONLY_COPY};
+use cornflakes::field::{calibration_path, Threshold, ThresholdSource, ONLY_COPY, ONLY_ZERO_COPY};
+use cornflakes_kv::server::TurnCost;
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 use serde::{Deserialize, Serialize};
@@ -61,6 +68,10 @@ pub struct CalibrateConfig {
     pub write_to: Option<PathBuf>,
     /// Measure and report, but write no calibration file.
     pub dry_run: bool,
+    /// Also sweep both modes end to end in every cell, and decide the
+    /// threshold from those maxima (the paper's way) instead of from the
+    /// server's cost.
+    pub maxima: bool,
 }
 
 impl CalibrateConfig {
@@ -72,9 +83,12 @@ impl CalibrateConfig {
     pub const IN_CACHE: u64 = 1 << 20;
     /// Far beyond the last-level cache: 512 MiB of values.
     pub const BEYOND_LLC: u64 = 512 << 20;
+    /// Most list elements a cell's store holds (keys x entries): 32 M
+    /// elements of at most 64 B take 2 GiB of pool slots at least.
+    pub const MAX_ELEMENTS: u32 = 1 << 25;
 }
 
-/// One cell: both systems' figures.
+/// One cell: both modes' figures.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Cell {
     /// List elements per response.
@@ -85,20 +99,42 @@ pub struct Cell {
     pub element: u32,
     /// Bytes of values the keys span.
     pub working_set: u64,
-    /// Highest load kept up with, zero-copy (requests/s).
+    /// Highest load kept up with, zero-copy (requests/s; `--maxima` only).
     pub sg_max: Option<f64>,
-    /// Highest load kept up with, copying.
+    /// Highest load kept up with, copying (`--maxima` only).
     pub copy_max: Option<f64>,
-    /// Server busy capacity, zero-copy.
+    /// Server capacity (requests per second of busy time) in its zero-copy
+    /// turns.
     pub sg_capacity: Option<f64>,
-    /// Server busy capacity, copying.
+    /// Server capacity in its copying turns.
     pub copy_capacity: Option<f64>,
-    /// `sg_max / copy_max`.
+    /// `sg_max / copy_max` (`--maxima` only).
     pub max_ratio: Option<f64>,
     /// `sg_capacity / copy_capacity`.
     pub capacity_ratio: Option<f64>,
-    /// Wrong responses over both runs (must be 0).
+    /// Wrong responses over every run of the cell (must be 0).
     pub errors: u64,
+}
+
+impl Cell {
+    /// The ratio the threshold is decided from.
+    pub fn ratio(&self, basis: Basis) -> Option<f64> {
+        match basis {
+            Basis::ServerCost => self.capacity_ratio,
+            Basis::Maxima => self.max_ratio,
+        }
+    }
+}
+
+/// What a cell's ratio compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The server's busy time per request, both modes in turns in one
+    /// server.
+    ServerCost,
+    /// The highest load kept up with end to end, one sweep per mode.
+    Maxima,
 }
 
 /// What `cf calibrate` writes to `summary.json`.
@@ -106,9 +142,12 @@ pub struct Cell {
 pub struct CalibrationReport {
     /// Datapath.
     pub transport: String,
+    /// What the threshold was decided from (`None` in reports written
+    /// before there was a choice: the maxima).
+    pub basis: Option<Basis>,
     /// Every cell measured.
     pub cells: Vec<Cell>,
-    /// Per element size: the geometric mean of the max ratios of its cells.
+    /// Per element size: the geometric mean of the ratios of its cells.
     pub by_element: Vec<(u32, Option<f64>)>,
     /// The threshold found (bytes; `null`: copy always).
     pub threshold: Option<usize>,
@@ -142,7 +181,11 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
     let mut report = CalibrationReport { transport: cfg.transport.name().to_owned(), ..Default::default() };
     for (i, &(ws, entries, total)) in grid.iter().enumerate() {
         let element = total / entries;
-        let keys = (ws / u64::from(total)).clamp(1, 10_000_000) as u32;
+        // Each element takes a pool slot of at least 64 B however small it
+        // is: bound their number, or 32 elements of 2 B over 512 MiB would
+        // need 8 M keys and 16 GB of slots (the kernel killed that server).
+        // Such a working set still spans far more than the LLC.
+        let keys = (ws / u64::from(total)).clamp(1, u64::from(CalibrateConfig::MAX_ELEMENTS / entries.max(1))) as u32;
         let spec = WorkloadSpec::Grid { keys, fields: entries, size: element };
         let label = format!(
             "[{}/{}, {:.0} s] {} working set, {entries} x {element} B",
@@ -152,53 +195,85 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
             bytes_text(ws)
         );
         let mut cell = Cell { entries, total, element, working_set: ws, ..Default::default() };
-        for system in [System::CornflakesOnlySg, System::CornflakesOnlyCopy] {
-            match measure(&cfg.bench(), &spec, system, &[]) {
-                Ok(m) => {
-                    cell.errors += m.errors;
-                    if system == System::CornflakesOnlySg {
-                        (cell.sg_max, cell.sg_capacity) = (m.max, m.capacity);
-                    } else {
-                        (cell.copy_max, cell.copy_capacity) = (m.max, m.capacity);
+        let turns = [ONLY_ZERO_COPY, ONLY_COPY];
+        match turn_costs(&cfg.bench(), &spec, cfg.seconds.max(0.05) * 4.0, &turns) {
+            Ok((point, costs)) => {
+                cell.errors += point.errors;
+                let capacity = |t| costs.iter().find(|c| c.threshold == Some(t)).and_then(TurnCost::capacity_rps);
+                (cell.sg_capacity, cell.copy_capacity) = (capacity(ONLY_ZERO_COPY), capacity(ONLY_COPY));
+            }
+            Err(e) => eprintln!("{label}: zero-copy and copy in turns FAILED: {e}"),
+        }
+        if cfg.maxima {
+            for system in [System::CornflakesOnlySg, System::CornflakesOnlyCopy] {
+                match measure(&cfg.bench(), &spec, system, &[]) {
+                    Ok(m) => {
+                        cell.errors += m.errors;
+                        if system == System::CornflakesOnlySg {
+                            cell.sg_max = m.max;
+                        } else {
+                            cell.copy_max = m.max;
+                        }
                     }
+                    Err(e) => eprintln!("{label}: {} FAILED: {e}", system.name()),
                 }
-                Err(e) => eprintln!("{label}: {} FAILED: {e}", system.name()),
             }
         }
         cell.max_ratio = ratio(cell.sg_max, cell.copy_max);
         cell.capacity_ratio = ratio(cell.sg_capacity, cell.copy_capacity);
+        let maxima = if cfg.maxima {
+            format!(
+                "; highest load sg {} / copy {} requests/s = {}",
+                num(cell.sg_max),
+                num(cell.copy_max),
+                num2(cell.max_ratio)
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{label}: sg {} / copy {} requests/s = {}; server capacity ratio {}{}",
-            num(cell.sg_max),
-            num(cell.copy_max),
-            num2(cell.max_ratio),
+            "{label}: server capacity sg {} / copy {} requests/s = {}{maxima}{}",
+            num(cell.sg_capacity),
+            num(cell.copy_capacity),
             num2(cell.capacity_ratio),
             if cell.errors > 0 { format!(", {} WRONG RESPONSES", cell.errors) } else { String::new() }
         );
         report.cells.push(cell);
     }
-    report.by_element = by_element(&report.cells);
+    let basis = cfg.basis();
+    report.basis = Some(basis);
+    report.by_element = by_element(&report.cells, basis);
     report.threshold = threshold_from(&report.by_element);
     for &ws in &cfg.working_sets {
         print!("{}", table(&report.cells, ws, cfg));
-        let png = cfg.out.join(format!("heatmap-{}.png", bytes_text(ws).replace(' ', "")));
-        let cells: Vec<Vec<Option<f64>>> = cfg
-            .entries
-            .iter()
-            .map(|&n| cfg.totals.iter().map(|&t| find(&report.cells, ws, n, t).and_then(|c| c.max_ratio)).collect())
-            .collect();
-        let x: Vec<String> = cfg.totals.iter().map(|&t| bytes_text(t.into())).collect();
-        let y: Vec<String> = cfg.entries.iter().map(|n| n.to_string()).collect();
-        let title = format!(
-            "{}: only-sg / only-copy, highest load kept up with ({} working set)",
-            cfg.transport.name(),
-            bytes_text(ws)
-        );
-        if let Err(e) = plot::ratio_heatmap_png(&png, &title, ("total response size", &x), ("entries", &y), &cells) {
-            eprintln!("warning: cannot draw {}: {e}", png.display());
+        let mut drawn = vec![(Basis::ServerCost, "", "server capacity")];
+        if cfg.maxima {
+            drawn.push((Basis::Maxima, "-maxima", "highest load kept up with"));
+        }
+        for (basis, suffix, what) in drawn {
+            let png = cfg.out.join(format!("heatmap-{}{suffix}.png", bytes_text(ws).replace(' ', "")));
+            let cells: Vec<Vec<Option<f64>>> = cfg
+                .entries
+                .iter()
+                .map(|&n| {
+                    cfg.totals.iter().map(|&t| find(&report.cells, ws, n, t).and_then(|c| c.ratio(basis))).collect()
+                })
+                .collect();
+            let x: Vec<String> = cfg.totals.iter().map(|&t| bytes_text(t.into())).collect();
+            let y: Vec<String> = cfg.entries.iter().map(|n| n.to_string()).collect();
+            let title =
+                format!("{}: only-sg / only-copy, {what} ({} working set)", cfg.transport.name(), bytes_text(ws));
+            if let Err(e) = plot::ratio_heatmap_png(&png, &title, ("total response size", &x), ("entries", &y), &cells)
+            {
+                eprintln!("warning: cannot draw {}: {e}", png.display());
+            }
         }
     }
-    println!("\nper element size, geometric mean of sg/copy over every cell with that element size:");
+    let decided = match basis {
+        Basis::ServerCost => "server capacity",
+        Basis::Maxima => "highest load kept up with",
+    };
+    println!("\nper element size, geometric mean of sg/copy ({decided}) over every cell with that element size:");
     for (element, mean) in &report.by_element {
         println!("  {:>9}  {}", bytes_text((*element).into()), num2(*mean));
     }
@@ -308,53 +383,77 @@ pub fn compare_thresholds(cfg: &Bench, spec: &WorkloadSpec, repeats: usize) -> R
     Ok(rows)
 }
 
-/// One server with `--threshold interleaved` (every candidate threshold
-/// and the adaptive controller take turns of
-/// [`INTERLEAVE_SLICE`](crate::kv::INTERLEAVE_SLICE) requests) under a
-/// closed-loop load for `seconds`: each one's busy cost per request, side
-/// by side in one process, so that the machine's stalls and the load fall
-/// on all of them alike. Prints the table and the adaptive controller's
-/// ratio to the best static threshold; returns (threshold or `adaptive`,
-/// requests, ns per request).
+/// One hybrid server on `spec` in which `turns` (thresholds, and the
+/// adaptive controller when empty) take turns of
+/// [`INTERLEAVE_SLICE`](crate::kv::INTERLEAVE_SLICE) requests under
+/// `seconds` of closed-loop load: the load point and each turn's cost.
 ///
 /// # Errors
 ///
 /// When the server or the load generator fails, or the server reports no
 /// turns.
-pub fn interleaved_thresholds(
+pub fn turn_costs(
     cfg: &Bench,
     spec: &WorkloadSpec,
     seconds: f64,
-) -> Result<Vec<(String, u64, f64)>, Error> {
+    turns: &[usize],
+) -> Result<(crate::loadgen::PointResult, Vec<TurnCost>), Error> {
     use crate::child::KvServer;
     use crate::loadgen::run_point;
+    let choice = if turns.is_empty() {
+        "interleaved".to_owned()
+    } else {
+        let list: Vec<String> =
+            turns.iter().map(|&t| if t == ONLY_COPY { "never".to_owned() } else { t.to_string() }).collect();
+        format!("turns:{}", list.join(","))
+    };
     let addr = crate::transport::local_server_addr(cfg.transport);
     let place = ServerPlace { transport: cfg.transport, addr: &addr, prefix: &[], server_core: cfg.server_core };
-    let mut server =
-        KvServer::start(&place, System::Cornflakes, spec, &["--threshold".to_owned(), "interleaved".to_owned()])?;
+    let mut server = KvServer::start(&place, System::Cornflakes, spec, &["--threshold".to_owned(), choice])?;
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let target = crate::transport::Target::new(cfg.transport, &server.addr)?;
     let load = LoadConfig {
         rate: None,
         threads: 1,
-        warmup: Duration::from_millis(500),
+        warmup: Duration::from_secs_f64((seconds / 4.0).min(0.5)),
         duration: Duration::from_secs_f64(seconds),
         timeout: Duration::from_millis(500),
         max_outstanding: 32,
         seed: 1,
         in_place: false,
     };
-    eprintln!("interleaved: {seconds} s of closed-loop load on {spec}");
     let point = run_point(&target, System::Cornflakes, workload.as_ref(), &load, Some(cfg.client_core));
     let lines = server.finish();
     drop(server);
     let point = point?;
-    let turns: Vec<cornflakes_kv::server::TurnCost> = lines
+    let costs: Vec<TurnCost> = lines
         .iter()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("turns").cloned())
         .and_then(|v| serde_json::from_value(v).ok())
         .ok_or("the server reported no turns")?;
-    let rows: Vec<(String, u64, f64)> = turns
+    Ok((point, costs))
+}
+
+/// [`turn_costs`] for `turns`, or, when it is empty, for every candidate
+/// threshold and the adaptive controller: each one's busy cost per
+/// request, side by side in one process, so that the machine's stalls and
+/// the load fall on all of them alike. Prints the table, each one's
+/// capacity against the first's, and the adaptive controller's ratio to the
+/// best static threshold; returns (threshold or `adaptive`, requests, ns
+/// per request).
+///
+/// # Errors
+///
+/// As [`turn_costs`].
+pub fn interleaved_thresholds(
+    cfg: &Bench,
+    spec: &WorkloadSpec,
+    seconds: f64,
+    turns: &[usize],
+) -> Result<Vec<(String, u64, f64)>, Error> {
+    eprintln!("interleaved: {seconds} s of closed-loop load on {spec}");
+    let (point, costs) = turn_costs(cfg, spec, seconds, turns)?;
+    let rows: Vec<(String, u64, f64)> = costs
         .iter()
         .map(|t| {
             let name = t.threshold.map_or("adaptive".to_owned(), threshold_text);
@@ -369,13 +468,19 @@ pub fn interleaved_thresholds(
         point.timeouts,
         crate::kv::INTERLEAVE_SLICE
     );
-    println!("{:>10} {:>10} {:>12} {:>16}", "threshold", "requests", "ns/request", "server capacity");
+    println!(
+        "{:>10} {:>10} {:>12} {:>16} {:>11}",
+        "threshold", "requests", "ns/request", "server capacity", "x of first"
+    );
+    let first_ns = rows.first().map_or(f64::NAN, |r| r.2);
     for (name, requests, ns) in &rows {
-        println!("{name:>10} {requests:>10} {ns:>12.0} {:>16.0}", 1e9 / ns);
+        println!("{name:>10} {requests:>10} {ns:>12.0} {:>16.0} {:>11.3}", 1e9 / ns, first_ns / ns);
     }
-    let (statics, adaptive) = rows.split_at(rows.len() - 1);
+    let statics: Vec<&(String, u64, f64)> =
+        rows.iter().zip(&costs).filter(|(_, c)| c.threshold.is_some()).map(|(r, _)| r).collect();
+    let adaptive = rows.iter().zip(&costs).find(|(_, c)| c.threshold.is_none()).map(|(r, _)| r);
     if let (Some(best), Some(a)) =
-        (statics.iter().filter(|r| r.1 > 0).min_by(|a, b| a.2.total_cmp(&b.2)), adaptive.first().filter(|r| r.1 > 0))
+        (statics.iter().filter(|r| r.1 > 0).min_by(|a, b| a.2.total_cmp(&b.2)), adaptive.filter(|r| r.1 > 0))
     {
         println!(
             "server capacity: best static threshold {} ({:.0}); adaptive {:.0} = {:.3}x of it",
@@ -384,6 +489,9 @@ pub fn interleaved_thresholds(
             1e9 / a.2,
             best.2 / a.2
         );
+    }
+    if point.errors > 0 {
+        return Err(Error::Failed(format!("{} wrong responses", point.errors)));
     }
     Ok(rows)
 }
@@ -402,6 +510,15 @@ pub struct Bench {
 }
 
 impl CalibrateConfig {
+    /// What the threshold is decided from.
+    pub fn basis(&self) -> Basis {
+        if self.maxima {
+            Basis::Maxima
+        } else {
+            Basis::ServerCost
+        }
+    }
+
     fn bench(&self) -> Bench {
         Bench {
             transport: self.transport,
@@ -457,9 +574,8 @@ fn find(cells: &[Cell], ws: u64, entries: u32, total: u32) -> Option<&Cell> {
     cells.iter().find(|c| c.working_set == ws && c.entries == entries && c.total == total)
 }
 
-/// Per element size (ascending): the geometric mean of the cells' max
-/// ratios.
-pub fn by_element(cells: &[Cell]) -> Vec<(u32, Option<f64>)> {
+/// Per element size (ascending): the geometric mean of the cells' ratios.
+pub fn by_element(cells: &[Cell], basis: Basis) -> Vec<(u32, Option<f64>)> {
     let mut sizes: Vec<u32> = cells.iter().map(|c| c.element).collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -467,7 +583,7 @@ pub fn by_element(cells: &[Cell]) -> Vec<(u32, Option<f64>)> {
         .into_iter()
         .map(|e| {
             let logs: Vec<f64> =
-                cells.iter().filter(|c| c.element == e).filter_map(|c| c.max_ratio).map(f64::ln).collect();
+                cells.iter().filter(|c| c.element == e).filter_map(|c| c.ratio(basis)).map(f64::ln).collect();
             (e, (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp()))
         })
         .collect()
@@ -522,11 +638,12 @@ fn write_threshold(path: &std::path::Path, transport: &str, threshold: usize) ->
 }
 
 fn table(cells: &[Cell], ws: u64, cfg: &CalibrateConfig) -> String {
-    let mut out = format!(
-        "\n{}, {} working set: only-sg / only-copy, highest load kept up with (server busy capacity ratio in brackets)\n",
-        cfg.transport.name(),
-        bytes_text(ws)
-    );
+    let what = if cfg.maxima {
+        "server capacity (highest load kept up with in brackets)"
+    } else {
+        "server capacity, both in turns in one server"
+    };
+    let mut out = format!("\n{}, {} working set: only-sg / only-copy, {what}\n", cfg.transport.name(), bytes_text(ws));
     out.push_str(&format!("{:>8}", "entries"));
     for &t in &cfg.totals {
         out.push_str(&format!(" {:>13}", bytes_text(t.into())));
@@ -536,7 +653,8 @@ fn table(cells: &[Cell], ws: u64, cfg: &CalibrateConfig) -> String {
         out.push_str(&format!("{n:>8}"));
         for &t in &cfg.totals {
             let text = match find(cells, ws, n, t) {
-                Some(c) => format!("{} ({})", num2(c.max_ratio), num2(c.capacity_ratio)),
+                Some(c) if cfg.maxima => format!("{} ({})", num2(c.capacity_ratio), num2(c.max_ratio)),
+                Some(c) => num2(c.capacity_ratio),
                 None => "-".to_owned(),
             };
             out.push_str(&format!(" {text:>13}"));
@@ -575,15 +693,20 @@ mod tests {
             total,
             element: total / entries,
             working_set: 1,
-            max_ratio: r,
+            capacity_ratio: r,
+            // The other measure says the opposite: the basis decides.
+            max_ratio: r.map(|r| 1.0 / r),
             ..Default::default()
         };
         let cells = [cell(1, 512, Some(2.0)), cell(2, 1024, Some(0.5)), cell(1, 1024, Some(1.5)), cell(4, 4096, None)];
-        let m = by_element(&cells);
+        let m = by_element(&cells, Basis::ServerCost);
         assert_eq!(m[0].0, 512);
         assert!((m[0].1.unwrap() - 1.0).abs() < 1e-12, "{m:?}");
         assert_eq!(m[1], (1024, Some(1.5)));
         assert_eq!(threshold_from(&m), Some(512));
+        let m = by_element(&cells, Basis::Maxima);
+        assert_eq!(m[1], (1024, Some(1.0 / 1.5)));
+        assert_eq!(threshold_from(&m), None);
     }
 
     #[test]

@@ -240,9 +240,10 @@ fn run_tokio_server(args: &ServerOptions, workload: &dyn Workload) -> Result<(),
     Ok(())
 }
 
-/// Requests per turn of `--threshold interleaved`: long enough that a turn
-/// is many batches, short enough that a second of load gives every turn
-/// dozens of them.
+/// Requests per turn of `--threshold interleaved` and `turns:`: long
+/// enough that a turn is many batches, short enough that a second of load
+/// gives every turn dozens of them. The first eighth of each turn is not
+/// counted (the previous turn's caches).
 pub const INTERLEAVE_SLICE: u64 = 2048;
 
 fn serve<D: Datapath>(
@@ -255,15 +256,26 @@ fn serve<D: Datapath>(
     let mut store = Store::new(dp.pool().clone(), Limits::default());
     preload(&mut store, workload)?;
     let calibrated = cornflakes::field::machine_threshold();
-    let (policy, in_use) = match args.threshold {
+    let (policy, in_use) = match &args.threshold {
         Some(ThresholdChoice::Adaptive) => {
             (ThresholdPolicy::Adaptive(AdaptiveConfig::default()), "adaptive (--threshold)".to_owned())
         }
         Some(ThresholdChoice::Interleaved) => (
-            ThresholdPolicy::Interleaved { slice_requests: INTERLEAVE_SLICE, adaptive: AdaptiveConfig::default() },
+            ThresholdPolicy::every_candidate_and_adaptive(INTERLEAVE_SLICE),
             format!("every candidate and adaptive in turns of {INTERLEAVE_SLICE} requests (--threshold)"),
         ),
-        Some(ThresholdChoice::Fixed(t)) => {
+        Some(ThresholdChoice::Turns(thresholds)) => {
+            let names: Vec<String> = thresholds.iter().map(|&t| threshold_text(t)).collect();
+            let in_use = format!("{} in turns of {INTERLEAVE_SLICE} requests (--threshold)", names.join(", "));
+            let policy = ThresholdPolicy::Interleaved {
+                slice_requests: INTERLEAVE_SLICE,
+                settle_requests: INTERLEAVE_SLICE / 8,
+                thresholds: thresholds.clone(),
+                adaptive: None,
+            };
+            (policy, in_use)
+        }
+        &Some(ThresholdChoice::Fixed(t)) => {
             (ThresholdPolicy::Fixed(t), format!("{} (from --threshold)", threshold_text(t)))
         }
         None => {

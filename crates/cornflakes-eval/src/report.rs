@@ -34,7 +34,7 @@ pub fn threshold_text(threshold: usize) -> String {
 }
 
 /// A zero-copy threshold as given on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ThresholdChoice {
     /// Bytes (`usize::MAX`: never).
     Fixed(usize),
@@ -43,19 +43,47 @@ pub enum ThresholdChoice {
     /// Every candidate and the adaptive controller in turns, each turn's
     /// cost counted (`cf thresholds --interleaved`).
     Interleaved,
+    /// These thresholds in turns, each turn's cost counted (`cf
+    /// calibrate`: zero-copy against copy in one server).
+    Turns(Vec<usize>),
 }
 
 /// Parses a zero-copy threshold given on the command line: bytes, `never`
-/// (copy every field), `adaptive` or `interleaved`.
+/// (copy every field), `adaptive`, `interleaved`, or `turns:` and a
+/// comma-separated list of bytes or `never`.
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_eval::report::{parse_threshold, ThresholdChoice};
+///
+/// assert_eq!(parse_threshold("512"), Ok(ThresholdChoice::Fixed(512)));
+/// assert_eq!(parse_threshold("turns:0,never"), Ok(ThresholdChoice::Turns(vec![0, usize::MAX])));
+/// assert!(parse_threshold("turns:").is_err());
+/// assert!(parse_threshold("lots").is_err());
+/// ```
 pub fn parse_threshold(s: &str) -> Result<ThresholdChoice, String> {
+    let bytes = parse_bytes_or_never;
     match s {
-        "never" => Ok(ThresholdChoice::Fixed(cornflakes::field::ONLY_COPY)),
         "adaptive" => Ok(ThresholdChoice::Adaptive),
         "interleaved" => Ok(ThresholdChoice::Interleaved),
-        _ => s
-            .parse()
-            .map(ThresholdChoice::Fixed)
-            .map_err(|_| format!("`{s}` is not a byte count, `never`, `adaptive` or `interleaved`")),
+        _ => match s.strip_prefix("turns:") {
+            Some(list) if !list.is_empty() => {
+                list.split(',').map(bytes).collect::<Result<_, _>>().map(ThresholdChoice::Turns)
+            }
+            Some(_) => Err("`turns:` needs thresholds, e.g. `turns:0,never`".into()),
+            None => bytes(s).map(ThresholdChoice::Fixed).map_err(|_| {
+                format!("`{s}` is not a byte count, `never`, `adaptive`, `interleaved` or `turns:<bytes>,...`")
+            }),
+        },
+    }
+}
+
+/// Parses a fixed threshold: bytes, or `never` (copy every field).
+pub fn parse_bytes_or_never(s: &str) -> Result<usize, String> {
+    match s {
+        "never" => Ok(cornflakes::field::ONLY_COPY),
+        _ => s.parse().map_err(|_| format!("`{s}` is not a byte count or `never`")),
     }
 }
 

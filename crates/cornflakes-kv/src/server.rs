@@ -199,24 +199,43 @@ pub fn serve_with_threshold<D: Datapath>(
 }
 
 /// How the hybrid systems choose their zero-copy threshold.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum ThresholdPolicy {
     /// This many bytes, all along.
     Fixed(usize),
     /// Found and followed while serving ([`AdaptiveThreshold`]).
     Adaptive(AdaptiveConfig),
-    /// Takes turns, `slice_requests` requests each, between every candidate
-    /// threshold of the adaptive controller and the controller itself, and
-    /// counts each turn's busy time: an A/B test in one process, where a
-    /// stall of the machine or a change of load falls on all of them alike
-    /// (`cf thresholds --interleaved`). The controller sees only its own
-    /// turns.
+    /// Takes turns, `slice_requests` requests each, between `thresholds`
+    /// (and then the adaptive controller, when there is one), and counts
+    /// each turn's busy time: an A/B test in one process, where a stall of
+    /// the machine or a change of load falls on all of them alike (`cf
+    /// thresholds --interleaved`, `cf calibrate`). The controller sees only
+    /// its own turns.
     Interleaved {
         /// Requests per turn.
         slice_requests: u64,
-        /// The controller's settings.
-        adaptive: AdaptiveConfig,
+        /// Requests at the start of each turn that are not counted: they
+        /// pay for the caches the previous turn left (after a copying turn
+        /// the next one measured 3-4 % slower than the same threshold in
+        /// another position).
+        settle_requests: u64,
+        /// The fixed thresholds that take turns, in this order.
+        thresholds: Vec<usize>,
+        /// The controller's settings, when it takes a turn too.
+        adaptive: Option<AdaptiveConfig>,
     },
+}
+
+impl ThresholdPolicy {
+    /// Every candidate of the adaptive controller, then the controller.
+    pub fn every_candidate_and_adaptive(slice_requests: u64) -> Self {
+        ThresholdPolicy::Interleaved {
+            slice_requests,
+            settle_requests: slice_requests / 8,
+            thresholds: ADAPTIVE_CANDIDATES.to_vec(),
+            adaptive: Some(AdaptiveConfig::default()),
+        }
+    }
 }
 
 /// What one turn of [`ThresholdPolicy::Interleaved`] cost in total.
@@ -231,6 +250,13 @@ pub struct TurnCost {
     pub busy_ns: u64,
 }
 
+impl TurnCost {
+    /// Requests per second of busy time in these turns (`None` before any).
+    pub fn capacity_rps(&self) -> Option<f64> {
+        (self.requests > 0 && self.busy_ns > 0).then(|| self.requests as f64 * 1e9 / self.busy_ns as f64)
+    }
+}
+
 /// What [`serve_with_policy`] leaves behind besides the counters.
 #[derive(Debug, Default)]
 pub struct PolicyOutcome {
@@ -243,37 +269,77 @@ pub struct PolicyOutcome {
 /// The turn-taking of [`ThresholdPolicy::Interleaved`].
 struct Turns {
     costs: Vec<TurnCost>,
+    /// The order of this round's turns (indices into `costs`).
+    order: Vec<usize>,
+    /// Position in `order`.
     pos: usize,
     in_slice: u64,
     slice: u64,
+    settle: u64,
+    /// State of the generator that shuffles each round's order (0: every
+    /// round in the given order).
+    shuffle: u64,
 }
 
 impl Turns {
-    fn new(slice: u64) -> Self {
-        let costs = ADAPTIVE_CANDIDATES
+    /// Turns of `slice` requests for `thresholds`, then for the controller
+    /// when `adaptive`; batches that start within a turn's first `settle`
+    /// requests are not counted.
+    fn new(slice: u64, settle: u64, thresholds: &[usize], adaptive: bool) -> Self {
+        let costs: Vec<TurnCost> = thresholds
             .iter()
             .map(|&t| Some(t))
-            .chain([None])
+            .chain(adaptive.then_some(None))
             .map(|threshold| TurnCost { threshold, requests: 0, busy_ns: 0 })
             .collect();
-        Turns { costs, pos: 0, in_slice: 0, slice: slice.max(1) }
+        let order = (0..costs.len()).collect();
+        Turns { costs, order, pos: 0, in_slice: 0, slice: slice.max(1), settle, shuffle: 0 }
+    }
+
+    /// Each round after the first in a new order, drawn from `seed`
+    /// (non-zero). A turn measured a few percent slower right after a
+    /// copying turn, whatever its threshold, even with the settling: in a
+    /// fixed order that falls on the same threshold in every round.
+    fn shuffled(mut self, seed: u64) -> Self {
+        self.shuffle = seed | 1;
+        self
     }
 
     fn current(&self) -> Option<usize> {
-        self.costs[self.pos].threshold
+        self.costs[self.order[self.pos]].threshold
+    }
+
+    /// The next round's order: a Fisher-Yates shuffle with xorshift64.
+    fn reshuffle(&mut self) {
+        if self.shuffle == 0 {
+            return;
+        }
+        for i in (1..self.order.len()).rev() {
+            let x = &mut self.shuffle;
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            self.order.swap(i, (*x % (i as u64 + 1)) as usize);
+        }
     }
 
     /// Records a batch; the next turn's threshold (`None` inside: the
     /// controller's) when the turn ends.
     fn record(&mut self, requests: u64, busy_ns: u64) -> Option<Option<usize>> {
-        let c = &mut self.costs[self.pos];
-        (c.requests, c.busy_ns) = (c.requests + requests, c.busy_ns + busy_ns);
+        if self.in_slice >= self.settle {
+            let c = &mut self.costs[self.order[self.pos]];
+            (c.requests, c.busy_ns) = (c.requests + requests, c.busy_ns + busy_ns);
+        }
         self.in_slice += requests;
         if self.in_slice < self.slice {
             return None;
         }
         self.in_slice = 0;
-        self.pos = (self.pos + 1) % self.costs.len();
+        self.pos += 1;
+        if self.pos == self.order.len() {
+            self.pos = 0;
+            self.reshuffle();
+        }
         Some(self.current())
     }
 }
@@ -295,9 +361,15 @@ pub fn serve_with_policy<D: Datapath>(
             let a = AdaptiveThreshold::new(config);
             (a.threshold(), Some(a), None)
         }
-        ThresholdPolicy::Interleaved { slice_requests, adaptive } if hybrid => {
-            let turns = Turns::new(slice_requests);
-            (turns.current().unwrap_or(0), Some(AdaptiveThreshold::new(adaptive)), Some(turns))
+        ThresholdPolicy::Interleaved { slice_requests, settle_requests, thresholds, adaptive } if hybrid => {
+            let turns = Turns::new(slice_requests, settle_requests, &thresholds, adaptive.is_some())
+                .shuffled(0x9e37_79b9_7f4a_7c15);
+            if turns.costs.is_empty() {
+                return Err(RecvError::Io(std::io::Error::other("interleaved turns need at least one threshold")));
+            }
+            let adaptive = adaptive.map(AdaptiveThreshold::new);
+            let first = turns.current().unwrap_or_else(|| adaptive.as_ref().map_or(0, AdaptiveThreshold::threshold));
+            (first, adaptive, Some(turns))
         }
         ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0, None, None),
     };
@@ -438,13 +510,13 @@ fn run<D: Datapath, C: ServerCodec>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Control, ServerStats, Turns};
-    use cornflakes::field::{AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES};
+    use super::{Control, ServerStats, TurnCost, Turns};
+    use cornflakes::field::{AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES, ONLY_COPY, ONLY_ZERO_COPY};
 
     #[test]
     fn interleaved_turns_go_round_and_the_controller_learns_only_from_its_own() {
         let mut adaptive = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 8, hold_epochs: 2, margin: 0.02 });
-        let mut turns = Turns::new(10);
+        let mut turns = Turns::new(10, 0, &ADAPTIVE_CANDIDATES, true);
         let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns) };
         // Two rounds of 11 turns, one batch of 10 requests each; a turn's
         // cost is its position, so each total is identifiable.
@@ -471,6 +543,47 @@ mod tests {
         // its third candidate (after 22 batches it would be far beyond).
         assert_eq!(adaptive.costs().count(), 0, "no measurement has ended yet");
         assert_eq!(adaptive.threshold(), ADAPTIVE_CANDIDATES[2]);
+    }
+
+    #[test]
+    fn turns_without_the_controller_alternate_between_the_thresholds() {
+        // Turns of 4 requests, of which the first 2 settle uncounted.
+        let mut turns = Turns::new(4, 2, &[ONLY_ZERO_COPY, ONLY_COPY], false);
+        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
+        assert_eq!(control.after_batch(2, 5), None, "half a turn, settling");
+        assert_eq!(control.after_batch(2, 7), Some(ONLY_COPY));
+        assert_eq!(control.after_batch(1, 1000), None, "settling");
+        assert_eq!(control.after_batch(4, 40), Some(ONLY_ZERO_COPY), "started within the settling: not counted");
+        assert_eq!(control.after_batch(1, 1000), None);
+        assert_eq!(control.after_batch(1, 1000), None);
+        assert_eq!(control.after_batch(5, 6), Some(ONLY_COPY), "a batch past the slice ends the turn");
+        let expected = [(Some(ONLY_ZERO_COPY), 7, 13), (Some(ONLY_COPY), 0, 0)]
+            .map(|(threshold, requests, busy_ns)| TurnCost { threshold, requests, busy_ns });
+        assert_eq!(turns.costs, expected);
+    }
+
+    #[test]
+    fn shuffled_rounds_give_every_turn_its_slice_in_a_new_order() {
+        let mut turns = Turns::new(1, 0, &[1, 2, 3, 4, 5], false).shuffled(7);
+        let mut rounds = Vec::new();
+        for _ in 0..20 {
+            let round: Vec<usize> = (0..5)
+                .map(|_| {
+                    let t = turns.current().unwrap();
+                    turns.record(1, t as u64);
+                    t
+                })
+                .collect();
+            let mut sorted = round.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [1, 2, 3, 4, 5], "each round has every turn once");
+            rounds.push(round);
+        }
+        assert_eq!(rounds[0], [1, 2, 3, 4, 5], "the first round in the given order");
+        rounds.sort();
+        rounds.dedup();
+        assert!(rounds.len() > 10, "the order changes: {rounds:?}");
+        assert!(turns.costs.iter().all(|c| c.requests == 20 && c.busy_ns == 20 * c.threshold.unwrap() as u64));
     }
 
     #[test]
