@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::child::ServerPlace;
 use crate::compare::sweep_server;
 use crate::loadgen::LoadConfig;
-use crate::report::{rounded, threshold_text};
+use crate::report::{rounded, threshold_arg, threshold_text};
 use crate::sweep::SweepConfig;
 use crate::transport::Transport;
 use crate::{plot, Error};
@@ -114,6 +114,16 @@ pub struct Cell {
     pub capacity_ratio: Option<f64>,
     /// Wrong responses over every run of the cell (must be 0).
     pub errors: u64,
+}
+
+impl Basis {
+    /// What the ratio compares, for titles and tables.
+    pub fn what(self) -> &'static str {
+        match self {
+            Basis::ServerCost => "server capacity",
+            Basis::Maxima => "highest load kept up with",
+        }
+    }
 }
 
 impl Cell {
@@ -246,11 +256,11 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
     report.threshold = threshold_from(&report.by_element);
     for &ws in &cfg.working_sets {
         print!("{}", table(&report.cells, ws, cfg));
-        let mut drawn = vec![(Basis::ServerCost, "", "server capacity")];
+        let mut drawn = vec![(Basis::ServerCost, "")];
         if cfg.maxima {
-            drawn.push((Basis::Maxima, "-maxima", "highest load kept up with"));
+            drawn.push((Basis::Maxima, "-maxima"));
         }
-        for (basis, suffix, what) in drawn {
+        for (basis, suffix) in drawn {
             let png = cfg.out.join(format!("heatmap-{}{suffix}.png", bytes_text(ws).replace(' ', "")));
             let cells: Vec<Vec<Option<f64>>> = cfg
                 .entries
@@ -261,19 +271,22 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
                 .collect();
             let x: Vec<String> = cfg.totals.iter().map(|&t| bytes_text(t.into())).collect();
             let y: Vec<String> = cfg.entries.iter().map(|n| n.to_string()).collect();
-            let title =
-                format!("{}: only-sg / only-copy, {what} ({} working set)", cfg.transport.name(), bytes_text(ws));
+            let title = format!(
+                "{}: only-sg / only-copy, {} ({} working set)",
+                cfg.transport.name(),
+                basis.what(),
+                bytes_text(ws)
+            );
             if let Err(e) = plot::ratio_heatmap_png(&png, &title, ("total response size", &x), ("entries", &y), &cells)
             {
                 eprintln!("warning: cannot draw {}: {e}", png.display());
             }
         }
     }
-    let decided = match basis {
-        Basis::ServerCost => "server capacity",
-        Basis::Maxima => "highest load kept up with",
-    };
-    println!("\nper element size, geometric mean of sg/copy ({decided}) over every cell with that element size:");
+    println!(
+        "\nper element size, geometric mean of sg/copy ({}) over every cell with that element size:",
+        basis.what()
+    );
     for (element, mean) in &report.by_element {
         println!("  {:>9}  {}", bytes_text((*element).into()), num2(*mean));
     }
@@ -319,10 +332,7 @@ pub struct ThresholdRow {
 pub fn compare_thresholds(cfg: &Bench, spec: &WorkloadSpec, repeats: usize) -> Result<Vec<ThresholdRow>, Error> {
     let mut choices: Vec<(String, Vec<String>)> = cornflakes::field::ADAPTIVE_CANDIDATES
         .iter()
-        .map(|&t| {
-            let arg = if t == ONLY_COPY { "never".to_owned() } else { t.to_string() };
-            (threshold_text(t), vec!["--threshold".into(), arg])
-        })
+        .map(|&t| (threshold_text(t), vec!["--threshold".into(), threshold_arg(t)]))
         .collect();
     choices.push(("adaptive".into(), vec!["--threshold".into(), "adaptive".into()]));
     let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); choices.len()];
@@ -403,8 +413,7 @@ pub fn turn_costs(
     let choice = if turns.is_empty() {
         "interleaved".to_owned()
     } else {
-        let list: Vec<String> =
-            turns.iter().map(|&t| if t == ONLY_COPY { "never".to_owned() } else { t.to_string() }).collect();
+        let list: Vec<String> = turns.iter().map(|&t| threshold_arg(t)).collect();
         format!("turns:{}", list.join(","))
     };
     let addr = crate::transport::local_server_addr(cfg.transport);

@@ -267,13 +267,7 @@ fn serve<D: Datapath>(
         Some(ThresholdChoice::Turns(thresholds)) => {
             let names: Vec<String> = thresholds.iter().map(|&t| threshold_text(t)).collect();
             let in_use = format!("{} in turns of {INTERLEAVE_SLICE} requests (--threshold)", names.join(", "));
-            let policy = ThresholdPolicy::Interleaved {
-                slice_requests: INTERLEAVE_SLICE,
-                settle_requests: INTERLEAVE_SLICE / 8,
-                thresholds: thresholds.clone(),
-                adaptive: None,
-            };
-            (policy, in_use)
+            (ThresholdPolicy::in_turns(INTERLEAVE_SLICE, thresholds.clone(), None), in_use)
         }
         &Some(ThresholdChoice::Fixed(t)) => {
             (ThresholdPolicy::Fixed(t), format!("{} (from --threshold)", threshold_text(t)))

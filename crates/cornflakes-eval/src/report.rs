@@ -79,6 +79,15 @@ pub fn parse_threshold(s: &str) -> Result<ThresholdChoice, String> {
     }
 }
 
+/// A fixed threshold as [`parse_bytes_or_never`] reads it back.
+pub fn threshold_arg(threshold: usize) -> String {
+    if threshold == cornflakes::field::ONLY_COPY {
+        "never".to_owned()
+    } else {
+        threshold.to_string()
+    }
+}
+
 /// Parses a fixed threshold: bytes, or `never` (copy every field).
 pub fn parse_bytes_or_never(s: &str) -> Result<usize, String> {
     match s {

@@ -227,14 +227,15 @@ pub enum ThresholdPolicy {
 }
 
 impl ThresholdPolicy {
+    /// `thresholds` (then the controller, when `adaptive`) in turns of
+    /// `slice_requests`, the first eighth of each turn not counted.
+    pub fn in_turns(slice_requests: u64, thresholds: Vec<usize>, adaptive: Option<AdaptiveConfig>) -> Self {
+        ThresholdPolicy::Interleaved { slice_requests, settle_requests: slice_requests / 8, thresholds, adaptive }
+    }
+
     /// Every candidate of the adaptive controller, then the controller.
     pub fn every_candidate_and_adaptive(slice_requests: u64) -> Self {
-        ThresholdPolicy::Interleaved {
-            slice_requests,
-            settle_requests: slice_requests / 8,
-            thresholds: ADAPTIVE_CANDIDATES.to_vec(),
-            adaptive: Some(AdaptiveConfig::default()),
-        }
+        Self::in_turns(slice_requests, ADAPTIVE_CANDIDATES.to_vec(), Some(AdaptiveConfig::default()))
     }
 }
 
