@@ -77,15 +77,18 @@ pub(crate) enum Command {
     ///
     /// For each cell of a grid — responses of 1..32 list elements, 64 B to
     /// 64 KiB in total, keys spread over a working set that fits in the
-    /// caches and one far beyond the last-level cache — runs the key-value
-    /// server sending every element zero-copy (only-sg) and copying every
-    /// element (only-copy), each swept as `cf compare` does, and reports
-    /// the ratio of their highest loads kept up with. Prints a heatmap per
-    /// working set and the per-element-size means; draws OUT/heatmap-*.png;
-    /// writes the threshold it finds (the smallest element size from which
-    /// zero-copy never loses) to the calibration file that `cf kv-server`
-    /// and `cornflakes::Arena::calibrated` read. The full grid takes about
-    /// 20 minutes; --quick runs a 3 x 4 grid in about 2.
+    /// caches and one far beyond the last-level cache — runs one key-value
+    /// server that sends every element zero-copy (only-sg) and copies every
+    /// element (only-copy) in turns, under closed-loop load, and reports the
+    /// ratio of its capacities (requests per second of busy time) in the
+    /// two modes (--maxima: of their highest loads kept up with, each swept
+    /// as `cf compare` does). Prints a heatmap per working set and the
+    /// per-element-size means; draws OUT/heatmap-*.png; writes the
+    /// threshold it finds (the smallest element size from which zero-copy
+    /// never loses) to the calibration file that `cf kv-server` and
+    /// `cornflakes::Arena::calibrated` read. The full grid takes about 7
+    /// minutes on a 2-core machine (--maxima: about 30); --quick runs a
+    /// 3 x 4 grid in about 1.
     Calibrate(CalibrateArgs),
     /// The hybrid system at every static threshold and with the adaptive one (paper Table 5).
     ///

@@ -35,6 +35,7 @@ impl<'a> CfBytes<'a> {
                 return CfBytes::ZeroCopy(buf);
             }
         }
+        crate::mem::prefetch(data);
         CfBytes::Copied(data)
     }
 
