@@ -126,7 +126,10 @@ fn fingerprint(key: u32, elem: u32) -> u64 {
 /// matches. Word 0 is the fingerprint itself.
 #[inline(always)]
 fn value_word(fp: u64, j: usize) -> u64 {
-    fp ^ (j as u64).wrapping_mul(WORD_MIX)
+    // Added rather than xored: the check then steps each lane's expected
+    // word with one add (one instruction per word fewer than an xor of the
+    // fingerprint into a position it also steps).
+    fp.wrapping_add((j as u64).wrapping_mul(WORD_MIX))
 }
 
 /// The multiplier of a word's position in [`value_word`].
@@ -206,13 +209,13 @@ fn difference(fp: u64, first_word: usize, data: &[u8]) -> u64 {
     let rest = quads.remainder();
     let base = first_word + data.len() / 32 * 4;
     let step = 4u64.wrapping_mul(WORD_MIX);
-    let mut mix = [0, 1, 2, 3].map(|j: u64| (first_word as u64).wrapping_add(j).wrapping_mul(WORD_MIX));
+    let mut want = [0, 1, 2, 3].map(|j| value_word(fp, first_word + j));
     let mut diff = [0u64; 4];
     for quad in quads {
         for lane in 0..4 {
             let word = u64::from_le_bytes(quad[lane * 8..lane * 8 + 8].try_into().expect("8 bytes"));
-            diff[lane] |= word ^ fp ^ mix[lane];
-            mix[lane] = mix[lane].wrapping_add(step);
+            diff[lane] |= word ^ want[lane];
+            want[lane] = want[lane].wrapping_add(step);
         }
     }
     let words = rest.chunks_exact(8);
