@@ -87,7 +87,7 @@ pub(crate) enum Command {
     /// threshold it finds (the smallest element size from which zero-copy
     /// never loses) to the calibration file that `cf kv-server` and
     /// `cornflakes::Arena::calibrated` read. The full grid takes about 7
-    /// minutes on a 2-core machine (--maxima: about 30); --quick runs a
+    /// minutes on a 2-core machine (--maxima: about 4x that); --quick runs a
     /// 3 x 4 grid in about 1.
     Calibrate(CalibrateArgs),
     /// The hybrid system at every static threshold and with the adaptive one (paper Table 5).
