@@ -108,8 +108,7 @@ pub(crate) fn prefetch(data: &[u8]) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if let Some(last) = data.last() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint that never faults or changes memory,
-        // and both addresses lie in `data`.
+        // SAFETY: a prefetch is a hint that never faults or writes; both addresses lie in `data`.
         unsafe {
             _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().cast());
             _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(last).cast());
