@@ -115,12 +115,14 @@ fn kernel_then_library(
     Some((kernel, stderr, stats))
 }
 
-fn compare(kernel: &[String], library: &[String]) {
+/// `log`: the library run's stderr (its debug lines, the program's
+/// diagnostics), shown when a line differs.
+fn compare(kernel: &[String], library: &[String], log: &str) {
     for (i, (k, l)) in kernel.iter().zip(library).enumerate() {
         assert_eq!(
             k,
             l,
-            "line {} differs (kernel vs library)\nkernel:\n{}\nlibrary:\n{}",
+            "line {} differs (kernel vs library)\nkernel:\n{}\nlibrary:\n{}\nlibrary's stderr:\n{log}",
             i + 1,
             kernel.join("\n"),
             library.join("\n")
@@ -156,7 +158,7 @@ fn kernel_and_library_agree_line_by_line() {
     let stats = with_monitor("cf-conformance", |mon| {
         let kernel = run(&prog, mon, None);
         let (library, log) = run_logged(&prog, mon, Some(&lib));
-        compare(&kernel, &library);
+        compare(&kernel, &library, &log);
         // The bulk transfer moved to a large ring midway (and stayed intact).
         assert!(log.contains("moved to a 4194304-byte ring"), "no bulk ring:\n{log}");
     });
@@ -174,8 +176,8 @@ fn without_a_monitor_everything_goes_to_the_kernel() {
     let lib = library();
     let nowhere = format!("@cf-no-monitor-{}", std::process::id());
     let kernel = run(&prog, &nowhere, None);
-    let library = run(&prog, &nowhere, Some(&lib));
-    compare(&kernel, &library);
+    let (library, log) = run_logged(&prog, &nowhere, Some(&lib));
+    compare(&kernel, &library, &log);
     let _ = std::fs::remove_file(prog);
 }
 
