@@ -200,7 +200,7 @@ fn client_loop(client: &Client, args: &Config, hist: &mut Histogram<u64>) -> Res
                 break r;
             }
             polls = polls.wrapping_add(1);
-            if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
+            if polls.is_multiple_of(4096) && start.elapsed() > LOST_AFTER {
                 return Err(Error::Failed(format!(
                     "no response to round trip {i} within {LOST_AFTER:?} (server connections: {})",
                     pending.number_of_server_connections()

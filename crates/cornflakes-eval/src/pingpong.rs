@@ -261,7 +261,7 @@ fn client<D: Datapath>(
                 break rx.pop().expect("one received");
             }
             polls = polls.wrapping_add(1);
-            if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
+            if polls.is_multiple_of(4096) && start.elapsed() > LOST_AFTER {
                 return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
             }
         };
@@ -313,7 +313,7 @@ fn client_in_place(
                 break rx.pop().expect("one received");
             }
             polls = polls.wrapping_add(1);
-            if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
+            if polls.is_multiple_of(4096) && start.elapsed() > LOST_AFTER {
                 return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
             }
         };
@@ -370,7 +370,7 @@ fn bare_client(
                 break reply == payload;
             }
             polls = polls.wrapping_add(1);
-            if polls % 4096 == 0 && start.elapsed() > LOST_AFTER {
+            if polls.is_multiple_of(4096) && start.elapsed() > LOST_AFTER {
                 return Err(Error::Failed(format!("no response to round trip {i} within {LOST_AFTER:?}")));
             }
         };

@@ -12,7 +12,7 @@ use cornflakes_tests::wide::Wide;
 fn parse_hex(text: &str) -> Vec<u8> {
     let digits: String =
         text.lines().map(|l| l.split('#').next().unwrap()).flat_map(|l| l.split_whitespace()).collect();
-    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    assert!(digits.len().is_multiple_of(2), "odd number of hex digits");
     (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap()).collect()
 }
 

@@ -183,7 +183,7 @@ impl ValueChecker {
     /// Compares the next `piece` of the value.
     #[inline]
     pub fn feed(&mut self, piece: &[u8]) {
-        if self.at % 8 != 0 {
+        if !self.at.is_multiple_of(8) {
             // The previous piece ended inside a word: not a valid split.
             self.diff |= 1;
             return;

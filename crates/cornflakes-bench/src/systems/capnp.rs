@@ -58,7 +58,7 @@ pub fn write_segment_table(table: &mut [u8], segments: &[&[u8]]) -> usize {
         let words = (seg.len() / 8) as u32;
         table[4 + 4 * i..8 + 4 * i].copy_from_slice(&words.to_le_bytes());
     }
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         table[len - 4..].fill(0);
     }
     len

@@ -41,7 +41,7 @@ impl ShmDatapath {
                 return Ok(true);
             }
             i = i.wrapping_add(1);
-            if i % 64 == 0 {
+            if i.is_multiple_of(64) {
                 if timeline::is_enabled() {
                     timeline::note_clock_read(Kind::ServerGap, &mut last_ns, timeline::now_ns());
                 }

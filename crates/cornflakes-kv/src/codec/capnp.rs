@@ -109,7 +109,7 @@ fn write_segment_table(table: &mut SmallVec<[u8; 16]>, segments: &[&[u8]]) {
     for seg in segments {
         table.extend_from_slice(&((seg.len() / 8) as u32).to_le_bytes());
     }
-    if table.len() % 8 != 0 {
+    if !table.len().is_multiple_of(8) {
         table.extend_from_slice(&[0; 4]);
     }
 }

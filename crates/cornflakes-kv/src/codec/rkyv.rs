@@ -80,7 +80,7 @@ fn bound(entries: &[&[u8]]) -> usize {
 
 /// `payload` if it is aligned for an archive, else a copy in `scratch`.
 fn aligned<'p>(payload: &'p [u8], scratch: &'p mut AlignedVec<ALIGN>) -> &'p [u8] {
-    if payload.as_ptr() as usize % ALIGN == 0 {
+    if (payload.as_ptr() as usize).is_multiple_of(ALIGN) {
         payload
     } else {
         scratch.clear();

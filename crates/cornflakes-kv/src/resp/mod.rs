@@ -298,7 +298,7 @@ impl RespDb {
                 }
             }
             "mset" => {
-                if args.len() % 2 != 0 {
+                if !args.len().is_multiple_of(2) {
                     reply.error(&arity_error(name));
                 } else {
                     let mut failed = None;

@@ -80,7 +80,7 @@ enum Phase {
 /// backwards in the next, so that a load drifting steadily through an even
 /// number of rounds weighs every candidate alike.
 fn serpentine(len: usize, pos: usize, rounds_left: u64) -> usize {
-    if (ROUNDS - rounds_left) % 2 == 0 {
+    if (ROUNDS - rounds_left).is_multiple_of(2) {
         pos
     } else {
         len - 1 - pos

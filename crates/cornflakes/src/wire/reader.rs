@@ -242,7 +242,7 @@ impl<'a> Reader<'a> {
         }
         // Bits past the schema's last field belong to newer schemas; their
         // entries follow ours and are skipped.
-        if field_count % 32 != 0 {
+        if !field_count.is_multiple_of(32) {
             if let Some(last) = bitmap.last_mut() {
                 *last &= (1u32 << (field_count % 32)) - 1;
             }
