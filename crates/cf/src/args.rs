@@ -115,10 +115,13 @@ pub(crate) enum Command {
     /// load generator offers --rate from the other core over shm. With
     /// `--side client`, the load generator runs under callgrind instead
     /// (steps: arrive, send_backlog, on_response, expire). Prints and
-    /// writes, per system and step, instructions, simulated cache misses and
-    /// estimated cycles per request (OUT/table.md, phases.json, phases.png,
-    /// and each callgrind file for `callgrind_annotate`). Counts are exact
-    /// and repeatable, unlike times on a machine without cycle counters.
+    /// writes, per system and step, instructions, simulated cache misses,
+    /// simulated branch mispredictions and estimated cycles per request
+    /// (OUT/table.md, phases.json, phases.png, and each callgrind file for
+    /// `callgrind_annotate`). Counts are exact and repeatable, unlike times
+    /// on a machine without cycle counters. Valgrind has no AVX-512: code
+    /// that uses it where the CPU has it (short copies) takes its fallback
+    /// under callgrind.
     Phases(PhasesArgs),
     /// Each evaluation result of the paper, made again on this machine.
     ///

@@ -132,6 +132,9 @@ pub struct StepCost {
     pub l1_misses: f64,
     /// Last-level misses (instruction and data).
     pub ll_misses: f64,
+    /// Mispredicted branches (conditional and indirect), as callgrind's
+    /// branch simulator predicts them.
+    pub mispredicts: f64,
     /// Instructions + 10 per level-1 miss + 100 per last-level miss.
     pub est_cycles: f64,
 }
@@ -234,6 +237,7 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
         "--compress-strings=no".into(),
         "--compress-pos=no".into(),
         "--cache-sim=yes".into(),
+        "--branch-sim=yes".into(),
     ];
     valgrind.extend(cfg.side.steps().iter().map(|s| format!("--toggle-collect={s}")));
     valgrind.extend(cache_args());
@@ -287,11 +291,13 @@ fn run_one(cfg: &PhasesConfig, system: System) -> Result<SystemSteps, Error> {
             let l1 = per(&["I1mr", "D1mr", "D1mw"]);
             let ll = per(&["ILmr", "DLmr", "DLmw"]);
             let ir = per(&["Ir"]);
+            let mispredicts = per(&["Bcm", "Bim"]);
             StepCost {
                 step: step_name(s).to_owned(),
                 instructions: ir,
                 l1_misses: l1,
                 ll_misses: ll,
+                mispredicts,
                 est_cycles: ir + 10.0 * l1 + 100.0 * ll,
             }
         })
@@ -401,25 +407,26 @@ fn table(cfg: &PhasesConfig, results: &[SystemSteps]) -> String {
         cfg.workload, cfg.rate, cfg.seconds, cfg.side.name(), cfg.server_core, cfg.client_core
     )
     .unwrap();
-    t.push_str("| system | requests | step | instructions | L1 misses | LL misses | est. cycles |\n");
-    t.push_str("|---|---:|---|---:|---:|---:|---:|\n");
+    t.push_str("| system | requests | step | instructions | L1 misses | LL misses | mispredicts | est. cycles |\n");
+    t.push_str("|---|---:|---|---:|---:|---:|---:|---:|\n");
     for r in results {
         for s in &r.steps {
             writeln!(
                 t,
-                "| {} | {} | {} | {:.0} | {:.1} | {:.2} | {:.0} |",
-                r.system, r.requests, s.step, s.instructions, s.l1_misses, s.ll_misses, s.est_cycles
+                "| {} | {} | {} | {:.0} | {:.1} | {:.2} | {:.1} | {:.0} |",
+                r.system, r.requests, s.step, s.instructions, s.l1_misses, s.ll_misses, s.mispredicts, s.est_cycles
             )
             .unwrap();
         }
         writeln!(
             t,
-            "| {} | {} | **total** | **{:.0}** | {:.1} | {:.2} | **{:.0}** |",
+            "| {} | {} | **total** | **{:.0}** | {:.1} | {:.2} | {:.1} | **{:.0}** |",
             r.system,
             r.requests,
             r.total(|s| s.instructions),
             r.total(|s| s.l1_misses),
             r.total(|s| s.ll_misses),
+            r.total(|s| s.mispredicts),
             r.total(|s| s.est_cycles)
         )
         .unwrap();
