@@ -414,6 +414,9 @@ pub struct ShmDatapath {
     /// Where `push_message` serializes a first segment before copying it
     /// into the ring (ring memory is never a `&mut [u8]`).
     staging: Vec<u8>,
+    /// The zero-copy buffers of the message `push_message` is sending
+    /// (empty between calls).
+    zero_copy_bufs: Vec<RcBuf>,
     stats: DatapathStats,
     shm: ShmStats,
     closed: VecDeque<ConnId>,
@@ -509,6 +512,7 @@ impl ShmDatapath {
             shared: pool,
             private,
             staging: Vec::new(),
+            zero_copy_bufs: Vec::new(),
             stats: DatapathStats::default(),
             shm: ShmStats::default(),
             closed: VecDeque::new(),
@@ -679,7 +683,7 @@ impl Datapath for ShmDatapath {
         if !self.closing.is_empty() {
             // The sockets every 64th poll: a system call each.
             self.closing_polls = self.closing_polls.wrapping_add(1);
-            self.reap_closing(self.closing_polls % 64 == 0);
+            self.reap_closing(self.closing_polls.is_multiple_of(64));
         }
         Ok(done)
     }

@@ -191,12 +191,23 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn zero_copy(&mut self, b: &RcBuf) {
         if travels_by_descriptor(self.shared, b) {
-            let offset = (b.as_ptr() as usize - self.shared.base() as usize) as u64;
-            self.descriptor(Desc { offset, len: b.len() as u32, kind: DESC_POOL });
-            self.c.inflight.push_back((self.seq, b.clone()));
-            self.zero_copy += 1;
+            self.zero_copy_owned(b.clone());
         } else {
             self.copied_segment(b);
+            self.copied += 1;
+        }
+    }
+
+    /// [`zero_copy`](Self::zero_copy) of a reference the caller took.
+    #[inline(always)]
+    fn zero_copy_owned(&mut self, b: RcBuf) {
+        if travels_by_descriptor(self.shared, &b) {
+            let offset = (b.as_ptr() as usize - self.shared.base() as usize) as u64;
+            self.descriptor(Desc { offset, len: b.len() as u32, kind: DESC_POOL });
+            self.c.inflight.push_back((self.seq, b));
+            self.zero_copy += 1;
+        } else {
+            self.copied_segment(&b);
             self.copied += 1;
         }
     }
@@ -275,7 +286,7 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
         PushError::Full => {
             // A full ring may mean a dead peer: look at the socket on the
             // first failure and every 64th after.
-            if c.full_streak % 64 == 0 {
+            if c.full_streak.is_multiple_of(64) {
                 shm.liveness_checks += 1;
                 if !socket_alive(&c.sock) {
                     c.dead = true;
@@ -389,16 +400,6 @@ impl ShmDatapath {
             return Err(SendError::TooManySegments { count: n + 1, max: MAX_SEGMENTS + 1 });
         }
         let layout_first = layout.first_segment_len();
-        let mut plan = RecordPlan { first: layout_first, ..RecordPlan::default() };
-        if n > 0 {
-            let mut visited = 0;
-            msg.for_each_zero_copy(|b| {
-                if visited < n {
-                    plan.segment(travels_by_descriptor(shared, b), b.len());
-                    visited += 1;
-                }
-            });
-        }
         // Serialize into private memory (grown, never shrunk or re-zeroed:
         // the serializer writes every byte of the first segment).
         if self.staging.len() < layout_first {
@@ -406,16 +407,30 @@ impl ShmDatapath {
         }
         let staged = &mut self.staging[..layout_first];
         msg.write_header_and_copies(&layout, staged)?;
-        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm)?;
-        record.first_segment(staged);
+        // The zero-copy buffers, visited once: the visit branches on each
+        // field's kind, which mispredicts in lists that mix the two.
+        let bufs = &mut self.zero_copy_bufs;
+        let mut plan = RecordPlan { first: layout_first, ..RecordPlan::default() };
         if n > 0 {
-            let mut visited = 0;
             msg.for_each_zero_copy(|b| {
-                if visited < n {
-                    record.zero_copy(b);
-                    visited += 1;
+                if bufs.len() < n {
+                    bufs.push(b.clone());
                 }
             });
+            for b in bufs.iter() {
+                plan.segment(travels_by_descriptor(shared, b), b.len());
+            }
+        }
+        let mut record = match RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm) {
+            Ok(record) => record,
+            Err(e) => {
+                bufs.clear();
+                return Err(e);
+            }
+        };
+        record.first_segment(staged);
+        for b in bufs.drain(..) {
+            record.zero_copy_owned(b);
         }
         let (zc, copied, parked) = record.finish(&mut self.shm);
         self.sent(parked && !was_parked, zc, copied);

@@ -118,6 +118,65 @@ pub(crate) fn prefetch(data: &[u8]) {
     let _ = data;
 }
 
+/// Copies `src` into `dst`, which must be as long.
+///
+/// Copied fields are short and of every length, so a copy that branches on
+/// the length (as `memcpy` does: 0-15, 16-31, 32-63, ...) mispredicts
+/// about once per field, which costs more than the copy. Up to 64 bytes,
+/// where the CPU has AVX-512BW, this is one masked load and one masked
+/// store, whatever the length; longer copies are `copy_from_slice`.
+///
+/// # Panics
+///
+/// When the lengths differ.
+#[inline(always)]
+pub(crate) fn copy_short(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy_short between slices of different lengths");
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if src.len() <= 64
+        && within_page(src.as_ptr())
+        && within_page(dst.as_ptr())
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("bmi2")
+    {
+        // SAFETY: the CPU has AVX-512BW and BMI2 (just checked), and both
+        // slices hold `src.len()` <= 64 bytes, the only ones the mask lets
+        // the load read and the store write.
+        unsafe { copy_masked(dst.as_mut_ptr(), src.as_ptr(), src.len()) };
+        return;
+    }
+    dst.copy_from_slice(src);
+}
+
+/// Whether the 64 bytes from `p` lie in one 4 KiB page: a masked access
+/// whose masked-off bytes reach into another page can take a slow assist
+/// (the page may be unmapped; the CPU must check that it need not fault).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+fn within_page(p: *const u8) -> bool {
+    (p as usize & 4095) <= 4096 - 64
+}
+
+/// One masked 64-byte load and store of the first `len` (<= 64) bytes.
+///
+/// # Safety
+///
+/// The CPU has AVX-512BW and BMI2; `src..src + len` is readable and
+/// `dst..dst + len` writable, and they do not overlap.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[target_feature(enable = "avx512f,avx512bw,bmi2")]
+unsafe fn copy_masked(dst: *mut u8, src: *const u8, len: usize) {
+    use std::arch::x86_64::{_bzhi_u64, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8};
+    // The low `len` bits (all 64 for len = 64).
+    let mask = _bzhi_u64(u64::MAX, len as u32);
+    // SAFETY: masked-off bytes are neither read nor written (and cannot
+    // fault); the caller guarantees the `len` bytes the mask enables.
+    unsafe {
+        let v = _mm512_maskz_loadu_epi8(mask, src.cast());
+        _mm512_mask_storeu_epi8(dst.cast(), mask, v);
+    }
+}
+
 /// The size class (log2 of the slot size) that holds `len` bytes.
 #[inline]
 fn class_of(len: usize) -> Option<u32> {

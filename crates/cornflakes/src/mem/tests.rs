@@ -402,3 +402,24 @@ fn backing_memfd_is_sealed_against_shrinking() {
     let len = rustix::fs::fstat(pool.backing_fd()).unwrap().st_size as u64;
     assert!(rustix::fs::ftruncate(pool.backing_fd(), len / 2).is_err(), "shrinking is refused");
 }
+
+/// Every length up to past the masked copy's 64 bytes, at every offset
+/// within a cache line and right up to a page end (where the masked path
+/// steps aside): exactly the source's bytes land, and nothing around them.
+#[test]
+fn copy_short_copies_exactly_the_bytes() {
+    let src: Vec<u8> = (0..3 * 4096).map(|i| (i * 7 + 1) as u8).collect();
+    let mut dst = vec![0u8; 3 * 4096];
+    let page = 4096 - (dst.as_ptr() as usize & 4095);
+    let lens: Vec<usize> = if cfg!(miri) { vec![0, 1, 17, 64, 65] } else { (0..=130).collect() };
+    for len in lens {
+        let mut starts: Vec<usize> = (0..64).collect();
+        starts.extend((0..8).map(|k| page + 4096 - len - k));
+        for at in starts {
+            dst.fill(0);
+            copy_short(&mut dst[at..at + len], &src[at + 3..at + 3 + len]);
+            assert_eq!(&dst[at..at + len], &src[at + 3..at + 3 + len], "len {len} at {at}");
+            assert!(dst[..at].iter().chain(&dst[at + len..]).all(|&b| b == 0), "len {len} at {at}: wrote outside");
+        }
+    }
+}
