@@ -1116,7 +1116,9 @@ impl ConnSock {
                             self.full_events.fetch_add(1, Ordering::Relaxed);
                             return if sent > 0 { Ok(sent) } else { Err(libc::EAGAIN) };
                         }
-                        if tx.ring.acked() == READER_GONE || (waits > 256 && waits.is_multiple_of(64) && self.peer_hung_up()) {
+                        if tx.ring.acked() == READER_GONE
+                            || (waits > 256 && waits.is_multiple_of(64) && self.peer_hung_up())
+                        {
                             return if sent > 0 { Ok(sent) } else { Err(epipe(flags)) };
                         }
                         if waits >= SPIN_WAITS && !announced {

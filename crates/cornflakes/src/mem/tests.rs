@@ -413,8 +413,8 @@ fn copy_short_copies_exactly_the_bytes() {
     let page = 4096 - (dst.as_ptr() as usize & 4095);
     let lens: Vec<usize> = if cfg!(miri) { vec![0, 1, 17, 64, 65] } else { (0..=130).collect() };
     for len in lens {
-        let mut starts: Vec<usize> = (0..64).collect();
-        starts.extend((0..8).map(|k| page + 4096 - len - k));
+        let mut starts: Vec<usize> = if cfg!(miri) { vec![0, 5, 63] } else { (0..64).collect() };
+        starts.extend((0..if cfg!(miri) { 2 } else { 8 }).map(|k| page + 4096 - len - k));
         for at in starts {
             dst.fill(0);
             copy_short(&mut dst[at..at + len], &src[at + 3..at + 3 + len]);
