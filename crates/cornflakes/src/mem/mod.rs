@@ -139,9 +139,8 @@ pub(crate) fn copy_short(dst: &mut [u8], src: &[u8]) {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("bmi2")
     {
-        // SAFETY: the CPU has AVX-512BW and BMI2 (just checked), and both
-        // slices hold `src.len()` <= 64 bytes, the only ones the mask lets
-        // the load read and the store write.
+        // The mask lets the load read and the store write only the first `src.len()` bytes, which both slices hold.
+        // SAFETY: AVX-512BW and BMI2 just checked; `dst` and `src` are distinct slices of `src.len()` <= 64 bytes.
         unsafe { copy_masked(dst.as_mut_ptr(), src.as_ptr(), src.len()) };
         return;
     }
@@ -169,8 +168,7 @@ unsafe fn copy_masked(dst: *mut u8, src: *const u8, len: usize) {
     use std::arch::x86_64::{_bzhi_u64, _mm512_mask_storeu_epi8, _mm512_maskz_loadu_epi8};
     // The low `len` bits (all 64 for len = 64).
     let mask = _bzhi_u64(u64::MAX, len as u32);
-    // SAFETY: masked-off bytes are neither read nor written (and cannot
-    // fault); the caller guarantees the `len` bytes the mask enables.
+    // SAFETY: masked-off bytes are neither read nor written, nor can they fault; the caller vouches for the rest.
     unsafe {
         let v = _mm512_maskz_loadu_epi8(mask, src.cast());
         _mm512_mask_storeu_epi8(dst.cast(), mask, v);
