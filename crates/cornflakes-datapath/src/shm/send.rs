@@ -410,6 +410,8 @@ impl ShmDatapath {
         // The zero-copy buffers, visited once: the visit branches on each
         // field's kind, which mispredicts in lists that mix the two.
         let bufs = &mut self.zero_copy_bufs;
+        // Empty unless a send panicked between the collection and the drain.
+        bufs.clear();
         let mut plan = RecordPlan { first: layout_first, ..RecordPlan::default() };
         if n > 0 {
             msg.for_each_zero_copy(|b| {
