@@ -191,7 +191,7 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn zero_copy(&mut self, b: &RcBuf) {
         if travels_by_descriptor(self.shared, b) {
-            self.zero_copy_owned(b.clone());
+            self.pool_descriptor(b.clone());
         } else {
             self.copied_segment(b);
             self.copied += 1;
@@ -202,14 +202,21 @@ impl<'a> RecordBuilder<'a> {
     #[inline(always)]
     fn zero_copy_owned(&mut self, b: RcBuf) {
         if travels_by_descriptor(self.shared, &b) {
-            let offset = (b.as_ptr() as usize - self.shared.base() as usize) as u64;
-            self.descriptor(Desc { offset, len: b.len() as u32, kind: DESC_POOL });
-            self.c.inflight.push_back((self.seq, b));
-            self.zero_copy += 1;
+            self.pool_descriptor(b);
         } else {
             self.copied_segment(&b);
             self.copied += 1;
         }
+    }
+
+    /// A [`DESC_POOL`] descriptor for `b`, a buffer of the shared pool,
+    /// held until the peer acknowledges the record.
+    #[inline(always)]
+    fn pool_descriptor(&mut self, b: RcBuf) {
+        let offset = (b.as_ptr() as usize - self.shared.base() as usize) as u64;
+        self.descriptor(Desc { offset, len: b.len() as u32, kind: DESC_POOL });
+        self.c.inflight.push_back((self.seq, b));
+        self.zero_copy += 1;
     }
 
     /// Publishes the record (`SeqCst`, then wakes a sleeping peer), or
