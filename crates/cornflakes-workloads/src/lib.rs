@@ -138,20 +138,41 @@ const WORD_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Fills element `elem` of key `key`'s value: 8-byte words, each the
 /// fingerprint of (key, elem) mixed with the word's index (the first word
 /// is the fingerprint), the last word cut to the length. Every byte thus
-/// depends on the key, the element and its position; one multiply per word
+/// depends on the key, the element and its position; one add per word
 /// keeps preloading gigabytes fast. Shared by the server's preload and the
 /// client's put and echo values.
 pub fn fill_value(key: u32, elem: u32, out: &mut [u8]) {
-    let fp = fingerprint(key, elem);
-    let mut words = out.chunks_exact_mut(8);
-    for (j, w) in (&mut words).enumerate() {
-        w.copy_from_slice(&value_word(fp, j).to_le_bytes());
-    }
-    let full = out.len() / 8;
-    let tail = &mut out[full * 8..];
-    let n = tail.len();
-    tail.copy_from_slice(&value_word(fp, full).to_le_bytes()[..n]);
+    fill_words(fingerprint(key, elem), out);
 }
+
+/// The words of [`fill_value`], eight lanes per 64-byte step, each with
+/// its own running value (one add per word instead of a multiply): the
+/// server preloads gigabytes with it.
+fn fill_words(fp: u64, out: &mut [u8]) {
+    let len = out.len();
+    let mut blocks = out.chunks_exact_mut(LANES * 8);
+    let mut next: [u64; LANES] = core::array::from_fn(|j| value_word(fp, j));
+    let step = (LANES as u64).wrapping_mul(WORD_MIX);
+    for block in &mut blocks {
+        for lane in 0..LANES {
+            block[lane * 8..lane * 8 + 8].copy_from_slice(&next[lane].to_le_bytes());
+            next[lane] = next[lane].wrapping_add(step);
+        }
+    }
+    let rest = blocks.into_remainder();
+    let first = len / (LANES * 8) * LANES;
+    let mut words = rest.chunks_exact_mut(8);
+    for (j, w) in (&mut words).enumerate() {
+        w.copy_from_slice(&value_word(fp, first + j).to_le_bytes());
+    }
+    let tail = words.into_remainder();
+    let n = tail.len();
+    tail.copy_from_slice(&value_word(fp, len / 8).to_le_bytes()[..n]);
+}
+
+/// Words compared (or written) per step of the value loops: 64 bytes, one
+/// AVX-512 register or two AVX2 ones.
+const LANES: usize = 8;
 
 /// Whether `data` is element `elem` of key `key`'s value of `expected_len`
 /// bytes, **every byte** compared with what [`fill_value`] writes (one pass,
@@ -200,39 +221,181 @@ impl ValueChecker {
 
 /// Zero exactly when `data` equals the words of the value with fingerprint
 /// `fp` from word `first_word` on (the last one cut to the length).
+///
+/// The load generator runs this over every byte of every response (it was a
+/// third of its instructions per request), so whole 64-byte steps use
+/// AVX-512 or AVX2 where the CPU has them ([`simd`]).
 #[inline]
 fn difference(fp: u64, first_word: usize, data: &[u8]) -> u64 {
-    // Four words per step, each lane with its own running position, so the
-    // compiler keeps the lanes in one vector register (the check runs on
-    // the load generator for every byte of every response).
-    let quads = data.chunks_exact(32);
-    let rest = quads.remainder();
-    let base = first_word + data.len() / 32 * 4;
-    let step = 4u64.wrapping_mul(WORD_MIX);
-    let mut want = [0, 1, 2, 3].map(|j| value_word(fp, first_word + j));
-    let mut diff = [0u64; 4];
-    for quad in quads {
-        for lane in 0..4 {
-            let word = u64::from_le_bytes(quad[lane * 8..lane * 8 + 8].try_into().expect("8 bytes"));
+    let whole = data.len() / (LANES * 8) * (LANES * 8);
+    let (blocks, rest) = data.split_at(whole);
+    // A few steps are cheaper without the call into the vector code.
+    let diff = if blocks.len() >= SIMD_FROM { simd::blocks_difference(fp, first_word, blocks) } else { None }
+        .unwrap_or_else(|| blocks_difference(fp, first_word, blocks));
+    diff | rest_difference(fp, first_word + whole / 8, rest)
+}
+
+/// Bytes of whole steps from which [`difference`] uses the vector code (measured
+/// with `examples/value_check_cost.rs`).
+const SIMD_FROM: usize = 256;
+
+/// [`difference`] over whole 64-byte steps, portably: eight lanes, each
+/// with its own running expected word.
+fn blocks_difference(fp: u64, first_word: usize, blocks: &[u8]) -> u64 {
+    let step = (LANES as u64).wrapping_mul(WORD_MIX);
+    let mut want: [u64; LANES] = core::array::from_fn(|j| value_word(fp, first_word + j));
+    let mut diff = [0u64; LANES];
+    for block in blocks.chunks_exact(LANES * 8) {
+        for lane in 0..LANES {
+            let word = u64::from_le_bytes(block[lane * 8..lane * 8 + 8].try_into().expect("8 bytes"));
             diff[lane] |= word ^ want[lane];
             want[lane] = want[lane].wrapping_add(step);
         }
     }
+    diff.iter().fold(0, |acc, d| acc | d)
+}
+
+/// [`difference`] over what follows the whole steps: up to seven words and
+/// a cut one.
+fn rest_difference(fp: u64, first_word: usize, rest: &[u8]) -> u64 {
     let words = rest.chunks_exact(8);
     let tail = words.remainder();
     let mut left = 0u64;
     for (j, w) in words.enumerate() {
-        left |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ value_word(fp, base + j);
+        left |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ value_word(fp, first_word + j);
     }
     if !tail.is_empty() {
-        let full = first_word + data.len() / 8;
         let mut got = [0u8; 8];
         got[..tail.len()].copy_from_slice(tail);
-        let mut want = value_word(fp, full).to_le_bytes();
+        let mut want = value_word(fp, first_word + rest.len() / 8).to_le_bytes();
         want[tail.len()..].fill(0);
         left |= u64::from_le_bytes(got) ^ u64::from_le_bytes(want);
     }
-    diff[0] | diff[1] | diff[2] | diff[3] | left
+    left
+}
+
+/// The check's whole 64-byte steps in AVX-512 (one register per step) or
+/// AVX2 (two), chosen by what the CPU reports at run time. The compiler's
+/// own vectorization of the portable loop is at the mercy of its cost
+/// model: compiled for AVX2 it interleaved steps and was 3x slower.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[allow(unsafe_code)]
+mod simd {
+    use core::arch::x86_64::{
+        __m256i, __m512i, _mm256_add_epi64, _mm256_loadu_si256, _mm256_or_si256, _mm256_set_epi64x,
+        _mm256_setzero_si256, _mm256_testz_si256, _mm256_xor_si256, _mm512_add_epi64, _mm512_loadu_si512,
+        _mm512_or_si512, _mm512_set1_epi64, _mm512_set_epi64, _mm512_setzero_si512, _mm512_test_epi64_mask,
+        _mm512_xor_si512,
+    };
+
+    use super::{value_word, LANES, WORD_MIX};
+
+    /// How far each lane's expected word moves over one 64-byte step.
+    const STEP: i64 = (LANES as u64).wrapping_mul(WORD_MIX) as i64;
+
+    /// [`super::blocks_difference`] with vector instructions, or `None`
+    /// when the CPU has neither AVX-512F nor AVX2 (or under valgrind, which
+    /// reports no AVX-512: AVX2 then).
+    #[inline]
+    pub(super) fn blocks_difference(fp: u64, first_word: usize, blocks: &[u8]) -> Option<u64> {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked on the line above).
+            Some(unsafe { avx512(fp, first_word, blocks) })
+        } else if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked on the line above).
+            Some(unsafe { avx2(fp, first_word, blocks) })
+        } else {
+            None
+        }
+    }
+
+    /// Expected word `first + j` as the signed lane the intrinsics take.
+    fn word(fp: u64, first: usize, j: usize) -> i64 {
+        value_word(fp, first + j) as i64
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn avx512(fp: u64, first: usize, blocks: &[u8]) -> u64 {
+        let w = |j| word(fp, first, j);
+        let mut want: __m512i = _mm512_set_epi64(w(7), w(6), w(5), w(4), w(3), w(2), w(1), w(0));
+        let step = _mm512_set1_epi64(STEP);
+        let mut diff = _mm512_setzero_si512();
+        for block in blocks.chunks_exact(64) {
+            // SAFETY: `block` is 64 readable bytes; the load has no alignment requirement.
+            let got = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
+            diff = _mm512_or_si512(diff, _mm512_xor_si512(got, want));
+            want = _mm512_add_epi64(want, step);
+        }
+        u64::from(_mm512_test_epi64_mask(diff, diff))
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn avx2(fp: u64, first: usize, blocks: &[u8]) -> u64 {
+        let w = |j| word(fp, first, j);
+        let mut low: __m256i = _mm256_set_epi64x(w(3), w(2), w(1), w(0));
+        let mut high: __m256i = _mm256_set_epi64x(w(7), w(6), w(5), w(4));
+        let step = _mm256_set_epi64x(STEP, STEP, STEP, STEP);
+        let mut diff = _mm256_setzero_si256();
+        for block in blocks.chunks_exact(64) {
+            // SAFETY: `block` is 64 readable bytes; the loads have no alignment requirement.
+            let (a, b) = unsafe {
+                (_mm256_loadu_si256(block.as_ptr().cast()), _mm256_loadu_si256(block.as_ptr().add(32).cast()))
+            };
+            diff = _mm256_or_si256(diff, _mm256_or_si256(_mm256_xor_si256(a, low), _mm256_xor_si256(b, high)));
+            low = _mm256_add_epi64(low, step);
+            high = _mm256_add_epi64(high, step);
+        }
+        u64::from(_mm256_testz_si256(diff, diff) == 0)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::{blocks_difference, fill_value, fingerprint};
+
+        /// One implementation of the whole-step check.
+        type Variant = fn(u64, usize, &[u8]) -> u64;
+
+        /// Each vector variant the CPU has agrees with the portable loop on
+        /// every flipped byte of values of several steps, from several
+        /// starting words.
+        #[test]
+        fn every_variant_agrees_with_the_portable_loop() {
+            let mut buf = vec![0u8; 64 * 10];
+            fill_value(3, 1, &mut buf);
+            let fp = fingerprint(3, 1);
+            for first in [0usize, 8, 16] {
+                let blocks = &mut buf[first * 8..first * 8 + 64 * 8];
+                let mut variants: Vec<(&str, Variant)> = Vec::new();
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F (checked on the line above).
+                    variants.push(("avx512", |f, w, b| unsafe { super::avx512(f, w, b) }));
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2 (checked on the line above).
+                    variants.push(("avx2", |f, w, b| unsafe { super::avx2(f, w, b) }));
+                }
+                for (name, variant) in variants {
+                    assert_eq!(variant(fp, first, blocks), 0, "{name} from word {first}");
+                    assert_ne!(variant(fp, first + 1, blocks), 0, "{name}: shifted by a word");
+                    for at in 0..blocks.len() {
+                        blocks[at] ^= 0x80;
+                        assert_ne!(variant(fp, first, blocks), 0, "{name}: byte {at} from word {first}");
+                        assert_ne!(blocks_difference(fp, first, blocks), 0);
+                        blocks[at] ^= 0x80;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Portable only: Miri and other architectures.
+#[cfg(not(all(target_arch = "x86_64", not(miri))))]
+mod simd {
+    #[inline]
+    pub(super) fn blocks_difference(_: u64, _: usize, _: &[u8]) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]
