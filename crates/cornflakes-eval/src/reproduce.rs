@@ -583,13 +583,9 @@ fn fig8(cfg: &ReproduceConfig, dir: &Path) -> Result<String, Error> {
         .into())
 }
 
-fn commit() -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+/// The commit the binary was built from (recorded by the build script).
+fn commit() -> &'static str {
+    env!("CF_BUILD_COMMIT")
 }
 
 fn machine() -> String {
