@@ -314,6 +314,7 @@ mod simd {
         value_word(fp, first + j) as i64
     }
 
+    /// One 64-byte step per iteration in one AVX-512 register.
     #[target_feature(enable = "avx512f")]
     fn avx512(fp: u64, first: usize, blocks: &[u8]) -> u64 {
         let w = |j| word(fp, first, j);
@@ -329,6 +330,7 @@ mod simd {
         u64::from(_mm512_test_epi64_mask(diff, diff))
     }
 
+    /// One 64-byte step per iteration in two AVX2 registers.
     #[target_feature(enable = "avx2")]
     fn avx2(fp: u64, first: usize, blocks: &[u8]) -> u64 {
         let w = |j| word(fp, first, j);
@@ -374,6 +376,7 @@ mod simd {
                     // SAFETY: the CPU has AVX2 (checked on the line above).
                     variants.push(("avx2", |f, w, b| unsafe { super::avx2(f, w, b) }));
                 }
+                assert_eq!(blocks_difference(fp, first, blocks), 0);
                 for (name, variant) in variants {
                     assert_eq!(variant(fp, first, blocks), 0, "{name} from word {first}");
                     assert_ne!(variant(fp, first + 1, blocks), 0, "{name}: shifted by a word");
