@@ -846,6 +846,14 @@ pub(crate) struct CompareArgs {
     /// back by descriptor.
     #[arg(long)]
     in_place: bool,
+    /// One server at a time, its whole sweep, then the next system's.
+    /// Default: every system's server of a workload is up at once (idle
+    /// ones sleep; each holds its preloaded store, ~0.4-0.9 GB on the
+    /// default workloads) and the load generator runs one load point of
+    /// each system in turn, so that the machine's slow phases, which last
+    /// seconds to minutes, fall on every system alike.
+    #[arg(long)]
+    sequential: bool,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -882,6 +890,7 @@ impl CompareArgs {
             addr: self.addr.clone(),
             netns: self.netns.then(|| compare::NetnsConfig { script: self.netns_script.clone(), mtu: self.mtu }),
             slo_auto: !self.sweep.slo_given(),
+            schedule: if self.sequential { compare::Schedule::Sequential } else { compare::Schedule::Interleaved },
         })
     }
 }

@@ -14,7 +14,7 @@ use crate::child::{KvServer, ServerPlace};
 use crate::loadgen::PointResult;
 use crate::plot;
 use crate::report::{self, Ratios, Summary, SystemReport, TableRow, WorkloadReport};
-use crate::sweep::{self, LatencyBound, MachineGate, Quantile, SweepConfig, SweepResult};
+use crate::sweep::{self, LatencyBound, MachineGate, Quantile, SweepConfig, SweepPlan, SweepResult};
 use crate::transport::{Target, Transport};
 use crate::Error;
 
@@ -48,6 +48,27 @@ pub struct CompareConfig {
     /// own gaps would set the p99 ([`sweep::p99_measures_the_machine`]),
     /// hold the median instead ([`LatencyBound::p50_default`]) and say so.
     pub slo_auto: bool,
+    /// Sweep the systems of a workload point by point in turns, all their
+    /// servers up at once ([`Schedule::Interleaved`]), or one after the
+    /// other.
+    pub schedule: Schedule,
+}
+
+/// How `cf compare` orders the sweeps of one workload's systems.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// Every system's server is started (and preloaded) once; the load
+    /// generator probes each in turn, then runs one load point of each
+    /// system in turn until every sweep is done. The VM's slow phases last
+    /// seconds to minutes; run one sweep after another, whichever system
+    /// swept during one lost, and two default runs disagreed on half their
+    /// ratios. Point by point, a phase falls on every system alike. Idle
+    /// servers sleep (no CPU), but each holds its preloaded store
+    /// (~0.4-0.9 GB on the default workloads).
+    #[default]
+    Interleaved,
+    /// One server at a time, its whole sweep, then the next (less memory).
+    Sequential,
 }
 
 /// Two "hosts" for `cf compare --netns`: each server runs in namespace
@@ -264,7 +285,12 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     }
     // Every point of every system out of the machine's slow phases.
     sweep_cfg.gate.get_or_insert_with(|| MachineGate::new(args.server_core, args.client_core));
-    let chosen = CompareConfig { sweep: sweep_cfg, ..args.clone() };
+    let mut schedule = args.schedule;
+    if schedule == Schedule::Interleaved && args.addr.as_deref().is_some_and(fixed_port) {
+        eprintln!("--addr names a port: one server at a time (as with --sequential), since two cannot listen on it");
+        schedule = Schedule::Sequential;
+    }
+    let chosen = CompareConfig { sweep: sweep_cfg, schedule, ..args.clone() };
     let args = &chosen;
     for (w, spec) in args.workloads.iter().enumerate() {
         let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
@@ -288,31 +314,9 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
             .iter()
             .map(|&system| SystemRuns { system, sweeps: Vec::new(), failures: Vec::new(), server: Default::default() })
             .collect();
-        // Repeats are interleaved, so a slow phase of the machine hits
-        // every system alike instead of one; the order turns with the
-        // workload and the repeat, so that no system always runs first.
-        for repeat in 0..args.repeats {
-            for (k, i) in run_order(results.len(), w + repeat).enumerate() {
-                let runs = &mut results[i];
-                let label = format!(
-                    "[{}/{}{}] {} {}",
-                    k + 1,
-                    systems.len(),
-                    if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() },
-                    workload.name(),
-                    runs.system.name()
-                );
-                match run_system(args, spec, runs.system, &label, namespaces.as_ref()) {
-                    Ok((sweep, server)) => {
-                        runs.sweeps.push(sweep);
-                        runs.server.add(&server);
-                    }
-                    Err(e) => {
-                        eprintln!("{label}: FAILED: {e}");
-                        runs.failures.push(e.to_string());
-                    }
-                }
-            }
+        match args.schedule {
+            Schedule::Interleaved => sweep_interleaved(args, spec, w, &mut results, namespaces.as_ref())?,
+            Schedule::Sequential => sweep_sequential(args, spec, w, &mut results, namespaces.as_ref())?,
         }
         let ratios = ratios(&results);
         let rows: Vec<TableRow<'_>> = results
@@ -383,6 +387,209 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     Ok(())
 }
 
+/// One sweep per system and repeat, one system after another: repeats are
+/// interleaved, and the order turns with the workload and the repeat, so
+/// that no system always runs first.
+fn sweep_sequential(
+    args: &CompareConfig,
+    spec: &WorkloadSpec,
+    w: usize,
+    results: &mut [SystemRuns],
+    namespaces: Option<&Namespaces>,
+) -> Result<(), Error> {
+    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    for repeat in 0..args.repeats {
+        for (k, i) in run_order(results.len(), w + repeat).enumerate() {
+            let label = label(args, k, results.len(), repeat, workload.name(), results[i].system);
+            let runs = &mut results[i];
+            match run_system(args, spec, runs.system, &label, namespaces) {
+                Ok((sweep, server)) => {
+                    runs.sweeps.push(sweep);
+                    runs.server.add(&server);
+                }
+                Err(e) => {
+                    eprintln!("{label}: FAILED: {e}");
+                    runs.failures.push(e.to_string());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The progress prefix of the `k`-th of `n` systems in a repeat.
+fn label(args: &CompareConfig, k: usize, n: usize, repeat: usize, workload: &str, system: System) -> String {
+    let repeat = if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() };
+    format!("[{}/{n}{repeat}] {workload} {}", k + 1, system.name())
+}
+
+/// One system's server and sweep in [`sweep_interleaved`].
+struct Lane {
+    /// Index into the workload's results.
+    index: usize,
+    server: KvServer,
+    target: Target,
+    plan: Option<SweepPlan>,
+}
+
+/// [`Schedule::Interleaved`]: starts every system's server, then per
+/// repeat probes each in turn and runs one load point of each system in
+/// turn until every sweep is done; the order turns with each round.
+fn sweep_interleaved(
+    args: &CompareConfig,
+    spec: &WorkloadSpec,
+    w: usize,
+    results: &mut [SystemRuns],
+    namespaces: Option<&Namespaces>,
+) -> Result<(), Error> {
+    let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
+    let n = results.len();
+    let names: Vec<String> = results.iter().map(|r| format!("{} {}", workload.name(), r.system.name())).collect();
+    let name = |i: usize| &names[i];
+    let mut lanes: Vec<Lane> = Vec::new();
+    for (k, i) in run_order(n, w).enumerate() {
+        let label = format!("[{}/{n}] {}", k + 1, name(i));
+        match start_server(args, spec, results[i].system, &label, namespaces) {
+            Ok((server, target)) => lanes.push(Lane { index: i, server, target, plan: None }),
+            Err(e) => {
+                eprintln!("{label}: FAILED: {e}");
+                results[i].failures.push(e.to_string());
+            }
+        }
+    }
+    let core = Some(args.client_core);
+    let repeat_of = |repeat: usize| {
+        if args.repeats > 1 {
+            format!(", repeat {}/{}", repeat + 1, args.repeats)
+        } else {
+            String::new()
+        }
+    };
+    for repeat in 0..args.repeats {
+        let sweeping = |lanes: &[Lane]| lanes.iter().filter(|l| l.plan.is_some()).count();
+        for j in run_order(lanes.len(), w + repeat) {
+            let lane = &mut lanes[j];
+            let label = format!("[probe{}] {}", repeat_of(repeat), name(lane.index));
+            let mut plan = SweepPlan::new(&args.sweep);
+            let mut progress = |m: &str| eprintln!("{label}: {m}");
+            match plan.probe(&lane.target, results[lane.index].system, workload.as_ref(), core, &mut progress) {
+                Ok(p) => {
+                    eprintln!("{label}: {:.0} {}/s closed loop", p.achieved, workload.unit());
+                    lane.plan = Some(plan);
+                }
+                Err(e) => {
+                    eprintln!("{label}: FAILED: {e}");
+                    results[lane.index].failures.push(e.to_string());
+                }
+            }
+        }
+        let mut round = 0;
+        loop {
+            let left = sweeping(&lanes);
+            let mut ran = false;
+            for j in run_order(lanes.len(), w + repeat + round) {
+                let Lane { index, server, target, plan } = &mut lanes[j];
+                let Some(step) = plan.as_ref().and_then(SweepPlan::next_point) else { continue };
+                let system = results[*index].system;
+                let label = format!("[round {}, {left} sweeping{}] {}", round + 1, repeat_of(repeat), name(*index));
+                let mut progress = |m: &str| eprintln!("{label}: {m}");
+                let mut counters = || server.report().ok().and_then(|l| ServerStats::from_json_line(&l));
+                let sweep = plan.as_mut().expect("has a next point");
+                if let Err(e) =
+                    sweep.measure(step, target, system, workload.as_ref(), core, &mut progress, &mut counters)
+                {
+                    eprintln!("{label}: FAILED: {e}");
+                    results[*index].failures.push(e.to_string());
+                    *plan = None;
+                }
+                ran = true;
+            }
+            if !ran {
+                break;
+            }
+            round += 1;
+        }
+        for lane in &mut lanes {
+            if let Some(plan) = lane.plan.take() {
+                let result = plan.finish();
+                let label = format!("[done{}] {}", repeat_of(repeat), name(lane.index));
+                say_max(&label, &result, workload.unit(), None);
+                results[lane.index].sweeps.push(result);
+            }
+        }
+    }
+    for lane in &mut lanes {
+        match lane.server.finish().iter().find_map(|l| ServerStats::from_json_line(l)) {
+            Some(counters) => results[lane.index].server.add(&counters),
+            None => results[lane.index].failures.push("the server did not report its counters when stopped".into()),
+        }
+    }
+    Ok(())
+}
+
+/// Starts the server of `system` for `cf compare` (preloading it).
+fn start_server(
+    args: &CompareConfig,
+    spec: &WorkloadSpec,
+    system: System,
+    label: &str,
+    namespaces: Option<&Namespaces>,
+) -> Result<(KvServer, Target), Error> {
+    let (path, prefix) = server_place(args, namespaces);
+    let place = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
+    eprintln!("{label}: starting server (preloading)");
+    let t0 = Instant::now();
+    let server = KvServer::start(&place, system, spec, server_extra(args))?;
+    eprintln!("{label}: server ready in {:.1} s", t0.elapsed().as_secs_f64());
+    let target = Target::new(args.transport, &server.addr)?;
+    Ok((server, target))
+}
+
+/// Where a server of `cf compare` listens, and the command it runs in.
+fn server_place(args: &CompareConfig, namespaces: Option<&Namespaces>) -> (String, Vec<String>) {
+    let default_ip = if namespaces.is_some() { NETNS_SERVER_ADDR } else { "127.0.0.1:0" };
+    let path = match args.transport {
+        Transport::Shm => crate::transport::shm_socket_path(),
+        Transport::Udp | Transport::Tcp => args.addr.clone().unwrap_or_else(|| default_ip.to_owned()),
+    };
+    (path, namespaces.map(Namespaces::server_prefix).unwrap_or_default())
+}
+
+/// The servers' extra arguments: with trusted peers the server gathers
+/// requests into its shared pool too.
+fn server_extra(args: &CompareConfig) -> &'static [String] {
+    static IN_PLACE: std::sync::LazyLock<[String; 1]> = std::sync::LazyLock::new(|| ["--in-place".to_owned()]);
+    if args.sweep.point.in_place {
+        &*IN_PLACE
+    } else {
+        &[]
+    }
+}
+
+/// Prints a sweep's maximum, its latency and bound, and its errors;
+/// `counters`: the server's, when known.
+fn say_max(label: &str, result: &SweepResult, unit: &str, counters: Option<&ServerStats>) {
+    let Some(best) = result.best() else { return };
+    let server = counters.map_or(String::new(), |c| {
+        format!("; server: {} malformed, {} responses dropped", c.malformed, c.dropped_full + c.send_failed)
+    });
+    eprintln!(
+        "{label}: max {:.0} {unit}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts{server}",
+        best.achieved,
+        best.p99_us,
+        result.quantile.name(),
+        result.bound_us,
+        result.server_busy_capacity().unwrap_or(f64::NAN),
+        result.errors(),
+        result.timeouts(),
+    );
+}
+
+/// Whether an `IP:port` names a port (not 0, the kernel's choice).
+fn fixed_port(addr: &str) -> bool {
+    crate::transport::parse_tcp_addr(addr).is_ok_and(|a| a.port() != 0)
+}
+
 /// The order in which `n` systems run at `turn` (the workload's index
 /// plus the repeat's): their table order, started at `turn % n`.
 fn run_order(n: usize, turn: usize) -> impl Iterator<Item = usize> {
@@ -420,37 +627,17 @@ fn run_system(
     label: &str,
     namespaces: Option<&Namespaces>,
 ) -> Result<(SweepResult, ServerStats), Error> {
-    let default_ip = if namespaces.is_some() { NETNS_SERVER_ADDR } else { "127.0.0.1:0" };
-    let path = match args.transport {
-        Transport::Shm => crate::transport::shm_socket_path(),
-        Transport::Udp | Transport::Tcp => args.addr.clone().unwrap_or_else(|| default_ip.to_owned()),
-    };
+    let (path, prefix) = server_place(args, namespaces);
     eprintln!("{label}: starting server (preloading)");
-    let prefix = namespaces.map(Namespaces::server_prefix).unwrap_or_default();
     let where_ = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    // Trusted peers: the server gathers requests into its shared pool too.
-    let in_place = ["--in-place".to_owned()];
-    let extra: &[String] = if args.sweep.point.in_place { &in_place } else { &[] };
     let (result, counters) =
-        sweep_server(&where_, spec, system, extra, &args.sweep, args.client_core, |m| eprintln!("{label}: {m}"))?;
+        sweep_server(&where_, spec, system, server_extra(args), &args.sweep, args.client_core, |m| {
+            eprintln!("{label}: {m}")
+        })?;
     let result = result?;
     let counters = counters.ok_or("the server did not report its counters when stopped")?;
-    if let Some(best) = result.best() {
-        eprintln!(
-            "{label}: max {:.0} {}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts; server: {} malformed, {} responses dropped",
-            best.achieved,
-            workload.unit(),
-            best.p99_us,
-            result.quantile.name(),
-            result.bound_us,
-            result.server_busy_capacity().unwrap_or(f64::NAN),
-            result.errors(),
-            result.timeouts(),
-            counters.malformed,
-            counters.dropped_full + counters.send_failed,
-        );
-    }
+    say_max(label, &result, workload.unit(), Some(&counters));
     Ok((result, counters))
 }
 

@@ -231,6 +231,7 @@ fn compare_in(
         addr: None,
         netns: None,
         slo_auto: true,
+        schedule: compare::Schedule::default(),
     })?;
     let path = out.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

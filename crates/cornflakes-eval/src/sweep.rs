@@ -368,7 +368,8 @@ impl SweepResult {
 /// below 95 % of offered, timeouts, or the SLO quantile over the bound) with
 /// one load twice in a row: first a closed-loop probe estimates the
 /// capacity, then open-loop points run at fractions of it, then a few
-/// points bisect between the last load kept up with and the first one not. `progress` hears about each point;
+/// points bisect between the last load kept up with and the first one not
+/// (the rules are [`SweepPlan`]'s). `progress` hears about each point;
 /// `server_counters`, when it can ask the server, is called before and
 /// after each open-loop point.
 pub fn sweep(
@@ -380,43 +381,180 @@ pub fn sweep(
     mut progress: impl FnMut(&str),
     mut server_counters: impl FnMut() -> Option<ServerStats>,
 ) -> Result<SweepResult, Error> {
-    let mut slow_phases = SlowPhases::default();
-    if let Some(gate) = &cfg.gate {
-        slow_phases.waited_s += gate.wait_for_fast_phase(&mut progress);
+    let mut plan = SweepPlan::new(cfg);
+    plan.probe(target, system, workload, core, &mut progress)?;
+    while let Some(step) = plan.next_point() {
+        plan.measure(step, target, system, workload, core, &mut progress, &mut server_counters)?;
     }
-    progress("probing capacity (closed loop)");
-    let probe_cfg = LoadConfig { rate: None, max_outstanding: cfg.probe_outstanding, ..cfg.point.clone() };
-    let probe = run_point(target, system, workload, &probe_cfg, core)?;
-    if probe.completed == 0 {
-        return Err(Error::Failed(format!(
-            "{} answered no {} correctly in the probe ({} errors, {} timeouts)",
-            system.name(),
-            workload.unit(),
-            probe.errors,
-            probe.timeouts
-        )));
+    Ok(plan.finish())
+}
+
+/// One sweep as a sequence of steps, so that the sweeps of several systems
+/// can run interleaved point by point (`cf compare`): [`probe`](Self::probe)
+/// once, then [`measure`](Self::measure) each [`next_point`](Self::next_point)
+/// until there is none, then [`finish`](Self::finish).
+///
+/// The points: the configured fractions of the probe, then 20 % more each
+/// time, until a load is not kept up with; then `refine` points bisecting
+/// between the highest load kept up with and that one. A load not kept up
+/// with is tried once more before the sweep believes it: this VM stalls for
+/// milliseconds now and then, at any load, and one stall used to end a
+/// sweep at a random low load. The retries per sweep are bounded, so a
+/// system that misses its SLO everywhere costs a few points more, not
+/// twice the time.
+#[derive(Debug)]
+pub struct SweepPlan {
+    cfg: SweepConfig,
+    probe: Option<PointResult>,
+    points: Vec<PointResult>,
+    /// The quantile at the lowest loads, of which the bound takes the
+    /// smallest: one stall of the machine in the first point must not
+    /// loosen the SLO of the whole sweep.
+    low_load: Vec<f64>,
+    bound_us: f64,
+    retries_left: usize,
+    slow_phases: SlowPhases,
+    stage: Stage,
+}
+
+/// Where a [`SweepPlan`] is.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// Before the probe.
+    Probe,
+    /// Raising the load: the `tried`-th fraction (counting extra points),
+    /// the highest rate kept up with so far.
+    Climb {
+        tried: usize,
+        fraction: f64,
+        kept_rate: Option<f64>,
+        again: bool,
+    },
+    /// Bisecting between `lo` (kept up with) and `hi` (not), `left` points
+    /// to go.
+    Bisect {
+        lo: f64,
+        hi: f64,
+        left: usize,
+        again: bool,
+    },
+    Done,
+}
+
+/// The load point a [`SweepPlan`] wants measured next.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// Offered load, requests per second.
+    pub rate: f64,
+    /// Why this load, for the progress line.
+    pub what: String,
+}
+
+impl SweepPlan {
+    /// A sweep by `cfg`, before its probe.
+    pub fn new(cfg: &SweepConfig) -> Self {
+        SweepPlan {
+            cfg: cfg.clone(),
+            probe: None,
+            points: Vec::new(),
+            low_load: Vec::new(),
+            bound_us: f64::INFINITY,
+            retries_left: MAX_RETRIES,
+            slow_phases: SlowPhases::default(),
+            stage: Stage::Probe,
+        }
     }
-    let mut points: Vec<PointResult> = Vec::new();
-    let mut bound_us = f64::INFINITY;
-    // The quantile at the lowest loads, of which the bound takes the
-    // smallest: one stall of the machine in the first point must not loosen
-    // the SLO of the whole sweep.
-    let mut low_load: Vec<f64> = Vec::new();
-    let mut run = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<bool, Error> {
-        progress(&format!("point {}: offered {rate:.0}/s ({what})", points.len() + 1));
-        let mut reruns_left = MAX_SLOW_PHASE_RERUNS.saturating_sub(slow_phases.reruns);
+
+    /// Runs the closed-loop probe (after waiting out a slow phase of the
+    /// machine, with a gate).
+    ///
+    /// # Errors
+    ///
+    /// The load generator's, or [`Error::Failed`] when the system answered
+    /// nothing correctly.
+    pub fn probe(
+        &mut self,
+        target: &Target,
+        system: System,
+        workload: &dyn Workload,
+        core: Option<usize>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<&PointResult, Error> {
+        if let Some(gate) = &self.cfg.gate {
+            self.slow_phases.waited_s += gate.wait_for_fast_phase(progress);
+        }
+        progress("probing capacity (closed loop)");
+        let cfg = LoadConfig { rate: None, max_outstanding: self.cfg.probe_outstanding, ..self.cfg.point.clone() };
+        let probe = run_point(target, system, workload, &cfg, core)?;
+        if probe.completed == 0 {
+            self.stage = Stage::Done;
+            return Err(Error::Failed(format!(
+                "{} answered no {} correctly in the probe ({} errors, {} timeouts)",
+                system.name(),
+                workload.unit(),
+                probe.errors,
+                probe.timeouts
+            )));
+        }
+        self.stage = Stage::Climb { tried: 0, fraction: self.fraction(0, 0.0), kept_rate: None, again: false };
+        Ok(self.probe.insert(probe))
+    }
+
+    /// The `tried`-th fraction of the probe: the configured ones, then 20 %
+    /// more than `last` each time.
+    fn fraction(&self, tried: usize, last: f64) -> f64 {
+        self.cfg.fractions.get(tried).copied().unwrap_or(last * 1.2)
+    }
+
+    /// The next point to measure; `None` when the sweep is done (or has not
+    /// probed yet).
+    pub fn next_point(&self) -> Option<Step> {
+        let probe = self.probe.as_ref()?.achieved;
+        let again = || "the same load again: a stall of the machine, or the limit?".to_owned();
+        match self.stage {
+            Stage::Probe | Stage::Done => None,
+            Stage::Climb { fraction, again: true, .. } => Some(Step { rate: probe * fraction, what: again() }),
+            Stage::Climb { fraction, .. } => {
+                Some(Step { rate: probe * fraction, what: format!("{:.0} % of the probe", fraction * 100.0) })
+            }
+            Stage::Bisect { lo, hi, again: true, .. } => Some(Step { rate: (lo + hi) / 2.0, what: again() }),
+            Stage::Bisect { lo, hi, .. } => Some(Step { rate: (lo + hi) / 2.0, what: "refining".into() }),
+        }
+    }
+
+    /// Measures `step` (from [`next_point`](Self::next_point)): waits out
+    /// a slow phase of the machine, runs the point, runs it again when a
+    /// slow phase began during it, and records it. `server_counters` is
+    /// asked before and after. Whether the point was kept up with.
+    ///
+    /// # Errors
+    ///
+    /// The load generator's.
+    #[allow(clippy::too_many_arguments)] // the load generator's inputs, as `sweep` takes them
+    pub fn measure(
+        &mut self,
+        step: Step,
+        target: &Target,
+        system: System,
+        workload: &dyn Workload,
+        core: Option<usize>,
+        progress: &mut dyn FnMut(&str),
+        server_counters: &mut dyn FnMut() -> Option<ServerStats>,
+    ) -> Result<bool, Error> {
+        progress(&format!("point {}: offered {:.0}/s ({})", self.points.len() + 1, step.rate, step.what));
+        let mut reruns_left = MAX_SLOW_PHASE_RERUNS.saturating_sub(self.slow_phases.reruns);
         let point = loop {
-            if let Some(gate) = &cfg.gate {
-                slow_phases.waited_s += gate.wait_for_fast_phase(progress);
+            if let Some(gate) = &self.cfg.gate {
+                self.slow_phases.waited_s += gate.wait_for_fast_phase(progress);
             }
             let before = server_counters();
-            let mut point =
-                run_point(target, system, workload, &LoadConfig { rate: Some(rate), ..cfg.point.clone() }, core)?;
+            let cfg = LoadConfig { rate: Some(step.rate), ..self.cfg.point.clone() };
+            let mut point = run_point(target, system, workload, &cfg, core)?;
             point.server = before.zip(server_counters()).map(|(b, a)| a.since(&b));
-            match cfg.gate.as_ref().and_then(|g| g.measure(true)) {
+            match self.cfg.gate.as_ref().and_then(|g| g.measure(true)) {
                 Some((ns, true)) if reruns_left > 0 => {
                     reruns_left -= 1;
-                    slow_phases.reruns += 1;
+                    self.slow_phases.reruns += 1;
                     progress(&format!(
                         "  a slow phase of the machine began during the point (core round trip {ns:.0} ns): running it again"
                     ));
@@ -424,67 +562,81 @@ pub fn sweep(
                 _ => break point,
             }
         };
-        if low_load.len() < LOW_LOAD_POINTS {
-            low_load.push(cfg.bound.quantile.of(&point));
-            bound_us = cfg.bound.bound_us(low_load.iter().copied().fold(f64::INFINITY, f64::min));
-        }
-        let kept = point.kept_up(cfg.bound.quantile, bound_us);
+        let kept = self.record(step.rate, point);
         if !kept {
+            let p = self.points.last().expect("just recorded");
             progress(&format!(
-                "  not kept up: achieved {:.0}/s, p50 {:.1} µs, p99 {:.1} µs ({} bound {bound_us:.1}), {} timeouts",
-                point.achieved,
-                point.p50_us,
-                point.p99_us,
-                cfg.bound.quantile.name(),
-                point.timeouts
+                "  not kept up: achieved {:.0}/s, p50 {:.1} µs, p99 {:.1} µs ({} bound {:.1}), {} timeouts",
+                p.achieved,
+                p.p50_us,
+                p.p99_us,
+                self.cfg.bound.quantile.name(),
+                self.bound_us,
+                p.timeouts
             ));
         }
-        points.push(point);
         Ok(kept)
-    };
-    // A load not kept up with is tried once more before the sweep believes
-    // it: this VM stalls for milliseconds now and then, at any load, and a
-    // stall in one point used to end a sweep at a random low load. The
-    // retries per sweep are bounded, so a system that really misses its
-    // SLO everywhere costs a few points more, not twice the time.
-    let mut retries_left = MAX_RETRIES;
-    let mut run_twice = |rate: f64, what: String, progress: &mut dyn FnMut(&str)| -> Result<bool, Error> {
-        let kept = run(rate, what, progress)?;
-        if kept || retries_left == 0 {
-            return Ok(kept);
-        }
-        retries_left -= 1;
-        run(rate, "the same load again: a stall of the machine, or the limit?".into(), progress)
-    };
-    // The given fractions, then 20 % more each time, until a load is not
-    // kept up with twice in a row (an open loop can go past the
-    // closed-loop probe).
-    let mut fraction = cfg.fractions.iter().copied();
-    let (mut last, mut kept_rate, mut failed_above) = (0.0, None, None);
-    for _ in 0..cfg.fractions.len() + MAX_EXTRA_POINTS {
-        let f = fraction.next().unwrap_or(last * 1.2);
-        last = f;
-        let rate = probe.achieved * f;
-        if !run_twice(rate, format!("{:.0} % of the probe", f * 100.0), &mut progress)? {
-            failed_above = Some(rate);
-            break;
-        }
-        kept_rate = Some(rate);
     }
-    // Bisect between the highest load kept up with and the next one tried
-    // (from zero if none was kept up with).
-    if let Some(mut hi) = failed_above {
-        let mut lo = kept_rate.unwrap_or(0.0);
-        for _ in 0..cfg.refine {
-            let mid = (lo + hi) / 2.0;
-            if run_twice(mid, "refining".into(), &mut progress)? {
-                lo = mid;
-            } else {
-                hi = mid;
+
+    /// Records a point measured at `rate` and moves the plan on; whether
+    /// it was kept up with.
+    fn record(&mut self, rate: f64, point: PointResult) -> bool {
+        if self.low_load.len() < LOW_LOAD_POINTS {
+            self.low_load.push(self.cfg.bound.quantile.of(&point));
+            self.bound_us = self.cfg.bound.bound_us(self.low_load.iter().copied().fold(f64::INFINITY, f64::min));
+        }
+        let kept = point.kept_up(self.cfg.bound.quantile, self.bound_us);
+        self.points.push(point);
+        let retried = matches!(self.stage, Stage::Climb { again: true, .. } | Stage::Bisect { again: true, .. });
+        let retry = !kept && !retried && self.retries_left > 0;
+        if retry {
+            self.retries_left -= 1;
+        }
+        self.stage = match self.stage {
+            Stage::Climb { again: false, tried, fraction, kept_rate } if retry => {
+                Stage::Climb { tried, fraction, kept_rate, again: true }
             }
+            Stage::Bisect { again: false, lo, hi, left } if retry => Stage::Bisect { lo, hi, left, again: true },
+            Stage::Climb { tried, fraction, .. } if kept => {
+                let tried = tried + 1;
+                if tried >= self.cfg.fractions.len() + MAX_EXTRA_POINTS {
+                    Stage::Done
+                } else {
+                    Stage::Climb {
+                        tried,
+                        fraction: self.fraction(tried, fraction),
+                        kept_rate: Some(rate),
+                        again: false,
+                    }
+                }
+            }
+            Stage::Climb { kept_rate, .. } if self.cfg.refine > 0 => {
+                Stage::Bisect { lo: kept_rate.unwrap_or(0.0), hi: rate, left: self.cfg.refine, again: false }
+            }
+            Stage::Bisect { lo, hi, left, .. } if left > 1 => {
+                let (lo, hi) = if kept { (rate, hi) } else { (lo, rate) };
+                Stage::Bisect { lo, hi, left: left - 1, again: false }
+            }
+            _ => Stage::Done,
+        };
+        kept
+    }
+
+    /// The sweep so far (after [`probe`](Self::probe); a sweep whose probe
+    /// failed has no result).
+    ///
+    /// # Panics
+    ///
+    /// Before a successful probe.
+    pub fn finish(self) -> SweepResult {
+        SweepResult {
+            probe: self.probe.expect("the sweep was probed"),
+            points: self.points,
+            quantile: self.cfg.bound.quantile,
+            bound_us: self.bound_us,
+            slow_phases: self.slow_phases,
         }
     }
-    Ok(SweepResult { probe, points, quantile: cfg.bound.quantile, bound_us, slow_phases })
 }
 
 #[cfg(test)]
@@ -505,6 +657,67 @@ mod tests {
             errors: 0,
             server: None,
         }
+    }
+
+    /// Drives a plan against a system that keeps up with loads up to
+    /// `capacity`, except at the loads in `stalls` the first time each is
+    /// run; the loads run, in order.
+    fn drive(capacity: f64, stalls: &[f64]) -> (Vec<f64>, SweepResult) {
+        let cfg = super::SweepConfig {
+            fractions: vec![0.25, 0.5, 0.75, 1.0],
+            bound: LatencyBound { quantile: Quantile::P99, rule: BoundRule::Fixed(50.0) },
+            ..super::SweepConfig::new(crate::loadgen::LoadConfig {
+                rate: None,
+                threads: 1,
+                warmup: std::time::Duration::ZERO,
+                duration: std::time::Duration::from_secs(1),
+                timeout: std::time::Duration::from_millis(500),
+                max_outstanding: 16,
+                seed: 1,
+                in_place: false,
+            })
+        };
+        let mut plan = super::SweepPlan::new(&cfg);
+        assert_eq!(plan.next_point(), None, "nothing before the probe");
+        plan.probe = Some(point(None, 100_000.0, 30.0, 0));
+        plan.stage = super::Stage::Climb { tried: 0, fraction: 0.25, kept_rate: None, again: false };
+        let (mut rates, mut stalled) = (Vec::new(), Vec::new());
+        while let Some(step) = plan.next_point() {
+            let r = step.rate;
+            let stall = stalls.contains(&r) && !stalled.contains(&r);
+            stalled.push(r);
+            let p99 = if r <= capacity && !stall { 10.0 } else { 900.0 };
+            plan.record(r, point(Some(r), r, p99, 0));
+            rates.push(r);
+            assert!(rates.len() < 30, "the plan ends: {rates:?}");
+        }
+        (rates, plan.finish())
+    }
+
+    #[test]
+    fn a_plan_climbs_tries_a_miss_twice_then_bisects() {
+        let (rates, result) = drive(60_000.0, &[]);
+        // 25 k, 50 k kept; 75 k missed twice; bisect 62.5 k (twice: a miss),
+        // then 56.25 k.
+        assert_eq!(rates, [25_000.0, 50_000.0, 75_000.0, 75_000.0, 62_500.0, 62_500.0, 56_250.0]);
+        assert_eq!(result.best().map(|b| b.achieved), Some(56_250.0));
+        assert_eq!(result.bound_us, 50.0);
+    }
+
+    #[test]
+    fn a_stall_in_one_point_does_not_end_the_sweep() {
+        let (rates, result) = drive(90_000.0, &[50_000.0]);
+        assert_eq!(&rates[..3], [25_000.0, 50_000.0, 50_000.0], "the stalled load again");
+        // 75 k kept, 100 k missed twice, 87.5 k kept, 93.75 k missed twice.
+        assert_eq!(&rates[3..], [75_000.0, 100_000.0, 100_000.0, 87_500.0, 93_750.0, 93_750.0]);
+        assert_eq!(result.best().map(|b| b.achieved), Some(87_500.0));
+    }
+
+    #[test]
+    fn a_plan_that_keeps_up_everywhere_ends_after_its_extra_points() {
+        let (rates, _) = drive(f64::INFINITY, &[]);
+        assert_eq!(rates.len(), 4 + super::MAX_EXTRA_POINTS);
+        assert!((rates[4] - 120_000.0).abs() < 1e-6 && (rates[5] - 144_000.0).abs() < 1e-6, "{rates:?}");
     }
 
     #[test]

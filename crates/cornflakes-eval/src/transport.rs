@@ -210,12 +210,7 @@ pub fn shm_client_with(path: &str, in_place: bool) -> Result<(ShmDatapath, ConnI
 /// responses count in the latencies) and still drops, and counts, past
 /// them.
 pub fn shm_config() -> ShmConfig {
-    ShmConfig {
-        ring_size: 2 << 20,
-        max_parked_messages: 32 << 10,
-        max_parked_bytes: 64 << 20,
-        ..ShmConfig::default()
-    }
+    ShmConfig { ring_size: 2 << 20, max_parked_messages: 32 << 10, max_parked_bytes: 64 << 20, ..ShmConfig::default() }
 }
 
 fn loopback_any() -> SocketAddr {
