@@ -52,10 +52,11 @@ pub(crate) enum Command {
     Echo(EchoArgs),
     /// The paper's comparisons: every serializer on the key-value store.
     ///
-    /// For each workload (echo, ycsb, google, twitter, cdn), starts the
-    /// key-value server with each system in turn on one core, sweeps the
-    /// offered load with the open-loop load generator on the other core
-    /// over the shared-memory datapath, prints the highest achieved load
+    /// For each workload (echo, ycsb, google, twitter, cdn), starts a
+    /// key-value server per system on one core and sweeps the offered load
+    /// of each with the open-loop load generator on the other core, one
+    /// load point of each system in turn (--sequential: one whole sweep
+    /// after another), over the shared-memory datapath; prints the highest achieved load
     /// and p99 of each system and the paper's ratios, and writes
     /// OUT/summary.json and OUT/<workload>.png. With no arguments, runs a
     /// short default of all five workloads.

@@ -419,8 +419,16 @@ fn sweep_sequential(
 
 /// The progress prefix of the `k`-th of `n` systems in a repeat.
 fn label(args: &CompareConfig, k: usize, n: usize, repeat: usize, workload: &str, system: System) -> String {
-    let repeat = if args.repeats > 1 { format!(", repeat {}/{}", repeat + 1, args.repeats) } else { String::new() };
-    format!("[{}/{n}{repeat}] {workload} {}", k + 1, system.name())
+    format!("[{}/{n}{}] {workload} {}", k + 1, repeat_text(args, repeat), system.name())
+}
+
+/// `, repeat R/N` in progress lines, when there are repeats.
+fn repeat_text(args: &CompareConfig, repeat: usize) -> String {
+    if args.repeats > 1 {
+        format!(", repeat {}/{}", repeat + 1, args.repeats)
+    } else {
+        String::new()
+    }
 }
 
 /// One system's server and sweep in [`sweep_interleaved`].
@@ -458,13 +466,7 @@ fn sweep_interleaved(
         }
     }
     let core = Some(args.client_core);
-    let repeat_of = |repeat: usize| {
-        if args.repeats > 1 {
-            format!(", repeat {}/{}", repeat + 1, args.repeats)
-        } else {
-            String::new()
-        }
-    };
+    let repeat_of = |repeat: usize| repeat_text(args, repeat);
     for repeat in 0..args.repeats {
         let sweeping = |lanes: &[Lane]| lanes.iter().filter(|l| l.plan.is_some()).count();
         for j in run_order(lanes.len(), w + repeat) {
