@@ -59,12 +59,11 @@ pub struct CompareConfig {
 pub enum Schedule {
     /// Every system's server is started (and preloaded) once; the load
     /// generator probes each in turn, then runs one load point of each
-    /// system in turn until every sweep is done. The VM's slow phases last
-    /// seconds to minutes; run one sweep after another, whichever system
-    /// swept during one lost, and two default runs disagreed on half their
-    /// ratios. Point by point, a phase falls on every system alike. Idle
-    /// servers sleep (no CPU), but each holds its preloaded store
-    /// (~0.4-0.9 GB on the default workloads).
+    /// system in turn until every sweep is done, so that a slow phase of
+    /// the machine (seconds to minutes on these VMs) falls on every system
+    /// alike instead of on whichever one was sweeping. Idle servers sleep
+    /// (no CPU), but each holds its preloaded store (~0.4-0.9 GB on the
+    /// default workloads).
     #[default]
     Interleaved,
     /// One server at a time, its whole sweep, then the next (less memory).
@@ -205,6 +204,12 @@ impl SystemRuns {
 
     fn errors(&self) -> u64 {
         self.sweeps.iter().map(SweepResult::errors).sum()
+    }
+
+    /// Records (and prints) a repeat, or a server, that failed.
+    fn fail(&mut self, label: &str, e: &Error) {
+        eprintln!("{label}: FAILED: {e}");
+        self.failures.push(e.to_string());
     }
 
     fn timeouts(&self) -> u64 {
@@ -407,10 +412,7 @@ fn sweep_sequential(
                     runs.sweeps.push(sweep);
                     runs.server.add(&server);
                 }
-                Err(e) => {
-                    eprintln!("{label}: FAILED: {e}");
-                    runs.failures.push(e.to_string());
-                }
+                Err(e) => runs.fail(&label, &e),
             }
         }
     }
@@ -459,19 +461,15 @@ fn sweep_interleaved(
         let label = format!("[{}/{n}] {}", k + 1, name(i));
         match start_server(args, spec, results[i].system, &label, namespaces) {
             Ok((server, target)) => lanes.push(Lane { index: i, server, target, plan: None }),
-            Err(e) => {
-                eprintln!("{label}: FAILED: {e}");
-                results[i].failures.push(e.to_string());
-            }
+            Err(e) => results[i].fail(&label, &e),
         }
     }
     let core = Some(args.client_core);
-    let repeat_of = |repeat: usize| repeat_text(args, repeat);
     for repeat in 0..args.repeats {
         let sweeping = |lanes: &[Lane]| lanes.iter().filter(|l| l.plan.is_some()).count();
         for j in run_order(lanes.len(), w + repeat) {
             let lane = &mut lanes[j];
-            let label = format!("[probe{}] {}", repeat_of(repeat), name(lane.index));
+            let label = format!("[probe{}] {}", repeat_text(args, repeat), name(lane.index));
             let mut plan = SweepPlan::new(&args.sweep);
             let mut progress = |m: &str| eprintln!("{label}: {m}");
             match plan.probe(&lane.target, results[lane.index].system, workload.as_ref(), core, &mut progress) {
@@ -479,10 +477,7 @@ fn sweep_interleaved(
                     eprintln!("{label}: {:.0} {}/s closed loop", p.achieved, workload.unit());
                     lane.plan = Some(plan);
                 }
-                Err(e) => {
-                    eprintln!("{label}: FAILED: {e}");
-                    results[lane.index].failures.push(e.to_string());
-                }
+                Err(e) => results[lane.index].fail(&label, &e),
             }
         }
         let mut round = 0;
@@ -491,17 +486,14 @@ fn sweep_interleaved(
             let mut ran = false;
             for j in run_order(lanes.len(), w + repeat + round) {
                 let Lane { index, server, target, plan } = &mut lanes[j];
-                let Some(step) = plan.as_ref().and_then(SweepPlan::next_point) else { continue };
+                let Some(sweep) = plan.as_mut().filter(|p| !p.is_done()) else { continue };
                 let system = results[*index].system;
-                let label = format!("[round {}, {left} sweeping{}] {}", round + 1, repeat_of(repeat), name(*index));
+                let label =
+                    format!("[round {}, {left} sweeping{}] {}", round + 1, repeat_text(args, repeat), name(*index));
                 let mut progress = |m: &str| eprintln!("{label}: {m}");
                 let mut counters = || server.report().ok().and_then(|l| ServerStats::from_json_line(&l));
-                let sweep = plan.as_mut().expect("has a next point");
-                if let Err(e) =
-                    sweep.measure(step, target, system, workload.as_ref(), core, &mut progress, &mut counters)
-                {
-                    eprintln!("{label}: FAILED: {e}");
-                    results[*index].failures.push(e.to_string());
+                if let Err(e) = sweep.measure(target, system, workload.as_ref(), core, &mut progress, &mut counters) {
+                    results[*index].fail(&label, &e);
                     *plan = None;
                 }
                 ran = true;
@@ -514,7 +506,7 @@ fn sweep_interleaved(
         for lane in &mut lanes {
             if let Some(plan) = lane.plan.take() {
                 let result = plan.finish();
-                let label = format!("[done{}] {}", repeat_of(repeat), name(lane.index));
+                let label = format!("[done{}] {}", repeat_text(args, repeat), name(lane.index));
                 say_max(&label, &result, workload.unit(), None);
                 results[lane.index].sweeps.push(result);
             }
@@ -540,10 +532,22 @@ fn start_server(
     let (path, prefix) = server_place(args, namespaces);
     let place = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
     eprintln!("{label}: starting server (preloading)");
+    start_at(&place, system, spec, &server_extra(args), &mut |m| eprintln!("{label}: {m}"))
+}
+
+/// Starts `cf kv-server` with `system` on `spec` (plus `extra` arguments)
+/// at `place`, and connects a target to it.
+fn start_at(
+    place: &ServerPlace<'_>,
+    system: System,
+    spec: &WorkloadSpec,
+    extra: &[String],
+    progress: &mut dyn FnMut(&str),
+) -> Result<(KvServer, Target), Error> {
     let t0 = Instant::now();
-    let server = KvServer::start(&place, system, spec, server_extra(args))?;
-    eprintln!("{label}: server ready in {:.1} s", t0.elapsed().as_secs_f64());
-    let target = Target::new(args.transport, &server.addr)?;
+    let server = KvServer::start(place, system, spec, extra)?;
+    progress(&format!("server ready in {:.1} s", t0.elapsed().as_secs_f64()));
+    let target = Target::new(place.transport, &server.addr)?;
     Ok((server, target))
 }
 
@@ -559,12 +563,11 @@ fn server_place(args: &CompareConfig, namespaces: Option<&Namespaces>) -> (Strin
 
 /// The servers' extra arguments: with trusted peers the server gathers
 /// requests into its shared pool too.
-fn server_extra(args: &CompareConfig) -> &'static [String] {
-    static IN_PLACE: std::sync::LazyLock<[String; 1]> = std::sync::LazyLock::new(|| ["--in-place".to_owned()]);
+fn server_extra(args: &CompareConfig) -> Vec<String> {
     if args.sweep.point.in_place {
-        &*IN_PLACE
+        vec!["--in-place".to_owned()]
     } else {
-        &[]
+        Vec::new()
     }
 }
 
@@ -634,7 +637,7 @@ fn run_system(
     let where_ = ServerPlace { transport: args.transport, addr: &path, prefix: &prefix, server_core: args.server_core };
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let (result, counters) =
-        sweep_server(&where_, spec, system, server_extra(args), &args.sweep, args.client_core, |m| {
+        sweep_server(&where_, spec, system, &server_extra(args), &args.sweep, args.client_core, |m| {
             eprintln!("{label}: {m}")
         })?;
     let result = result?;
@@ -656,11 +659,8 @@ pub(crate) fn sweep_server(
     client_core: usize,
     mut progress: impl FnMut(&str),
 ) -> Result<(Result<SweepResult, Error>, Option<ServerStats>), Error> {
-    let t0 = Instant::now();
-    let mut server = KvServer::start(place, system, spec, extra)?;
-    progress(&format!("server ready in {:.1} s", t0.elapsed().as_secs_f64()));
+    let (mut server, target) = start_at(place, system, spec, extra, &mut progress)?;
     let workload = spec.build().map_err(|e| Error::Invalid(e.to_string()))?;
-    let target = Target::new(place.transport, &server.addr)?;
     let result = sweep::sweep(&target, system, workload.as_ref(), sweep_cfg, Some(client_core), &mut progress, || {
         server.report().ok().and_then(|l| ServerStats::from_json_line(&l))
     });

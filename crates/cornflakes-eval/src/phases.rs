@@ -400,7 +400,7 @@ fn valgrind_cache(size: Option<u64>, ways: Option<u64>, line: Option<u64>) -> Op
     if sets == 0 {
         return None;
     }
-    let sets = if sets.is_power_of_two() { sets } else { 1 << sets.ilog2() };
+    let sets = 1 << sets.ilog2();
     Some(format!("{},{ways},{line}", sets * ways * line))
 }
 

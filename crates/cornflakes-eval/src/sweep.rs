@@ -383,16 +383,14 @@ pub fn sweep(
 ) -> Result<SweepResult, Error> {
     let mut plan = SweepPlan::new(cfg);
     plan.probe(target, system, workload, core, &mut progress)?;
-    while let Some(step) = plan.next_point() {
-        plan.measure(step, target, system, workload, core, &mut progress, &mut server_counters)?;
-    }
+    while plan.measure(target, system, workload, core, &mut progress, &mut server_counters)?.is_some() {}
     Ok(plan.finish())
 }
 
 /// One sweep as a sequence of steps, so that the sweeps of several systems
 /// can run interleaved point by point (`cf compare`): [`probe`](Self::probe)
-/// once, then [`measure`](Self::measure) each [`next_point`](Self::next_point)
-/// until there is none, then [`finish`](Self::finish).
+/// once, then [`measure`](Self::measure) until [`is_done`](Self::is_done),
+/// then [`finish`](Self::finish).
 ///
 /// The points: the configured fractions of the probe, then 20 % more each
 /// time, until a load is not kept up with; then `refine` points bisecting
@@ -413,6 +411,8 @@ pub struct SweepPlan {
     low_load: Vec<f64>,
     bound_us: f64,
     retries_left: usize,
+    /// The next point runs the last load again (it was not kept up with).
+    again: bool,
     slow_phases: SlowPhases,
     stage: Stage,
 }
@@ -428,7 +428,6 @@ enum Stage {
         tried: usize,
         fraction: f64,
         kept_rate: Option<f64>,
-        again: bool,
     },
     /// Bisecting between `lo` (kept up with) and `hi` (not), `left` points
     /// to go.
@@ -436,18 +435,17 @@ enum Stage {
         lo: f64,
         hi: f64,
         left: usize,
-        again: bool,
     },
     Done,
 }
 
-/// The load point a [`SweepPlan`] wants measured next.
+/// The load point a [`SweepPlan`] measures next.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Step {
+struct Step {
     /// Offered load, requests per second.
-    pub rate: f64,
+    rate: f64,
     /// Why this load, for the progress line.
-    pub what: String,
+    what: String,
 }
 
 impl SweepPlan {
@@ -460,6 +458,7 @@ impl SweepPlan {
             low_load: Vec::new(),
             bound_us: f64::INFINITY,
             retries_left: MAX_RETRIES,
+            again: false,
             slow_phases: SlowPhases::default(),
             stage: Stage::Probe,
         }
@@ -496,7 +495,7 @@ impl SweepPlan {
                 probe.timeouts
             )));
         }
-        self.stage = Stage::Climb { tried: 0, fraction: self.fraction(0, 0.0), kept_rate: None, again: false };
+        self.stage = Stage::Climb { tried: 0, fraction: self.fraction(0, 0.0), kept_rate: None };
         Ok(self.probe.insert(probe))
     }
 
@@ -506,41 +505,43 @@ impl SweepPlan {
         self.cfg.fractions.get(tried).copied().unwrap_or(last * 1.2)
     }
 
-    /// The next point to measure; `None` when the sweep is done (or has not
-    /// probed yet).
-    pub fn next_point(&self) -> Option<Step> {
-        let probe = self.probe.as_ref()?.achieved;
-        let again = || "the same load again: a stall of the machine, or the limit?".to_owned();
-        match self.stage {
-            Stage::Probe | Stage::Done => None,
-            Stage::Climb { fraction, again: true, .. } => Some(Step { rate: probe * fraction, what: again() }),
-            Stage::Climb { fraction, .. } => {
-                Some(Step { rate: probe * fraction, what: format!("{:.0} % of the probe", fraction * 100.0) })
-            }
-            Stage::Bisect { lo, hi, again: true, .. } => Some(Step { rate: (lo + hi) / 2.0, what: again() }),
-            Stage::Bisect { lo, hi, .. } => Some(Step { rate: (lo + hi) / 2.0, what: "refining".into() }),
-        }
+    /// Whether no point is left to measure (or the probe has not run).
+    pub fn is_done(&self) -> bool {
+        self.next_point().is_none()
     }
 
-    /// Measures `step` (from [`next_point`](Self::next_point)): waits out
-    /// a slow phase of the machine, runs the point, runs it again when a
-    /// slow phase began during it, and records it. `server_counters` is
-    /// asked before and after. Whether the point was kept up with.
+    /// The next point to measure; `None` when the sweep is done (or has not
+    /// probed yet).
+    fn next_point(&self) -> Option<Step> {
+        let probe = self.probe.as_ref()?.achieved;
+        let (rate, what) = match self.stage {
+            Stage::Probe | Stage::Done => return None,
+            Stage::Climb { fraction, .. } => (probe * fraction, format!("{:.0} % of the probe", fraction * 100.0)),
+            Stage::Bisect { lo, hi, .. } => ((lo + hi) / 2.0, "refining".to_owned()),
+        };
+        let what =
+            if self.again { "the same load again: a stall of the machine, or the limit?".to_owned() } else { what };
+        Some(Step { rate, what })
+    }
+
+    /// Measures the next point: waits out a slow phase of the machine,
+    /// runs the point, runs it again when a slow phase began during it, and
+    /// records it. `server_counters` is asked before and after. Whether the
+    /// point was kept up with; `None` when the sweep is done.
     ///
     /// # Errors
     ///
     /// The load generator's.
-    #[allow(clippy::too_many_arguments)] // the load generator's inputs, as `sweep` takes them
     pub fn measure(
         &mut self,
-        step: Step,
         target: &Target,
         system: System,
         workload: &dyn Workload,
         core: Option<usize>,
         progress: &mut dyn FnMut(&str),
         server_counters: &mut dyn FnMut() -> Option<ServerStats>,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<bool>, Error> {
+        let Some(step) = self.next_point() else { return Ok(None) };
         progress(&format!("point {}: offered {:.0}/s ({})", self.points.len() + 1, step.rate, step.what));
         let mut reruns_left = MAX_SLOW_PHASE_RERUNS.saturating_sub(self.slow_phases.reruns);
         let point = loop {
@@ -575,7 +576,7 @@ impl SweepPlan {
                 p.timeouts
             ));
         }
-        Ok(kept)
+        Ok(Some(kept))
     }
 
     /// Records a point measured at `rate` and moves the plan on; whether
@@ -587,35 +588,27 @@ impl SweepPlan {
         }
         let kept = point.kept_up(self.cfg.bound.quantile, self.bound_us);
         self.points.push(point);
-        let retried = matches!(self.stage, Stage::Climb { again: true, .. } | Stage::Bisect { again: true, .. });
-        let retry = !kept && !retried && self.retries_left > 0;
-        if retry {
+        if !kept && !self.again && self.retries_left > 0 {
             self.retries_left -= 1;
+            self.again = true;
+            return kept;
         }
+        self.again = false;
         self.stage = match self.stage {
-            Stage::Climb { again: false, tried, fraction, kept_rate } if retry => {
-                Stage::Climb { tried, fraction, kept_rate, again: true }
-            }
-            Stage::Bisect { again: false, lo, hi, left } if retry => Stage::Bisect { lo, hi, left, again: true },
             Stage::Climb { tried, fraction, .. } if kept => {
                 let tried = tried + 1;
                 if tried >= self.cfg.fractions.len() + MAX_EXTRA_POINTS {
                     Stage::Done
                 } else {
-                    Stage::Climb {
-                        tried,
-                        fraction: self.fraction(tried, fraction),
-                        kept_rate: Some(rate),
-                        again: false,
-                    }
+                    Stage::Climb { tried, fraction: self.fraction(tried, fraction), kept_rate: Some(rate) }
                 }
             }
             Stage::Climb { kept_rate, .. } if self.cfg.refine > 0 => {
-                Stage::Bisect { lo: kept_rate.unwrap_or(0.0), hi: rate, left: self.cfg.refine, again: false }
+                Stage::Bisect { lo: kept_rate.unwrap_or(0.0), hi: rate, left: self.cfg.refine }
             }
             Stage::Bisect { lo, hi, left, .. } if left > 1 => {
                 let (lo, hi) = if kept { (rate, hi) } else { (lo, rate) };
-                Stage::Bisect { lo, hi, left: left - 1, again: false }
+                Stage::Bisect { lo, hi, left: left - 1 }
             }
             _ => Stage::Done,
         };
@@ -680,7 +673,7 @@ mod tests {
         let mut plan = super::SweepPlan::new(&cfg);
         assert_eq!(plan.next_point(), None, "nothing before the probe");
         plan.probe = Some(point(None, 100_000.0, 30.0, 0));
-        plan.stage = super::Stage::Climb { tried: 0, fraction: 0.25, kept_rate: None, again: false };
+        plan.stage = super::Stage::Climb { tried: 0, fraction: 0.25, kept_rate: None };
         let (mut rates, mut stalled) = (Vec::new(), Vec::new());
         while let Some(step) = plan.next_point() {
             let r = step.rate;
