@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
-use cornflakes_datapath::shm::{LeaseExpired, LeaseLimits, ShmConfig, ShmDatapath};
+use cornflakes_datapath::shm::{LeaseExpired, LeaseLimits, PeerSlice, ShmConfig, ShmDatapath};
 use cornflakes_datapath::{ConnId, Datapath, InPlace, RecvError, Segment, Span};
 
 fn in_place(limits: LeaseLimits) -> ShmConfig {
@@ -161,6 +161,7 @@ fn an_old_lease_expires_and_releases_the_sender() {
     assert_eq!(s.to_vec(), Err(LeaseExpired));
     assert_eq!(m.to_vec(), Err(LeaseExpired));
     assert_eq!(s.for_each_chunk(|_| true), Err(LeaseExpired));
+    assert_eq!(s.block(0), Err(LeaseExpired));
     assert_eq!(b.shm_stats().leases_expired, 1);
 }
 
@@ -195,7 +196,38 @@ fn a_sender_writing_a_leased_buffer_changes_values_not_safety() {
             true
         })
         .unwrap());
+    assert_eq!(blocks_of(&s), seen, "read block by block");
     assert_eq!((chunks, seen_by_chunk), (4096usize.div_ceil(cornflakes_datapath::shm::PEER_CHUNK), seen));
+}
+
+/// The bytes of `s` as `block` reads them, checking that the padding of
+/// a short last block is zero.
+fn blocks_of(s: &PeerSlice) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..s.len().div_ceil(64) {
+        let block = s.block(i).unwrap();
+        let n = (s.len() - i * 64).min(64);
+        assert!(block[n..].iter().all(|&b| b == 0), "padding is zero");
+        out.extend_from_slice(&block[..n]);
+    }
+    out
+}
+
+#[test]
+fn blocks_cover_every_byte_at_any_offset_and_length() {
+    let (mut a, mut b) = ShmDatapath::pair(in_place(LeaseLimits::default())).unwrap();
+    let ca = first_conn(&a);
+    let want: Vec<u8> = (0..3000).map(|i| (i * 7 + 3) as u8).collect();
+    let v = a.pool().alloc_copy(&want).unwrap();
+    a.push_segments(ca, 1, &[Segment::ZeroCopy(v)]).unwrap();
+    let m = recv_in_place(&mut b, 1).pop().unwrap();
+    let Some(Span::Peer(s)) = m.span(0, 3000) else { panic!("not in place") };
+    for (start, len) in [(0, 3000), (0, 0), (0, 64), (1, 63), (3, 128), (5, 500), (2999, 1), (2936, 64), (17, 2983)] {
+        let part = s.slice(start, len).unwrap();
+        assert_eq!(blocks_of(&part), &want[start..start + len], "{start}+{len}");
+    }
+    let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.block(3000usize.div_ceil(64))));
+    assert!(past.is_err(), "a block past the end panics");
 }
 
 #[test]

@@ -7,9 +7,12 @@
 //! and checks every byte of its value (`check_value` / `ValueChecker`, as
 //! the load generator does). Two client connections, one per mode, take
 //! turns for `--rounds` rounds; the table gives each round's responses per
-//! second and the medians. In place, a value is read with
-//! `PeerSlice::for_each_chunk` (`--read chunks`, the load generator's way)
-//! or copied out whole into a reused buffer first (`--read copy`).
+//! second and the medians. In place, a value is read 64 bytes at a time
+//! straight into the comparison (`PeerSlice::for_each_block` and
+//! `check_value_blocks`, `--read blocks`, the load generator's way), copied
+//! out 4 KiB at a time into a stack buffer (`PeerSlice::for_each_chunk`,
+//! `--read chunks`, its way until 2026-11-28) or copied out whole into a
+//! reused buffer first (`--read copy`).
 //!
 //! ```sh
 //! cargo run --release -p cornflakes-eval --example in_place_cost
@@ -31,7 +34,7 @@ use cornflakes_datapath::{Datapath, Received};
 use cornflakes_kv::codec::cornflakes::CornflakesClient;
 use cornflakes_kv::kv_proto::KvResponse;
 use cornflakes_kv::{ClientCodec, Status};
-use cornflakes_workloads::{check_value, fill_value, ValueChecker};
+use cornflakes_workloads::{check_value, check_value_blocks, fill_value, Blocks, ValueChecker};
 
 const SERVER_CORE: usize = 0;
 const CLIENT_CORE: usize = 1;
@@ -51,6 +54,29 @@ impl Mode {
     }
 }
 
+/// How the client reads a value left in the server's pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Read {
+    Blocks,
+    Chunks,
+    Copy,
+}
+
+/// A value in the server's pool as `check_value_blocks` reads it.
+struct PeerBlocks<'a>(&'a cornflakes_datapath::shm::PeerSlice);
+
+impl Blocks for PeerBlocks<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    fn block(&self, i: usize) -> Option<[u8; 64]> {
+        self.0.block(i).ok()
+    }
+}
+
 struct Options {
     values: u32,
     size: usize,
@@ -59,9 +85,8 @@ struct Options {
     rounds: usize,
     only: Option<Mode>,
     count: Option<u64>,
-    /// In place, copy each value out whole into a reused buffer before
-    /// checking it, instead of `PeerSlice::for_each_chunk`.
-    read_copy: bool,
+    /// How a value left in place is read.
+    read: Read,
 }
 
 fn options() -> Options {
@@ -73,7 +98,7 @@ fn options() -> Options {
         rounds: 5,
         only: None,
         count: None,
-        read_copy: false,
+        read: Read::Blocks,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -86,10 +111,11 @@ fn options() -> Options {
             "--seconds" => o.seconds = value().parse().expect("--seconds S"),
             "--rounds" => o.rounds = value().parse().expect("--rounds N"),
             "--read" => {
-                o.read_copy = match value().as_str() {
-                    "chunks" => false,
-                    "copy" => true,
-                    other => panic!("--read chunks|copy, not {other}"),
+                o.read = match value().as_str() {
+                    "blocks" => Read::Blocks,
+                    "chunks" => Read::Chunks,
+                    "copy" => Read::Copy,
+                    other => panic!("--read blocks|chunks|copy, not {other}"),
                 }
             }
             "--count" => o.count = Some(value().parse().expect("--count N")),
@@ -264,7 +290,10 @@ fn drive(dp: &mut ShmDatapath, mode: Mode, o: &Options, rng: &mut u64, count: Op
                 .read_response_in_place(&r, &mut |s, v| {
                     ok = s == Status::Ok
                         && match v {
-                            [cornflakes_datapath::Span::Peer(p)] if o.read_copy => {
+                            [cornflakes_datapath::Span::Peer(p)] if o.read == Read::Blocks => {
+                                check_value_blocks(key, 0, size, &PeerBlocks(p))
+                            }
+                            [cornflakes_datapath::Span::Peer(p)] if o.read == Read::Copy => {
                                 scratch.resize(p.len(), 0);
                                 p.copy_to_slice(&mut scratch).is_ok() && check_value(key, 0, size, &scratch)
                             }

@@ -14,12 +14,13 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
+use cornflakes_datapath::shm::PeerSlice;
 use cornflakes_datapath::timeline::{self, Kind};
 use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, SendError, Span};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
 use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, Status, System};
-use cornflakes_workloads::{check_value, fill_value, Generator, Transaction, ValueChecker, Workload};
+use cornflakes_workloads::{check_value, check_value_blocks, fill_value, Blocks, Generator, Transaction, Workload};
 use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::{Distribution, Exp};
@@ -311,21 +312,26 @@ impl ValueBytes for Span<'_> {
     fn is_value(&self, key: u32, elem: u32, len: u32) -> bool {
         match self {
             Span::Local(b) => check_value(key, elem, len, b),
-            Span::Peer(s) => {
-                if s.len() != len as usize {
-                    return false;
-                }
-                // Read through a small buffer that stays in L1: no copy of
-                // the whole value. An expired lease is a failed check.
-                let mut c = ValueChecker::new(key, elem);
-                s.for_each_chunk(|piece| {
-                    c.feed(piece);
-                    true
-                })
-                .is_ok()
-                    && c.matches(len)
-            }
+            // Each 64-byte block goes from the sender's pool straight into
+            // the comparison: the value is read once, not copied first. An
+            // expired lease is a failed check.
+            Span::Peer(s) => check_value_blocks(key, elem, len, &PeerBlocks(s)),
         }
+    }
+}
+
+/// A value left in the server's pool, as the value check reads it.
+struct PeerBlocks<'a>(&'a PeerSlice);
+
+impl Blocks for PeerBlocks<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    fn block(&self, i: usize) -> Option<[u8; 64]> {
+        self.0.block(i).ok()
     }
 }
 
@@ -343,13 +349,10 @@ fn values_match<V: ValueBytes>(
             workload.value_sizes(f.key, sizes);
             matches!((vals, sizes.as_slice()), ([v], [len]) if v.is_value(f.key, 0, *len))
         }
-        Op::GetFromList => {
-            workload.value_sizes(f.key, sizes);
-            match (vals, sizes.get(f.index as usize)) {
-                ([v], Some(&len)) => v.is_value(f.key, f.index, len),
-                _ => false,
-            }
-        }
+        Op::GetFromList => match (vals, workload.value_size(f.key, f.index)) {
+            ([v], Some(len)) => v.is_value(f.key, f.index, len),
+            _ => false,
+        },
         Op::GetList | Op::Echo => {
             workload.value_sizes(f.key, sizes);
             vals.len() == sizes.len()
@@ -545,6 +548,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     #[inline(never)]
     fn send_backlog(&mut self) -> Result<(), Error> {
         let mut sent_any = false;
+        // One clock read per pass: the send time only starts the timeout
+        // (latency runs from the arrival), and a pass is a few µs long.
+        let sent = Instant::now();
         // At most this many per pass, so that a large backlog (an overloaded
         // server) never keeps the loop from reading responses and watching
         // the clock for long.
@@ -572,7 +578,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             let (_, t) = self.backlog.pop_front().expect("checked above");
             self.outstanding_txns += 1;
             for req in &t.requests {
-                self.send_one(txn_id, req)?;
+                self.send_one(txn_id, req, sent)?;
                 sent_any = true;
             }
         }
@@ -582,7 +588,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         Ok(())
     }
 
-    fn send_one(&mut self, txn: u32, req: &cornflakes_workloads::Request) -> Result<(), Error> {
+    fn send_one(&mut self, txn: u32, req: &cornflakes_workloads::Request, sent: Instant) -> Result<(), Error> {
         let msg_id = self.free_id();
         let slot = msg_id as usize % SLOTS;
         let key = req.keys.first().copied().unwrap_or(0);
@@ -634,7 +640,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             self.multi_keys[slot].clear();
             self.multi_keys[slot].extend_from_slice(&req.keys);
         }
-        self.inflight[slot] = Some(InFlight { msg_id, txn, op: req.op, key, index: req.index, sent: Instant::now() });
+        self.inflight[slot] = Some(InFlight { msg_id, txn, op: req.op, key, index: req.index, sent });
         self.in_flight += 1;
         self.send_order.push_back(msg_id);
         Ok(())

@@ -89,31 +89,52 @@ pub(crate) fn marginal() -> &'static [SizeRow] {
     })
 }
 
+/// The marginal as the per-request size lookup reads it: the cumulative
+/// fractions alone, back to back (25 KB, so that the binary search stays in
+/// the first-level cache; the load generator runs it for every response it
+/// checks), and each row's size.
+pub(crate) struct SizeTable {
+    cumulative: Vec<f64>,
+    size_kb: Vec<u32>,
+}
+
+/// The [`SizeTable`] of [`marginal`], built once.
+pub(crate) fn size_table() -> &'static SizeTable {
+    static TABLE: OnceLock<SizeTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let rows = marginal();
+        SizeTable {
+            cumulative: rows.iter().map(|r| r.cumulative).collect(),
+            size_kb: rows.iter().map(|r| r.size_kb).collect(),
+        }
+    })
+}
+
 /// Size in KB of the object of popularity rank `rank`, before the cap.
 #[inline]
-pub(crate) fn raw_size_kb(rows: &[SizeRow], rank: u32) -> u32 {
+pub(crate) fn raw_size_kb(table: &SizeTable, rank: u32) -> u32 {
     let u = weyl(rank.into(), GOLDEN_STEP);
-    let i = rows.partition_point(|r| r.cumulative <= u).min(rows.len() - 1);
-    rows[i].size_kb
+    let i = table.cumulative.partition_point(|&c| c <= u).min(table.size_kb.len() - 1);
+    table.size_kb[i]
 }
 
 /// Bytes of the object of popularity rank `rank`.
 #[inline]
-fn object_bytes(rows: &[SizeRow], rank: u32) -> u32 {
-    raw_size_kb(rows, rank).min(CAP_KB) * KB
+fn object_bytes(table: &SizeTable, rank: u32) -> u32 {
+    raw_size_kb(table, rank).min(CAP_KB) * KB
 }
 
 pub(crate) struct Cdn {
     objects: u32,
     scatter: Scatter,
-    rows: &'static [SizeRow],
+    table: &'static SizeTable,
     ranks: Arc<ZipfRanks>,
 }
 
 impl Cdn {
     pub(crate) fn new(objects: u32) -> Self {
         let ranks = Arc::new(ZipfRanks::new(objects, ZIPF_ALPHA));
-        Cdn { objects, scatter: Scatter::new(objects), rows: marginal(), ranks }
+        Cdn { objects, scatter: Scatter::new(objects), table: size_table(), ranks }
     }
 }
 
@@ -139,7 +160,7 @@ impl Workload for Cdn {
     }
 
     fn value_sizes(&self, i: u32, out: &mut Vec<u32>) {
-        let mut left = object_bytes(self.rows, self.scatter.rank_of(i));
+        let mut left = object_bytes(self.table, self.scatter.rank_of(i));
         out.clear();
         while left > 0 {
             let seg = left.min(SEGMENT);
@@ -148,12 +169,18 @@ impl Workload for Cdn {
         }
     }
 
+    fn value_size(&self, i: u32, elem: u32) -> Option<u32> {
+        let bytes = object_bytes(self.table, self.scatter.rank_of(i));
+        let start = elem.checked_mul(SEGMENT)?;
+        (start < bytes).then(|| (bytes - start).min(SEGMENT))
+    }
+
     fn generator(&self, seed: u64) -> Box<dyn Generator> {
         Box::new(CdnGen {
             rng: SmallRng::seed_from_u64(seed),
             ranks: Arc::clone(&self.ranks),
             scatter: self.scatter,
-            rows: self.rows,
+            table: self.table,
         })
     }
 
@@ -166,14 +193,14 @@ struct CdnGen {
     rng: SmallRng,
     ranks: Arc<ZipfRanks>,
     scatter: Scatter,
-    rows: &'static [SizeRow],
+    table: &'static SizeTable,
 }
 
 impl Generator for CdnGen {
     fn next(&mut self, out: &mut Transaction) {
         let rank = self.ranks.sample(&mut self.rng);
         let object = self.scatter.key_of(rank);
-        let segments = object_bytes(self.rows, rank).div_ceil(SEGMENT);
+        let segments = object_bytes(self.table, rank).div_ceil(SEGMENT);
         out.requests.clear();
         out.requests.extend((0..segments).map(|j| Request::at(Op::GetFromList, object, j)));
     }
@@ -223,7 +250,7 @@ mod tests {
             bytes += sizes.iter().map(|&s| u64::from(s)).sum::<u64>();
             segs += sizes.len() as u64;
             single += u32::from(sizes.len() == 1);
-            capped += u32::from(raw_size_kb(w.rows, w.scatter.rank_of(i)) > CAP_KB);
+            capped += u32::from(raw_size_kb(w.table, w.scatter.rank_of(i)) > CAP_KB);
         }
         let n = f64::from(w.num_keys());
         let (kb, mean_segs) = (bytes as f64 / n / f64::from(KB), segs as f64 / n);
@@ -238,6 +265,20 @@ mod tests {
         assert!((mean_segs / want_segs - 1.0).abs() < 0.02, "{mean_segs} vs {want_segs}");
         assert!((f64::from(single) / n - 0.448).abs() < 0.01);
         assert!((bytes as f64 - 435e6).abs() < 15e6, "{bytes}");
+    }
+
+    #[test]
+    fn one_element_size_agrees_with_the_list() {
+        let w = Cdn::new(DEFAULT_OBJECTS);
+        let mut sizes = Vec::new();
+        for i in 0..w.num_keys() {
+            w.value_sizes(i, &mut sizes);
+            for (j, &s) in sizes.iter().enumerate() {
+                assert_eq!(w.value_size(i, j as u32), Some(s), "key {i} element {j}");
+            }
+            assert_eq!(w.value_size(i, sizes.len() as u32), None);
+            assert_eq!(w.value_size(i, u32::MAX), None);
+        }
     }
 
     #[test]

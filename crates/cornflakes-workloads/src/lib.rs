@@ -84,6 +84,14 @@ pub trait Workload: Send + Sync {
     /// list value), written to `out` after clearing it. For echo: the sizes
     /// of the values the request carries.
     fn value_sizes(&self, i: u32, out: &mut Vec<u32>);
+    /// Size of element `elem` of key `i`'s value, `None` past its last
+    /// element. The load generator asks it for every list element it
+    /// checks; workloads with long lists answer without listing them all.
+    fn value_size(&self, i: u32, elem: u32) -> Option<u32> {
+        let mut sizes = Vec::new();
+        self.value_sizes(i, &mut sizes);
+        sizes.get(elem as usize).copied()
+    }
     /// A per-client-thread generator of transactions, seeded.
     fn generator(&self, seed: u64) -> Box<dyn Generator>;
     /// What one transaction is, for reporting ("requests", "objects").
@@ -219,6 +227,45 @@ impl ValueChecker {
     }
 }
 
+/// A value read 64 bytes at a time, by value: one left in a peer's memory,
+/// which may not be borrowed as a slice (`PeerSlice::block` of the
+/// shared-memory datapath).
+pub trait Blocks {
+    /// Its length in bytes.
+    fn len(&self) -> usize;
+    /// Whether it has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Block `i`: bytes `64 i .. 64 i + 64`, zero past the end; `None`
+    /// when it cannot be read. Asked for in order, for each `i` below
+    /// `len().div_ceil(64)`; make it `#[inline(always)]`, so that the check's
+    /// vector loop reads each block straight into a register.
+    fn block(&self, i: usize) -> Option<[u8; 64]>;
+}
+
+/// [`check_value`] for a value read block by block ([`Blocks`]): every
+/// byte compared, each block straight from where it is read (no copy of
+/// the value in memory first).
+pub fn check_value_blocks(key: u32, elem: u32, expected_len: u32, data: &impl Blocks) -> bool {
+    if data.len() != expected_len as usize {
+        return false;
+    }
+    let fp = fingerprint(key, elem);
+    simd::blocks_read_difference(fp, data).unwrap_or_else(|| blocks_read_difference(fp, data)) == Some(0)
+}
+
+/// [`check_value_blocks`]'s comparison, portably: zero exactly when every
+/// block matched, `None` when one could not be read.
+fn blocks_read_difference(fp: u64, data: &impl Blocks) -> Option<u64> {
+    let mut diff = 0;
+    for i in 0..data.len().div_ceil(64) {
+        let n = (data.len() - i * 64).min(64);
+        diff |= difference(fp, i * 8, &data.block(i)?[..n]);
+    }
+    Some(diff)
+}
+
 /// Zero exactly when `data` equals the words of the value with fingerprint
 /// `fp` from word `first_word` on (the last one cut to the length).
 ///
@@ -309,6 +356,75 @@ mod simd {
         }
     }
 
+    /// [`super::blocks_read_difference`] with vector instructions, or
+    /// `None` when the CPU has neither AVX-512F nor AVX2.
+    #[inline]
+    pub(super) fn blocks_read_difference(fp: u64, data: &impl super::Blocks) -> Option<Option<u64>> {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked on the line above).
+            Some(unsafe { avx512_blocks(fp, data) })
+        } else if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked on the line above).
+            Some(unsafe { avx2_blocks(fp, data) })
+        } else {
+            None
+        }
+    }
+
+    /// [`avx512`] over blocks read by value; a short last block takes the
+    /// portable tail check. Generic, so that each block's read is compiled
+    /// into this loop and goes straight into a register.
+    #[target_feature(enable = "avx512f")]
+    fn avx512_blocks(fp: u64, data: &impl super::Blocks) -> Option<u64> {
+        let w = |j| word(fp, 0, j);
+        let mut want: __m512i = _mm512_set_epi64(w(7), w(6), w(5), w(4), w(3), w(2), w(1), w(0));
+        let step = _mm512_set1_epi64(STEP);
+        let mut diff = _mm512_setzero_si512();
+        let whole = data.len() / 64;
+        for i in 0..whole {
+            let block = data.block(i)?;
+            // SAFETY: `block` is 64 readable bytes; the load has no alignment requirement.
+            let got = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
+            diff = _mm512_or_si512(diff, _mm512_xor_si512(got, want));
+            want = _mm512_add_epi64(want, step);
+        }
+        let tail = tail_difference(fp, data, whole)?;
+        Some(u64::from(_mm512_test_epi64_mask(diff, diff)) | tail)
+    }
+
+    /// [`avx2`] over blocks read by value (see [`avx512_blocks`]).
+    #[target_feature(enable = "avx2")]
+    fn avx2_blocks(fp: u64, data: &impl super::Blocks) -> Option<u64> {
+        let w = |j| word(fp, 0, j);
+        let mut low: __m256i = _mm256_set_epi64x(w(3), w(2), w(1), w(0));
+        let mut high: __m256i = _mm256_set_epi64x(w(7), w(6), w(5), w(4));
+        let step = _mm256_set_epi64x(STEP, STEP, STEP, STEP);
+        let mut diff = _mm256_setzero_si256();
+        let whole = data.len() / 64;
+        for i in 0..whole {
+            let block = data.block(i)?;
+            // SAFETY: `block` is 64 readable bytes; the loads have no alignment requirement.
+            let (a, b) = unsafe {
+                (_mm256_loadu_si256(block.as_ptr().cast()), _mm256_loadu_si256(block.as_ptr().add(32).cast()))
+            };
+            diff = _mm256_or_si256(diff, _mm256_or_si256(_mm256_xor_si256(a, low), _mm256_xor_si256(b, high)));
+            low = _mm256_add_epi64(low, step);
+            high = _mm256_add_epi64(high, step);
+        }
+        let tail = tail_difference(fp, data, whole)?;
+        Some(u64::from(_mm256_testz_si256(diff, diff) == 0) | tail)
+    }
+
+    /// The short last block after `whole` whole ones, if any, compared
+    /// portably.
+    fn tail_difference(fp: u64, data: &impl super::Blocks, whole: usize) -> Option<u64> {
+        let n = data.len() - whole * 64;
+        if n == 0 {
+            return Some(0);
+        }
+        Some(super::rest_difference(fp, whole * 8, &data.block(whole)?[..n]))
+    }
+
     /// Expected word `first + j` as the signed lane the intrinsics take.
     fn word(fp: u64, first: usize, j: usize) -> i64 {
         value_word(fp, first + j) as i64
@@ -353,6 +469,37 @@ mod simd {
     #[cfg(test)]
     mod tests {
         use super::super::{blocks_difference, fill_value, fingerprint};
+        use crate::tests::whole;
+
+        /// Each vector variant of the block check agrees with the portable
+        /// loop on every flipped byte, a short last block included.
+        #[test]
+        fn every_block_variant_agrees_with_the_portable_loop() {
+            type Variant = fn(u64, &[u8]) -> Option<u64>;
+            let mut variants: Vec<(&str, Variant)> = Vec::new();
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked on the line above).
+                variants.push(("avx512", |f, b| unsafe { super::avx512_blocks(f, &whole(b)) }));
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked on the line above).
+                variants.push(("avx2", |f, b| unsafe { super::avx2_blocks(f, &whole(b)) }));
+            }
+            for len in [64usize, 100, 640, 8000] {
+                let mut buf = vec![0u8; len];
+                fill_value(3, 1, &mut buf);
+                let fp = fingerprint(3, 1);
+                for (name, variant) in &variants {
+                    assert_eq!(variant(fp, &buf), Some(0), "{name}, len {len}");
+                    assert_ne!(variant(fingerprint(3, 2), &buf), Some(0), "{name}: another element");
+                    for at in 0..len {
+                        buf[at] ^= 0x80;
+                        assert_ne!(variant(fp, &buf), Some(0), "{name}: byte {at} of {len}");
+                        buf[at] ^= 0x80;
+                    }
+                }
+            }
+        }
 
         /// One implementation of the whole-step check.
         type Variant = fn(u64, usize, &[u8]) -> u64;
@@ -399,6 +546,11 @@ mod simd {
     pub(super) fn blocks_difference(_: u64, _: usize, _: &[u8]) -> Option<u64> {
         None
     }
+
+    #[inline]
+    pub(super) fn blocks_read_difference(_: u64, _: &impl super::Blocks) -> Option<Option<u64>> {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -427,6 +579,61 @@ mod tests {
             }
             assert!(check_value(7, 1, len as u32, &buf));
         }
+    }
+
+    /// A slice read as [`Blocks`], as a peer's memory is; `fail_at`: the
+    /// block that cannot be read, as after a lease expired.
+    pub(crate) struct SliceBlocks<'a> {
+        bytes: &'a [u8],
+        fail_at: Option<usize>,
+    }
+
+    impl Blocks for SliceBlocks<'_> {
+        fn len(&self) -> usize {
+            self.bytes.len()
+        }
+
+        fn block(&self, i: usize) -> Option<[u8; 64]> {
+            if self.fail_at == Some(i) {
+                return None;
+            }
+            let piece = &self.bytes[i * 64..self.bytes.len().min(i * 64 + 64)];
+            let mut block = [0u8; 64];
+            block[..piece.len()].copy_from_slice(piece);
+            Some(block)
+        }
+    }
+
+    pub(crate) fn whole(bytes: &[u8]) -> SliceBlocks<'_> {
+        SliceBlocks { bytes, fail_at: None }
+    }
+
+    #[test]
+    fn a_value_read_in_blocks_is_checked_as_a_slice() {
+        for len in [0usize, 1, 7, 8, 9, 63, 64, 65, 100, 1000, 1023, 4096, 8000] {
+            let mut buf = vec![0u8; len];
+            fill_value(9, 4, &mut buf);
+            assert!(check_value_blocks(9, 4, len as u32, &whole(&buf)), "len {len}");
+            assert!(!check_value_blocks(9, 5, len as u32, &whole(&buf)) || len == 0, "another element, len {len}");
+            assert!(!check_value_blocks(9, 4, len as u32 + 1, &whole(&buf)), "a length, len {len}");
+            for at in 0..len {
+                buf[at] ^= 0x10;
+                assert!(!check_value_blocks(9, 4, len as u32, &whole(&buf)), "len {len}, byte {at}");
+                buf[at] ^= 0x10;
+            }
+            if len > 0 {
+                let failing = SliceBlocks { bytes: &buf, fail_at: Some((len - 1) / 64) };
+                assert!(!check_value_blocks(9, 4, len as u32, &failing), "an unread block, len {len}");
+            }
+        }
+        // The portable loop, which Miri and other CPUs take, alike.
+        let mut buf = vec![0u8; 1000];
+        fill_value(9, 4, &mut buf);
+        let fp = fingerprint(9, 4);
+        assert_eq!(blocks_read_difference(fp, &whole(&buf)), Some(0));
+        assert_eq!(blocks_read_difference(fp, &SliceBlocks { bytes: &buf, fail_at: Some(3) }), None);
+        buf[999] ^= 1;
+        assert_ne!(blocks_read_difference(fp, &whole(&buf)), Some(0));
     }
 
     #[test]

@@ -119,6 +119,24 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize
     unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
 }
 
+/// One 64-byte block read out of peer-writable memory, by value: what
+/// [`copy_from_shared`] does for 64 bytes, without a destination in
+/// memory, so that a caller that only compares the bytes keeps them in a
+/// register. The bytes may be changing while they are read (then the
+/// block is some mix of old and new values, any of which is a valid
+/// `[u8; 64]`). No reference to the source is formed.
+///
+/// # Safety
+///
+/// `src..src + 64` must lie inside a live [`Mapping`] (or other memory
+/// valid for reads for the duration of the call).
+#[inline(always)]
+pub(crate) unsafe fn read_block_from_shared(src: *const u8) -> [u8; 64] {
+    // SAFETY: the caller guarantees that the 64 bytes are readable; the read
+    // has no alignment requirement and every bit pattern is a `[u8; 64]`.
+    unsafe { std::ptr::read_unaligned(src.cast::<[u8; 64]>()) }
+}
+
 /// [`copy_to_shared`] with non-temporal (streaming) stores where the
 /// target has them: the bytes go to memory and the shared cache rather than
 /// staying modified in this core's cache, so a reader on another core
