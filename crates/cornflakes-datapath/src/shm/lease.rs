@@ -352,21 +352,25 @@ impl PeerSlice {
         Ok(unsafe { sys::read_block_from_shared(src) })
     }
 
-    /// Whether the bytes equal `other` (compared chunk by chunk).
+    /// Whether the bytes equal `other` (compared block by block, each read
+    /// once, as [`block`](Self::block) reads it).
     ///
     /// # Errors
     ///
     /// [`LeaseExpired`] once the lease has expired.
     pub fn eq_bytes(&self, other: &[u8]) -> Result<bool, LeaseExpired> {
-        if other.len() != self.len {
-            return if self.is_expired() { Err(LeaseExpired) } else { Ok(false) };
+        if self.is_expired() {
+            return Err(LeaseExpired);
         }
-        let mut at = 0;
-        self.for_each_chunk(|c| {
-            let same = c == &other[at..at + c.len()];
-            at += c.len();
-            same
-        })
+        if other.len() != self.len {
+            return Ok(false);
+        }
+        for (i, want) in other.chunks(64).enumerate() {
+            if self.block(i)?[..want.len()] != *want {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// [`copy_to_slice`](Self::copy_to_slice) as
