@@ -352,25 +352,21 @@ impl PeerSlice {
         Ok(unsafe { sys::read_block_from_shared(src) })
     }
 
-    /// Whether the bytes equal `other` (compared block by block, each read
-    /// once, as [`block`](Self::block) reads it).
+    /// Whether the bytes equal `other` (compared chunk by chunk).
     ///
     /// # Errors
     ///
     /// [`LeaseExpired`] once the lease has expired.
     pub fn eq_bytes(&self, other: &[u8]) -> Result<bool, LeaseExpired> {
-        if self.is_expired() {
-            return Err(LeaseExpired);
-        }
         if other.len() != self.len {
-            return Ok(false);
+            return if self.is_expired() { Err(LeaseExpired) } else { Ok(false) };
         }
-        for (i, want) in other.chunks(64).enumerate() {
-            if self.block(i)?[..want.len()] != *want {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        let mut at = 0;
+        self.for_each_chunk(|c| {
+            let same = c == &other[at..at + c.len()];
+            at += c.len();
+            same
+        })
     }
 
     /// [`copy_to_slice`](Self::copy_to_slice) as
