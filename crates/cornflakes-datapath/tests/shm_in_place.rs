@@ -282,7 +282,8 @@ fn a_whole_message_is_copied_out_and_compared_across_its_runs() {
     let (mut a, mut b) = ShmDatapath::pair(in_place(LeaseLimits::default())).unwrap();
     let ca = first_conn(&a);
     // Runs: local (header), peer (a pool value over one chunk), local, peer.
-    // 20 000 B: copied for a peer with streaming stores (shm::STREAMING).
+    // 20 000 B: copied for a peer with streaming stores where the CPU gets
+    // them (shm::streams_for_peer).
     let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + 1) as u8).collect();
     assert!(cornflakes_datapath::shm::STREAMING.contains(&big.len()));
     let v1 = a.pool().alloc_copy(&big).unwrap();

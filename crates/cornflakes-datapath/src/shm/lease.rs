@@ -371,7 +371,7 @@ impl PeerSlice {
 
     /// [`copy_to_slice`](Self::copy_to_slice) as
     /// [`copy_for_peer`](super::copy_for_peer) makes it (streaming stores
-    /// for [`STREAMING`](super::STREAMING) lengths): for a copy that
+    /// where [`streams_for_peer`](super::streams_for_peer)): for a copy that
     /// another process reads next.
     ///
     /// # Errors
@@ -386,7 +386,7 @@ impl PeerSlice {
         if self.is_expired() {
             return Err(LeaseExpired);
         }
-        if !sys::STREAMING.contains(&self.len) {
+        if !sys::streams_for_peer(self.len) {
             return self.copy_out(0, dst);
         }
         let src = self.map.ptr().as_ptr().cast_const().wrapping_add(self.offset);
