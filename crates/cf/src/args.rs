@@ -1266,7 +1266,10 @@ pub(crate) struct ThresholdsArgs {
     /// threshold and the adaptive controller take turns of 2048 requests
     /// under this many seconds of closed-loop load, each turn's busy time
     /// counted (an A/B test in one process: stalls and load fall on all
-    /// alike).
+    /// alike). The turns also share the server core's caches: a mode that
+    /// reads no values (0 B) measured 13-16 % slower next to a copying one
+    /// than alone on Google 1-8; give one threshold per run (`--turns 0`)
+    /// to measure a mode alone.
     #[arg(long, value_parser = positive)]
     interleaved: Option<f64>,
     /// With --interleaved: only these thresholds take turns (bytes or
