@@ -323,8 +323,9 @@ impl PeerSlice {
     /// the sender's memory. A caller that compares every byte, in a loop
     /// over the blocks that this is inlined into, reads the value once:
     /// [`for_each_chunk`](Self::for_each_chunk) copies each chunk out and
-    /// reads it again (on the 2-core test machine that copy cost a CDN
-    /// client 10 % of its throughput).
+    /// reads it again (the load generator's closed-loop CDN rate in place
+    /// went from 265 k to 356-371 k objects/s on the Intel test guest
+    /// when it changed to blocks).
     ///
     /// # Errors
     ///

@@ -233,8 +233,8 @@ pub const STREAMING: std::ops::RangeInclusive<usize> = (16 << 10)..=(512 << 10);
 /// [`STREAMING`] lengths, on AMD CPUs only. Measured with `cf
 /// ipc-compare` (in-place round trips, 64 KiB, plain / streaming): the
 /// AMD EPYC guest 17.6 / 13.4 us; an Intel Xeon (Sapphire Rapids class,
-/// 2 MiB L2) guest 15.8 / 26.7 us, where the reader fetched the streamed
-/// lines from memory rather than from the writer's cache.
+/// 2 MiB L2) guest 15.8 / 26.7 us (not profiled there; presumably the
+/// reader then fetches the lines from memory instead of the writer's L2).
 pub fn streams_for_peer(len: usize) -> bool {
     static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     STREAMING.contains(&len)
