@@ -755,7 +755,10 @@ int main(void) {
 
     /* idle connections cost no CPU: 1000 pairs, 2 s in epoll_wait (both
        ends here: about 12 000 descriptors under the library); the CPU used
-       goes to stderr, which the test shows when the outputs differ */
+       goes to stderr, which the test shows when the outputs differ. The
+       bound is 100 ms (5 % of a core; a wait that spun would take ~2000 ms):
+       the library's debug build took ~5 ms on the AMD guest and 20-30 ms on
+       the Intel guest (2026-11-28), where a 20 ms bound failed. */
     {
         enum { PAIRS = 1000 };
         struct rlimit nofile;
@@ -786,7 +789,7 @@ int main(void) {
         getrusage(RUSAGE_SELF, &after);
         long cpu_us = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) * 1000000L + (after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
                       (after.ru_stime.tv_sec - before.ru_stime.tv_sec) * 1000000L + (after.ru_stime.tv_usec - before.ru_stime.tv_usec);
-        SAY("%d idle connections: epoll_wait %d, cpu under 20 ms in 2 s %d", PAIRS, r, cpu_us < 20000);
+        SAY("%d idle connections: epoll_wait %d, cpu under 100 ms in 2 s %d", PAIRS, r, cpu_us < 100000);
         fprintf(stderr, "idle connections: %ld us of CPU in 2 s\n", cpu_us);
         /* and they still work */
         CHECK(write(cs[PAIRS - 1], "w", 1) == 1);
