@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use cornflakes::Arena;
 use cornflakes_datapath::shm::{LeaseLimits, ShmConfig, ShmDatapath};
 use cornflakes_datapath::{Datapath, Received};
+use cornflakes_eval::loadgen::PeerBlocks;
 use cornflakes_kv::codec::cornflakes::CornflakesClient;
 use cornflakes_kv::kv_proto::KvResponse;
 use cornflakes_kv::{ClientCodec, Status};
-use cornflakes_workloads::{check_value, check_value_blocks, fill_value, Blocks, ValueChecker};
+use cornflakes_workloads::{check_value, check_value_blocks, fill_value, ValueChecker};
 
 const SERVER_CORE: usize = 0;
 const CLIENT_CORE: usize = 1;
@@ -60,21 +61,6 @@ enum Read {
     Blocks,
     Chunks,
     Copy,
-}
-
-/// A value in the server's pool as `check_value_blocks` reads it.
-struct PeerBlocks<'a>(&'a cornflakes_datapath::shm::PeerSlice);
-
-impl Blocks for PeerBlocks<'_> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    #[inline(always)]
-    fn block(&self, i: usize) -> Option<[u8; 64]> {
-        self.0.block(i).ok()
-    }
 }
 
 struct Options {

@@ -320,8 +320,9 @@ impl ValueBytes for Span<'_> {
     }
 }
 
-/// A value left in the server's pool, as the value check reads it.
-struct PeerBlocks<'a>(&'a PeerSlice);
+/// A value left in the server's pool, as the value check
+/// ([`check_value_blocks`]) reads it.
+pub struct PeerBlocks<'a>(pub &'a PeerSlice);
 
 impl Blocks for PeerBlocks<'_> {
     #[inline(always)]

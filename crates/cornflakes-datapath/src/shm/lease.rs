@@ -347,9 +347,9 @@ impl PeerSlice {
             return Ok(block);
         }
         let src = self.map.ptr().as_ptr().cast_const().wrapping_add(self.offset + start);
-        // SAFETY: `start + 64 <= len` (checked above) and `offset + len <=
-        // map.len()` (checked in `new` and `slice`): inside the mapping,
-        // which `self.map` keeps alive.
+        // `start + 64 <= len` (checked above) and `offset + len <= map.len()`
+        // (checked in `new` and `slice`).
+        // SAFETY: the 64 bytes lie inside the mapping, which `self.map` keeps alive.
         Ok(unsafe { sys::read_block_from_shared(src) })
     }
 

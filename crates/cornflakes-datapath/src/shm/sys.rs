@@ -132,8 +132,8 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize
 /// valid for reads for the duration of the call).
 #[inline(always)]
 pub(crate) unsafe fn read_block_from_shared(src: *const u8) -> [u8; 64] {
-    // SAFETY: the caller guarantees that the 64 bytes are readable; the read
-    // has no alignment requirement and every bit pattern is a `[u8; 64]`.
+    // No alignment is required, and every bit pattern is a `[u8; 64]`.
+    // SAFETY: the caller guarantees that the 64 bytes are readable.
     unsafe { std::ptr::read_unaligned(src.cast::<[u8; 64]>()) }
 }
 
@@ -378,8 +378,8 @@ mod tests {
         let src: Vec<u8> = (0..20_000u32).map(|i| (i * 13 + 5) as u8).collect();
         for (skew, len) in [(0, 20_000), (1, 16_385), (15, 4097), (7, 63), (3, 0), (9, 200)] {
             let mut dst = vec![0u8; len + 16];
-            // SAFETY: `src` has at least `len` bytes, `dst` has `skew + len`
-            // (skew <= 15 < 16) and the two vectors are distinct.
+            // `src` has at least `len` bytes, `dst` has `skew + len` (skew <= 15).
+            // SAFETY: both ranges are in bounds and the two vectors are distinct.
             unsafe { copy_streaming(src.as_ptr(), dst.as_mut_ptr().add(skew), len) };
             assert_eq!(&dst[skew..skew + len], &src[..len], "skew {skew}, len {len}");
             assert!(dst[..skew].iter().chain(&dst[skew + len..]).all(|&b| b == 0), "outside touched");
