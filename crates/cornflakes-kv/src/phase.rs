@@ -11,13 +11,13 @@
 //! What each step holds differs by design between serializers; that is
 //! what the figure shows:
 //!
-//! | step | Cornflakes | prost | FlatBuffers |
-//! |---|---|---|---|
-//! | [`deserialize`] | header walk, views of the fields | `merge` into views, UTF-8 of keys | verifier, views |
-//! | [`store`] | lookups | lookups | lookups |
-//! | [`set_value`] | a reference per value (or a copy below the threshold) | views into the message | values copied into the builder, table finished |
-//! | [`serialize_send`] | serialize-and-send: header and copies into the ring, a descriptor per zero-copy value | encoding (copies every value) and the push | the push of the finished buffer |
-//! | [`flush`] | per batch: doorbell and completions | same | same |
+//! | step | Cornflakes | prost | FlatBuffers | rkyv |
+//! |---|---|---|---|---|
+//! | [`deserialize`] | header walk, views of the fields | `merge` into views, UTF-8 of keys | verifier, views | bytecheck, UTF-8 of keys, views |
+//! | [`store`] | lookups | lookups | lookups | lookups |
+//! | [`set_value`] | a reference per value (or a copy below the threshold) | views into the message | values copied into the builder, table finished | a list of views |
+//! | [`serialize_send`] | serialize-and-send: header and copies into the ring, a descriptor per zero-copy value | encoding (copies every value) and the push | the push of the finished buffer | archiving (copies every value into a pool buffer) and the push |
+//! | [`flush`] | per batch: doorbell and completions | same | same | same |
 //!
 //! The receive path is not a step: the datapath hands every codec the same
 //! received buffer, and an idle server polls it continuously.

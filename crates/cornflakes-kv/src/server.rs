@@ -104,6 +104,7 @@ impl System {
                 | System::CornflakesNoSas
                 | System::Protobuf
                 | System::Flatbuffers
+                | System::Rkyv
         )
     }
 }

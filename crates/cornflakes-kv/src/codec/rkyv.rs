@@ -38,6 +38,7 @@ use rkyv::with::{InlineAsBox, Map};
 use rkyv::{Archive, Serialize};
 
 use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
+use crate::phase;
 use crate::protocol::Status;
 use crate::store::Store;
 
@@ -137,8 +138,8 @@ fn respond<D: Datapath>(
     status: Status,
     vals: &[&[u8]],
 ) -> Result<(), SendError> {
-    let msg = KvResponse { status: status as u32, vals: vals.to_vec() };
-    match push_archived(dp, heap, rx.conn, rx.msg_id, &msg, bound(vals), true) {
+    let msg = phase::set_value(|| KvResponse { status: status as u32, vals: vals.to_vec() });
+    match phase::serialize_send(|| push_archived(dp, heap, rx.conn, rx.msg_id, &msg, bound(vals), true)) {
         Err(SendError::TooLarge { .. }) => {
             let msg = KvResponse { status: Status::TooLarge as u32, vals: Vec::new() };
             push_archived(dp, heap, rx.conn, rx.msg_id, &msg, bound(&[]), true)
@@ -163,19 +164,21 @@ impl RkyvServer {
 impl ServerCodec for RkyvServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         let Self { heap, scratch } = self;
-        let bytes = aligned(&rx.payload, scratch);
-        let msg = rkyv::access::<ArchivedKvRequest, Error>(bytes).map_err(|_| HandleError::Malformed)?;
-        if !msg.keys.iter().all(|k| std::str::from_utf8(k).is_ok()) {
-            return Err(HandleError::Malformed);
-        }
-        let req = Request {
-            op: msg.op.to_native(),
-            keys: msg.keys.iter().map(|k| &k[..]).collect(),
-            vals: msg.vals.iter().map(|v| &v[..]).collect(),
-            index: msg.index.to_native(),
-        };
+        let req = phase::deserialize(|| {
+            let bytes = aligned(&rx.payload, scratch);
+            let msg = rkyv::access::<ArchivedKvRequest, Error>(bytes).map_err(|_| HandleError::Malformed)?;
+            if !msg.keys.iter().all(|k| std::str::from_utf8(k).is_ok()) {
+                return Err(HandleError::Malformed);
+            }
+            Ok(Request {
+                op: msg.op.to_native(),
+                keys: msg.keys.iter().map(|k| &k[..]).collect(),
+                vals: msg.vals.iter().map(|v| &v[..]).collect(),
+                index: msg.index.to_native(),
+            })
+        })?;
         let mut vals = ResponseVals::new();
-        let status = store.execute(&req, &mut vals);
+        let status = phase::store(|| store.execute(&req, &mut vals));
         Ok(respond(dp, heap, rx, status, &vals)?)
     }
 }
