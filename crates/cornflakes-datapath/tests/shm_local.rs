@@ -331,6 +331,42 @@ fn idle_wait_sleeps_and_a_send_wakes_it() {
     assert_eq!(client_stats.wakeups_sent, 1, "one wake-up per sleep");
 }
 
+/// Sends look at the peer's sleep flag once per batch (behind one fence),
+/// not per record: `flush` is where a batch ends, so a sender that pushes,
+/// flushes and then stays away from the datapath still wakes its peer.
+#[test]
+fn a_flush_wakes_a_sleeping_peer_without_another_call() {
+    let path = std::env::temp_dir().join(format!("cf-shm-flush-wake-{}.sock", std::process::id()));
+    let mut server = ShmDatapath::listen(&path, small_config()).unwrap();
+    let client_path = path.clone();
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let mut c = ShmDatapath::connect(&client_path, small_config()).unwrap();
+        let conn = first_conn(&c);
+        // Let the server fall asleep, then send a batch and flush it.
+        std::thread::sleep(Duration::from_millis(300));
+        for id in 0..3 {
+            c.push_buf(conn, id, b"batched").unwrap();
+        }
+        c.flush().unwrap();
+        sent_tx.send(Instant::now()).unwrap();
+        // No datapath call for a long while: only the flush can have woken it.
+        std::thread::sleep(Duration::from_secs(3));
+        c.shm_stats()
+    });
+    server.accept(Duration::from_secs(5)).unwrap();
+    assert!(server.wait(Duration::from_secs(10)).unwrap());
+    let woke = Instant::now();
+    let sent = sent_rx.recv().unwrap();
+    assert!(woke.duration_since(sent) < Duration::from_secs(2), "woke {:?} after the flush", woke - sent);
+    assert!(server.shm_stats().sleeps >= 1, "the server never slept: the test shows nothing");
+    let mut out = Vec::new();
+    while out.len() < 3 {
+        server.recv_batch(&mut out, 8).unwrap();
+    }
+    assert_eq!(t.join().unwrap().wakeups_sent, 1, "one wake-up for the batch");
+}
+
 #[test]
 fn busy_ping_pong_makes_no_wake_up_system_calls() {
     let path = std::env::temp_dir().join(format!("cf-shm-busy-{}.sock", std::process::id()));

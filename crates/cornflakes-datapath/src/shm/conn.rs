@@ -34,6 +34,9 @@ pub(super) struct Conn {
     pub(super) descs: Vec<Desc>,
     pub(super) peer_max_message: usize,
     pub(super) full_streak: u32,
+    /// Published to since the last wake-up check (listed in the
+    /// datapath's `to_wake`).
+    pub(super) wake_pending: bool,
     /// The peer is gone: drain `rx`, then reclaim.
     pub(super) dead: bool,
     /// `rx` is corrupt: reclaim without draining.

@@ -173,11 +173,15 @@
 //! [`Datapath::wait`] busy-polls every inbound ring for
 //! [`ShmConfig::spin`] (50 µs by default), then sets the *sleeping* flag in
 //! each inbound ring, checks the rings again (a `SeqCst` store then load:
-//! with the sender's `SeqCst` publish then flag load, at least one side sees
-//! the other, so no wake-up is lost), and sleeps in `poll` on the
-//! connections' sockets. A sender that finds the flag set after publishing
-//! clears it and writes one byte to the socket: one system call per sleep,
-//! none while the receiver is awake ([`ShmStats::wakeups_sent`],
+//! with the sender's publish, `SeqCst` fence, then flag load, at least one
+//! side sees the other, so no wake-up is lost), and sleeps in `poll` on the
+//! connections' sockets. A sender looks at the flags of the peers it
+//! published to once per batch, behind one fence: in
+//! [`Datapath::flush`], [`Datapath::poll_completions`], and before it
+//! receives, waits or is dropped (a fence per record would stall each send
+//! until its bytes reach the peer). One that finds a flag set clears it and
+//! writes one byte to the socket: one system call per sleep, none while
+//! the receiver is awake ([`ShmStats::wakeups_sent`],
 //! [`ShmStats::sleeps`]).
 //!
 //! We wake through the socket rather than a futex or eventfd because the
@@ -425,6 +429,9 @@ pub struct ShmDatapath {
     inflight_sends: usize,
     /// Connections with parked records.
     parked_conns: usize,
+    /// Slots published to since the last wake-up check
+    /// ([`ShmDatapath::wake_sleeping_peers`]).
+    to_wake: Vec<usize>,
     /// Connections closed by us whose zero-copy buffers the peer may still
     /// read: kept (rings, socket, in-flight clones) until it acknowledges
     /// them or goes away.
@@ -520,6 +527,7 @@ impl ShmDatapath {
             rr: 0,
             inflight_sends: 0,
             parked_conns: 0,
+            to_wake: Vec::new(),
             closing: Vec::new(),
             closing_polls: 0,
             busy_batches: 0,
@@ -671,15 +679,17 @@ impl Datapath for ShmDatapath {
     }
 
     fn flush(&mut self) -> Result<(), SendError> {
-        // Pushes publish immediately (and wake a sleeping peer themselves);
-        // what was parked behind a full ring goes out as room appears.
+        // Pushes publish immediately; what was parked behind a full ring
+        // goes out as room appears; then sleeping peers are woken.
         self.publish_all_parked();
+        self.wake_sleeping_peers();
         Ok(())
     }
 
     fn poll_completions(&mut self) -> Result<usize, SendError> {
         let done = self.complete_sends();
         self.publish_all_parked();
+        self.wake_sleeping_peers();
         if !self.closing.is_empty() {
             // The sockets every 64th poll: a system call each.
             self.closing_polls = self.closing_polls.wrapping_add(1);

@@ -409,6 +409,7 @@ impl ShmDatapath {
     /// drains the connections round-robin; reports one dead connection when
     /// idle.
     pub(super) fn receive_batch<I: Inbox>(&mut self, out: &mut I, max: usize) -> Result<usize, RecvError> {
+        self.wake_sleeping_peers();
         let n = self.slots.len();
         let mut got = 0;
         if n == 1 {

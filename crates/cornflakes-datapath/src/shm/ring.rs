@@ -480,7 +480,7 @@ impl RingProducer {
             // SAFETY: as said above: writable, in the mapping, disjoint.
             unsafe { sys::copy_to_shared(bytes, body.as_ptr()) };
         }
-        self.commit(bytes.len(), info, Ordering::Release);
+        self.commit(bytes.len(), info);
         Ok(())
     }
 
@@ -502,7 +502,7 @@ impl RingProducer {
                 return Err(PushError::Full);
             }
             let wrap_len = to_end as usize - RECORD_HEADER_LEN;
-            self.commit(wrap_len, INFO_WRAP, Ordering::Release);
+            self.commit(wrap_len, INFO_WRAP);
             off = 0;
         }
         if self.tail + rec > self.limit && !self.refresh(self.tail + rec)? {
@@ -513,9 +513,11 @@ impl RingProducer {
     }
 
     /// Publishes the record reserved last: writes its header, then its tag
-    /// with `order` (`Release`, or `SeqCst` when a sleep flag is read next).
+    /// (`Release`: the body's bytes are visible before the tag). A sender
+    /// that reads the peer's sleep flag next puts a `SeqCst` fence between
+    /// (see [`take_peer_sleeping`](Self::take_peer_sleeping)).
     #[inline(always)]
-    pub(crate) fn commit(&mut self, len: usize, info: u32, order: Ordering) {
+    pub(crate) fn commit(&mut self, len: usize, info: u32) {
         let off = (self.tail & self.mask) as usize;
         // SAFETY: `off` is 16-aligned and at most size - 16, so the three
         // header words are in the data area and aligned for their atomics.
@@ -523,7 +525,7 @@ impl RingProducer {
             let hdr = self.data.as_ptr().add(off);
             (*hdr.add(8).cast::<AtomicU32>()).store(len as u32, Ordering::Relaxed);
             (*hdr.add(12).cast::<AtomicU32>()).store(info, Ordering::Relaxed);
-            (*hdr.cast::<AtomicU64>()).store(self.tail ^ self.key, order);
+            (*hdr.cast::<AtomicU64>()).store(self.tail ^ self.key, Ordering::Release);
         }
         self.tail += record_len(len) as u64;
     }
@@ -599,8 +601,8 @@ impl RingProducer {
         self.ring.control().consumer.acked.load(Ordering::Acquire)
     }
 
-    /// After a `SeqCst` publish: whether the consumer said it is going to
-    /// sleep. Clears the flag when set, so only one wake-up is sent per
+    /// After a publish and a `SeqCst` fence (one fence may cover many
+    /// publishes): whether the consumer said it is going to sleep. Clears the flag when set, so only one wake-up is sent per
     /// sleep.
     #[inline(always)]
     pub fn take_peer_sleeping(&self) -> bool {

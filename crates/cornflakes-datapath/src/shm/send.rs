@@ -18,7 +18,6 @@
 //! costs.
 
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 
 use cornflakes::{Message, Pool, RcBuf};
 
@@ -87,6 +86,8 @@ enum Body {
 /// reservation).
 struct RecordBuilder<'a> {
     c: &'a mut Conn,
+    /// Slot of `c` (for the wake-up check after publishing).
+    slot: usize,
     shared: &'a Pool,
     plan: RecordPlan,
     body: Body,
@@ -122,6 +123,7 @@ impl<'a> RecordBuilder<'a> {
         let header_at = plan.descs * DESC_LEN;
         let mut b = Self {
             c,
+            slot: slot_of(id),
             shared,
             plan,
             body,
@@ -219,11 +221,12 @@ impl<'a> RecordBuilder<'a> {
         self.zero_copy += 1;
     }
 
-    /// Publishes the record (`SeqCst`, then wakes a sleeping peer), or
-    /// parks it behind the records already waiting.
+    /// Publishes the record (the peer is woken, if it sleeps, by the next
+    /// [`ShmDatapath::wake_sleeping_peers`]), or parks it behind the
+    /// records already waiting.
     /// Returns (pool descriptors, zero-copy buffers copied, parked).
     #[inline(always)]
-    fn finish(self, shm: &mut ShmStats) -> (u64, u64, bool) {
+    fn finish(self, shm: &mut ShmStats, to_wake: &mut Vec<usize>) -> (u64, u64, bool) {
         assert_eq!(self.next_desc, self.plan.descs, "fewer segments than planned");
         assert_eq!(self.inline_at, self.plan.body_len(), "inline bytes differ from the plan");
         debug_assert_eq!(self.first_at, self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first);
@@ -236,8 +239,8 @@ impl<'a> RecordBuilder<'a> {
         }
         let parked = match self.body {
             Body::Ring(_) => {
-                self.c.tx.commit(self.plan.body_len(), info, Ordering::SeqCst);
-                after_publish(self.c, shm);
+                self.c.tx.commit(self.plan.body_len(), info);
+                after_publish(self.c, self.slot, to_wake);
                 false
             }
             Body::Parked(body) => {
@@ -316,7 +319,7 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
 
 /// Publishes `c`'s parked records, oldest first, while the ring has room.
 /// Returns whether none is left.
-pub(super) fn publish_parked(c: &mut Conn, shm: &mut ShmStats) -> bool {
+pub(super) fn publish_parked(c: &mut Conn, slot: usize, to_wake: &mut Vec<usize>) -> bool {
     let mut published = false;
     while let Some(rec) = c.parked.front() {
         match c.tx.reserve(rec.body.len()) {
@@ -325,7 +328,7 @@ pub(super) fn publish_parked(c: &mut Conn, shm: &mut ShmStats) -> bool {
                 // bytes, read by the peer only after `commit`; the body is
                 // our own memory.
                 unsafe { sys::copy_to_shared(&rec.body, p.as_ptr()) };
-                c.tx.commit(rec.body.len(), rec.info, Ordering::SeqCst);
+                c.tx.commit(rec.body.len(), rec.info);
                 c.parked_bytes -= rec.body.len();
                 c.parked.pop_front();
                 published = true;
@@ -341,7 +344,7 @@ pub(super) fn publish_parked(c: &mut Conn, shm: &mut ShmStats) -> bool {
     }
     if published {
         c.full_streak = 0;
-        after_publish(c, shm);
+        after_publish(c, slot, to_wake);
     }
     c.parked.is_empty()
 }
@@ -356,8 +359,9 @@ fn unpark(
     config: &ShmConfig,
     shm: &mut ShmStats,
     parked_conns: &mut usize,
+    to_wake: &mut Vec<usize>,
 ) -> Result<(), SendError> {
-    if publish_parked(c, shm) {
+    if publish_parked(c, slot_of(id), to_wake) {
         *parked_conns -= 1;
     } else if c.dead {
         return Err(SendError::Closed(id));
@@ -396,7 +400,7 @@ impl ShmDatapath {
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
         if !c.parked.is_empty() {
-            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns)?;
+            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
         let was_parked = !c.parked.is_empty();
         let total = layout.total_len();
@@ -441,7 +445,7 @@ impl ShmDatapath {
         for b in bufs.drain(..) {
             record.zero_copy_owned(b);
         }
-        let (zc, copied, parked) = record.finish(&mut self.shm);
+        let (zc, copied, parked) = record.finish(&mut self.shm, &mut self.to_wake);
         self.sent(parked && !was_parked, zc, copied);
         Ok(())
     }
@@ -468,7 +472,7 @@ impl ShmDatapath {
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
         if !c.parked.is_empty() {
-            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns)?;
+            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
         let was_parked = !c.parked.is_empty();
         let lead = segments.iter().position(|s| matches!(s, Segment::ZeroCopy(_))).unwrap_or(segments.len());
@@ -497,7 +501,7 @@ impl ShmDatapath {
                 Segment::ZeroCopy(b) => record.zero_copy(b),
             }
         }
-        let (zc, copied, parked) = record.finish(&mut self.shm);
+        let (zc, copied, parked) = record.finish(&mut self.shm, &mut self.to_wake);
         self.sent(parked && !was_parked, zc, copied);
         Ok(())
     }
@@ -508,8 +512,9 @@ impl ShmDatapath {
         if self.parked_conns == 0 {
             return;
         }
-        for c in self.slots.iter_mut().flat_map(|s| &mut s.conn) {
-            if !c.parked.is_empty() && publish_parked(c, &mut self.shm) {
+        for (slot, s) in self.slots.iter_mut().enumerate() {
+            let Some(c) = &mut s.conn else { continue };
+            if !c.parked.is_empty() && publish_parked(c, slot, &mut self.to_wake) {
                 self.parked_conns -= 1;
             }
         }

@@ -419,6 +419,7 @@ impl ShmDatapath {
             descs: Vec::with_capacity(MAX_SEGMENTS),
             peer_max_message: hello.max_message,
             full_streak: 0,
+            wake_pending: false,
             dead: false,
             corrupt: false,
             peer,
