@@ -8,6 +8,5 @@ for r in $(seq 1 $R); do
     bin=$out/cf-$b
     /usr/bin/time -f "%e s" $bin compare --workload $W --systems "$@" --out $out/$W-$b-$r > $out/$W-$b-$r.log 2>&1
     echo "== $W $b round $r ($(tail -1 $out/$W-$b-$r.log))"
-    grep -E "^\|" $out/$W-$b-$r/*.md 2>/dev/null | head -0
   done
 done
