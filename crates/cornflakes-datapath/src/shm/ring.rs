@@ -602,8 +602,8 @@ impl RingProducer {
     }
 
     /// After a publish and a `SeqCst` fence (one fence may cover many
-    /// publishes): whether the consumer said it is going to sleep. Clears the flag when set, so only one wake-up is sent per
-    /// sleep.
+    /// publishes): whether the consumer said it is going to sleep. Clears
+    /// the flag when set, so only one wake-up is sent per sleep.
     #[inline(always)]
     pub fn take_peer_sleeping(&self) -> bool {
         let s = &self.ring.control().sleep.sleeping;
