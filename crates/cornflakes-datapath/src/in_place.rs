@@ -225,8 +225,8 @@ impl InPlace {
         Ok(())
     }
 
-    /// Whether the message's bytes equal `other` (leased runs compared a
-    /// chunk at a time, as [`PeerSlice::eq_bytes`] does).
+    /// Whether the message's bytes equal `other` (leased runs compared
+    /// where they lie, as [`PeerSlice::eq_bytes`] does).
     ///
     /// # Errors
     ///

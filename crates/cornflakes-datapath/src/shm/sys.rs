@@ -119,6 +119,26 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize
     unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
 }
 
+/// Whether `len = other.len()` bytes of peer-writable memory at `src`
+/// equal `other`: one `memcmp` reading the peer's bytes where they lie,
+/// as [`copy_from_shared`] does (no bounce through a buffer, no reference
+/// to the source). Bytes changing during the call give either answer,
+/// never undefined behaviour in our process: `memcmp` only reads them.
+///
+/// # Safety
+///
+/// `src..src + other.len()` must lie inside a live [`Mapping`] (or other
+/// memory valid for reads for the duration of the call).
+#[inline]
+pub(crate) unsafe fn eq_shared(src: *const u8, other: &[u8]) -> bool {
+    if other.is_empty() {
+        return true;
+    }
+    // SAFETY: the caller guarantees that `src..src + len` is readable;
+    // `other` is a live slice of that length.
+    unsafe { libc::memcmp(src.cast(), other.as_ptr().cast(), other.len()) == 0 }
+}
+
 /// One 64-byte block read out of peer-writable memory, by value: what
 /// [`copy_from_shared`] does for 64 bytes, without a destination in
 /// memory, so that a caller that only compares the bytes keeps them in a
@@ -384,5 +404,25 @@ mod tests {
             assert_eq!(&dst[skew..skew + len], &src[..len], "skew {skew}, len {len}");
             assert!(dst[..skew].iter().chain(&dst[skew + len..]).all(|&b| b == 0), "outside touched");
         }
+    }
+
+    /// The in-place compare sees every byte: a difference at either end or
+    /// in the middle, at any alignment, and an empty range is equal.
+    #[test]
+    fn a_shared_compare_sees_a_difference_anywhere() {
+        let a: Vec<u8> = (0..9000u32).map(|i| (i * 7 + 1) as u8).collect();
+        for (skew, len) in [(0, 9000), (3, 4097), (1, 64), (5, 1)] {
+            let b = a[skew..skew + len].to_vec();
+            // SAFETY: `a[skew..skew + len]` is in bounds of a live vector.
+            assert!(unsafe { eq_shared(a.as_ptr().add(skew), &b) }, "skew {skew}, len {len}");
+            for at in [0, len / 2, len - 1] {
+                let mut wrong = b.clone();
+                wrong[at] ^= 0x80;
+                // SAFETY: as above.
+                assert!(!unsafe { eq_shared(a.as_ptr().add(skew), &wrong) }, "skew {skew}, len {len}, byte {at}");
+            }
+        }
+        // SAFETY: a zero-length compare reads nothing.
+        assert!(unsafe { eq_shared(a.as_ptr(), &[]) });
     }
 }
