@@ -355,7 +355,7 @@ impl PeerSlice {
 
     /// Whether the bytes equal `other`, compared where they lie in the
     /// sender's memory (one `memcmp`; a 4 KiB bounce buffer cost a 1 MiB
-    /// in-place ping-pong 6 %).
+    /// in-place ping-pong ~10 %).
     ///
     /// # Errors
     ///

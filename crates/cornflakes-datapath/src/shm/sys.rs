@@ -121,9 +121,10 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: &mut [u8], len: usize
 
 /// Whether `len = other.len()` bytes of peer-writable memory at `src`
 /// equal `other`: one `memcmp` reading the peer's bytes where they lie,
-/// as [`copy_from_shared`] does (no bounce through a buffer, no reference
-/// to the source). Bytes changing during the call give either answer,
-/// never undefined behaviour in our process: `memcmp` only reads them.
+/// as [`copy_from_shared`] copies them (no bounce through a buffer, no
+/// reference to the source). Bytes a peer changes during the call give
+/// either answer; `memcmp` only reads them, and nothing else is derived
+/// from them.
 ///
 /// # Safety
 ///
@@ -418,7 +419,7 @@ mod tests {
             for at in [0, len / 2, len - 1] {
                 let mut wrong = b.clone();
                 wrong[at] ^= 0x80;
-                // SAFETY: as above.
+                // SAFETY: the same in-bounds range of the live vector `a`.
                 assert!(!unsafe { eq_shared(a.as_ptr().add(skew), &wrong) }, "skew {skew}, len {len}, byte {at}");
             }
         }
