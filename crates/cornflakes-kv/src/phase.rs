@@ -19,6 +19,9 @@
 //! | [`serialize_send`] | serialize-and-send: header and copies into the ring, a descriptor per zero-copy value | encoding (copies every value) and the push | the push of the finished buffer | archiving (copies every value into a pool buffer) and the push |
 //! | [`flush`] | per batch: doorbell and completions | same | same | same |
 //!
+//! `cornflakes-protobuf` marks the same steps as Cornflakes (its decoder
+//! and encoder speak the protobuf wire format instead).
+//!
 //! The receive path is not a step: the datapath hands every codec the same
 //! received buffer, and an idle server polls it continuously.
 

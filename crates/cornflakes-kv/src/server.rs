@@ -105,6 +105,7 @@ impl System {
                 | System::Protobuf
                 | System::Flatbuffers
                 | System::Rkyv
+                | System::CornflakesProtobuf
         )
     }
 }

@@ -23,6 +23,7 @@ use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 
 use super::{push, ClientCodec, HandleError, Malformed, Request, ResponseVals, ServerCodec};
 use crate::kv_pw::{KvRequest, KvResponse};
+use crate::phase;
 use crate::protocol::{Op, Status};
 use crate::store::Store;
 
@@ -117,43 +118,53 @@ impl ProtowireServer {
 impl ServerCodec for ProtowireServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         let arena = &self.arena;
-        let mut msg = KvRequest::deserialize_proto(&rx.payload, arena).map_err(|_| HandleError::Malformed)?;
+        let mut msg = phase::deserialize(|| KvRequest::deserialize_proto(&rx.payload, arena))
+            .map_err(|_| HandleError::Malformed)?;
         if msg.get_op() == Op::Echo as u32 {
-            let mut resp = KvResponse::new_in(arena);
-            // Echo: move the decoded values (views of the request) into the
-            // response, as the Cornflakes codec does; the limits still apply.
-            let limits = store.limits();
-            let checked = limits
-                .check_keys(msg.get_keys().len())
-                .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
-            match checked {
-                Ok(()) => {
-                    resp.set_status(Status::Ok as u32);
-                    if !msg.get_vals().is_empty() {
-                        std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+            // Its steps are marked as the other requests' are (`cf phases`).
+            let resp = phase::set_value(|| {
+                let mut resp = KvResponse::new_in(arena);
+                // Echo: move the decoded values (views of the request) into the
+                // response, as the Cornflakes codec does; the limits still apply.
+                let limits = store.limits();
+                let checked = limits
+                    .check_keys(msg.get_keys().len())
+                    .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
+                match checked {
+                    Ok(()) => {
+                        resp.set_status(Status::Ok as u32);
+                        if !msg.get_vals().is_empty() {
+                            std::mem::swap(resp.get_mut_vals(), msg.get_mut_vals());
+                        }
                     }
+                    Err(status) => resp.set_status(status as u32),
                 }
-                Err(status) => resp.set_status(status as u32),
-            }
-            return Self::respond(arena, &mut self.scratch, dp, rx, &resp);
+                resp
+            });
+            let scratch = &mut self.scratch;
+            return phase::serialize_send(|| Self::respond(arena, scratch, dp, rx, &resp));
         }
-        let req = Request {
+        let req = phase::deserialize(|| Request {
             op: msg.get_op(),
             keys: msg.get_keys().iter().map(|k| k.as_bytes()).collect(),
             vals: msg.get_vals().iter().map(|v| v.as_bytes()).collect(),
             index: msg.get_index(),
-        };
+        });
         let mut vals = ResponseVals::new();
-        let status = store.execute(&req, &mut vals);
-        let mut resp = KvResponse::new_in(arena);
-        resp.set_status(status as u32);
-        if !vals.is_empty() {
-            resp.init_vals(vals.len());
-            for v in vals {
-                resp.append_vals(v);
+        let status = phase::store(|| store.execute(&req, &mut vals));
+        let resp = phase::set_value(|| {
+            let mut resp = KvResponse::new_in(arena);
+            resp.set_status(status as u32);
+            if !vals.is_empty() {
+                resp.init_vals(vals.len());
+                for v in vals {
+                    resp.append_vals(v);
+                }
             }
-        }
-        Self::respond(arena, &mut self.scratch, dp, rx, &resp)
+            resp
+        });
+        let scratch = &mut self.scratch;
+        phase::serialize_send(|| Self::respond(arena, scratch, dp, rx, &resp))
     }
 
     fn end_batch(&mut self) {
