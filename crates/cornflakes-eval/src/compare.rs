@@ -545,10 +545,48 @@ fn start_at(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(KvServer, Target), Error> {
     let t0 = Instant::now();
+    pretouch_fresh_memory(PRETOUCH_BYTES);
     let server = KvServer::start(place, system, spec, extra)?;
     progress(&format!("server ready in {:.1} s", t0.elapsed().as_secs_f64()));
+    // The load generator's side of the connection (its pool) too.
+    pretouch_fresh_memory(PRETOUCH_BYTES);
     let target = Target::new(place.transport, &server.addr)?;
     Ok((server, target))
+}
+
+/// Bytes [`pretouch_fresh_memory`] touches before each server starts.
+const PRETOUCH_BYTES: usize = 1 << 30;
+
+/// Writes one byte in every page of `bytes` (at most a quarter of the
+/// available memory) of freshly allocated memory, then frees it.
+///
+/// Why: on the test VMs (free page reporting on: the guest hands freed
+/// memory back to the host), the first server started after other
+/// servers had exited ran 15-45 % slower for its whole sweep than the
+/// same server started later, in every workload of a `cf reproduce` run,
+/// whichever system came first; touching fresh memory just before the
+/// start removed the gap (`docs/results/2026-11-28-first-server/`).
+fn pretouch_fresh_memory(bytes: usize) {
+    const PAGE: usize = 4096;
+    let bytes = bytes.min(available_memory() / 4);
+    // Zeroed allocations this large are fresh mappings: each write below
+    // faults one page in.
+    let mut fresh = vec![0u8; bytes];
+    for at in (0..bytes).step_by(PAGE) {
+        fresh[at] = 1;
+    }
+    std::hint::black_box(&fresh);
+}
+
+/// `MemAvailable` of `/proc/meminfo`, bytes (0 when unreadable).
+fn available_memory() -> usize {
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else { return 0 };
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse::<usize>().ok())
+        .map_or(0, |kib| kib.saturating_mul(1024))
 }
 
 /// Where a server of `cf compare` listens, and the command it runs in.
