@@ -554,18 +554,20 @@ fn start_at(
     Ok((server, target))
 }
 
-/// Bytes [`pretouch_fresh_memory`] touches before each server starts.
+/// Bytes [`pretouch_fresh_memory`] touches before each server starts and
+/// before each connection to it.
 const PRETOUCH_BYTES: usize = 1 << 30;
 
 /// Writes one byte in every page of `bytes` (at most a quarter of the
 /// available memory) of freshly allocated memory, then frees it.
 ///
-/// Why: on the test VMs (free page reporting on: the guest hands freed
-/// memory back to the host), the first server started after other
-/// servers had exited ran 15-45 % slower for its whole sweep than the
-/// same server started later, in every workload of a `cf reproduce` run,
-/// whichever system came first; touching fresh memory just before the
-/// start removed the gap (`docs/results/2026-11-28-first-server/`).
+/// Why: on the Intel test VM (free page reporting on: the guest hands
+/// freed memory back to the host), the first server started after other
+/// servers had exited, with its connection, ran 15-45 % slower for its
+/// whole sweep than the same system started later (five of the six
+/// workloads of a `cf reproduce` run; on Google 1 whichever system came
+/// first); touching fresh memory just before the server and before the
+/// connection removed the gap (`docs/results/2026-11-28-first-server/`).
 fn pretouch_fresh_memory(bytes: usize) {
     const PAGE: usize = 4096;
     let bytes = bytes.min(available_memory() / 4);
@@ -581,12 +583,8 @@ fn pretouch_fresh_memory(bytes: usize) {
 /// `MemAvailable` of `/proc/meminfo`, bytes (0 when unreadable).
 fn available_memory() -> usize {
     let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else { return 0 };
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse::<usize>().ok())
-        .map_or(0, |kib| kib.saturating_mul(1024))
+    let kib = crate::kv::meminfo_field(&meminfo, "MemAvailable:");
+    usize::try_from(kib.saturating_mul(1024)).unwrap_or(usize::MAX)
 }
 
 /// Where a server of `cf compare` listens, and the command it runs in.

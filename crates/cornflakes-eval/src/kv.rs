@@ -98,15 +98,18 @@ pub fn preload(store: &mut Store, workload: &dyn Workload) -> Result<(), Error> 
 /// Free hugepage memory, bytes (0 when the machine has none reserved).
 fn free_hugepage_bytes() -> u64 {
     let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else { return 0 };
-    let field = |name: &str| -> u64 {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    field("HugePages_Free:") * field("Hugepagesize:") * 1024
+    meminfo_field(&meminfo, "HugePages_Free:") * meminfo_field(&meminfo, "Hugepagesize:") * 1024
+}
+
+/// The number after `name` (e.g. `"MemAvailable:"`) in the text of
+/// `/proc/meminfo`; 0 when absent.
+pub(crate) fn meminfo_field(meminfo: &str, name: &str) -> u64 {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The server's pool: hugepages only when enough are free for the values
