@@ -143,6 +143,12 @@ impl Limits {
             Ok(())
         }
     }
+
+    /// `TooLarge` for an echo of `keys` keys and `value_bytes` of values
+    /// (the request's values come back in the response).
+    pub fn check_echo(&self, keys: usize, value_bytes: usize) -> Result<(), Status> {
+        self.check_keys(keys).and_then(|()| self.check_response(value_bytes))
+    }
 }
 
 impl Default for Limits {
@@ -154,6 +160,14 @@ impl Default for Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_echo_is_refused_for_too_many_keys_or_too_many_value_bytes() {
+        let l = Limits::default();
+        assert_eq!(l.check_echo(l.max_keys, l.max_response), Ok(()));
+        assert_eq!(l.check_echo(l.max_keys + 1, 0), Err(Status::TooLarge));
+        assert_eq!(l.check_echo(0, l.max_response + 1), Err(Status::TooLarge));
+    }
 
     #[test]
     fn op_numbers_round_trip() {

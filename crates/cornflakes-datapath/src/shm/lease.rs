@@ -361,11 +361,11 @@ impl PeerSlice {
     ///
     /// [`LeaseExpired`] once the lease has expired.
     pub fn eq_bytes(&self, other: &[u8]) -> Result<bool, LeaseExpired> {
-        if other.len() != self.len {
-            return if self.is_expired() { Err(LeaseExpired) } else { Ok(false) };
-        }
         if self.is_expired() {
             return Err(LeaseExpired);
+        }
+        if other.len() != self.len {
+            return Ok(false);
         }
         let src = self.map.ptr().as_ptr().cast_const().wrapping_add(self.offset);
         // SAFETY: offset + len <= map.len() (checked in `new` and `slice`), `self.map` keeps it mapped.

@@ -135,8 +135,7 @@ pub(crate) unsafe fn eq_shared(src: *const u8, other: &[u8]) -> bool {
     if other.is_empty() {
         return true;
     }
-    // SAFETY: the caller guarantees that `src..src + len` is readable;
-    // `other` is a live slice of that length.
+    // SAFETY: the caller vouches that `src..src + other.len()` is readable; `other` is a live slice of that length.
     unsafe { libc::memcmp(src.cast(), other.as_ptr().cast(), other.len()) == 0 }
 }
 

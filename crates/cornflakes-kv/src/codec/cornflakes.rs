@@ -76,10 +76,8 @@ impl ServerCodec for CornflakesServer {
             // Its steps are marked as the other requests' are (`cf phases`).
             let resp = phase::set_value(|| {
                 let mut resp = KvResponse::new_in(arena);
-                let limits = store.limits();
-                let checked = limits
-                    .check_keys(msg.get_keys().len())
-                    .and_then(|()| limits.check_response(msg.get_vals().iter().map(|v| v.len()).sum()));
+                let value_bytes = msg.get_vals().iter().map(|v| v.len()).sum();
+                let checked = store.limits().check_echo(msg.get_keys().len(), value_bytes);
                 match checked {
                     Ok(()) => {
                         resp.set_status(Status::Ok as u32);
