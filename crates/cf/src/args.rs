@@ -3,6 +3,7 @@
 //! modes, server roles) are value enums, so clap refuses a value that does
 //! not apply before anything runs, and lists the ones that do.
 
+use cornflakes_eval::hugepages::HugepagePolicy;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -855,6 +856,16 @@ pub(crate) struct CompareArgs {
     /// seconds to minutes, fall on every system alike.
     #[arg(long)]
     sequential: bool,
+    /// 2 MiB hugepages for the servers' pools: `auto` (half the available
+    /// memory, at most 12 GiB, reserved at the start when run as root and
+    /// given back at the end; otherwise a warning), `off` (leave the
+    /// machine as it is), or a size in MiB (an error if it cannot be
+    /// reserved). On a VM, a server in small pages runs at a speed that
+    /// depends on which free pages it got, and so on its start order;
+    /// in hugepages the start order no longer matters. Runs at the same
+    /// time would give back each other's pages: give `off` to all but one.
+    #[arg(long, default_value = "auto")]
+    hugepages: HugepagePolicy,
     #[command(flatten)]
     sweep: SweepArgs,
 }
@@ -892,6 +903,7 @@ impl CompareArgs {
             netns: self.netns.then(|| compare::NetnsConfig { script: self.netns_script.clone(), mtu: self.mtu }),
             slo_auto: !self.sweep.slo_given(),
             schedule: if self.sequential { compare::Schedule::Sequential } else { compare::Schedule::Interleaved },
+            hugepages: self.hugepages,
         })
     }
 }
@@ -1136,9 +1148,17 @@ pub(crate) struct CalibrateArgs {
     /// core saturates first (this 2-core VM). Takes about 4x longer.
     #[arg(long)]
     maxima: bool,
+    /// Hugepages for the servers' pools, as `cf compare --hugepages`.
+    #[arg(long, default_value = "auto")]
+    hugepages: HugepagePolicy,
 }
 
 impl CalibrateArgs {
+    /// The hugepages to reserve for the run.
+    pub(crate) fn hugepages(&self) -> HugepagePolicy {
+        self.hugepages
+    }
+
     pub(crate) fn config(&self) -> calibrate::CalibrateConfig {
         use calibrate::CalibrateConfig as C;
         let or = |given: &Vec<u32>, quick: &[u32], full: &[u32]| {
@@ -1278,10 +1298,14 @@ pub(crate) struct ThresholdsArgs {
     /// field zero-copy (only-sg) and copying every one (only-copy).
     #[arg(long, value_delimiter = ',', value_parser = cornflakes_eval::report::parse_bytes_or_never, requires = "interleaved")]
     turns: Vec<usize>,
+    /// Hugepages for the servers' pools, as `cf compare --hugepages`.
+    #[arg(long, default_value = "auto")]
+    hugepages: HugepagePolicy,
 }
 
 impl ThresholdsArgs {
     pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let _hugepages = cornflakes_eval::hugepages::reserve(self.hugepages).map_err(cornflakes_eval::Error::Failed)?;
         let bench = calibrate::Bench {
             transport: self.transport,
             seconds: self.seconds,

@@ -36,6 +36,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Phases(args) => args.run()?,
         Command::Reproduce(args) => reproduce::run(&args.config())?,
         Command::Calibrate(args) => {
+            let _hugepages =
+                cornflakes_eval::hugepages::reserve(args.hugepages()).map_err(cornflakes_eval::Error::Failed)?;
             calibrate::run(&args.config())?;
         }
         Command::Overload(args) => {

@@ -10,7 +10,19 @@ fn a_one_cell_study_writes_a_threshold_that_the_server_uses() {
     let dir = std::env::temp_dir().join(format!("cf-calibrate-cli-{}", std::process::id()));
     let file = dir.join("calibration");
     let out = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args(["calibrate", "--entries", "2", "--totals", "4096", "--working-sets-mib", "1", "--seconds", "0.05"])
+        .args([
+            "calibrate",
+            "--hugepages",
+            "off",
+            "--entries",
+            "2",
+            "--totals",
+            "4096",
+            "--working-sets-mib",
+            "1",
+            "--seconds",
+            "0.05",
+        ])
         .arg("--out")
         .arg(&dir)
         .arg("--write-to")
@@ -72,7 +84,15 @@ fn a_one_cell_study_writes_a_threshold_that_the_server_uses() {
 #[test]
 fn thresholds_in_turns_measure_each_one_in_one_server() {
     let out = Command::new(env!("CARGO_BIN_EXE_cf"))
-        .args(["thresholds", "--workload", "grid:keys=64,fields=2,size=1024", "--interleaved", "0.5"])
+        .args([
+            "thresholds",
+            "--hugepages",
+            "off",
+            "--workload",
+            "grid:keys=64,fields=2,size=1024",
+            "--interleaved",
+            "0.5",
+        ])
         .args(["--turns", "128,0,never"])
         .output()
         .unwrap();

@@ -126,6 +126,8 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
     let out = std::env::temp_dir().join(format!("cf-compare-test-{}", std::process::id()));
     let table = cf(&[
         "compare",
+        "--hugepages",
+        "off",
         "--workload",
         "ycsb:keys=2000,fields=2,size=600",
         "--workload",
@@ -205,6 +207,8 @@ fn compare_over_tcp() {
     let out = std::env::temp_dir().join(format!("cf-compare-tcp-test-{}", std::process::id()));
     cf(&[
         "compare",
+        "--hugepages",
+        "off",
         "--transport",
         "tcp",
         "--workload",
@@ -484,6 +488,8 @@ fn every_subcommand_takes_tcp_and_an_addr() {
     let out = std::env::temp_dir().join(format!("cf-compare-tcp-addr-test-{}", std::process::id()));
     cf(&[
         "compare",
+        "--hugepages",
+        "off",
         "--transport",
         "tcp",
         "--addr",
@@ -577,6 +583,8 @@ fn compare_across_network_namespaces_when_root() {
     for mtu in ["1500", "9000"] {
         cf(&[
             "compare",
+            "--hugepages",
+            "off",
             "--transport",
             "tcp",
             "--netns",

@@ -4,6 +4,7 @@
 //! shared-memory datapath (or UDP), prints a table like the paper's, and writes
 //! `summary.json` and throughput-latency plots.
 
+use crate::hugepages::HugepagePolicy;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -52,6 +53,9 @@ pub struct CompareConfig {
     /// servers up at once ([`Schedule::Interleaved`]), or one after the
     /// other.
     pub schedule: Schedule,
+    /// Hugepages reserved for the servers' pools during the run (see
+    /// [`crate::hugepages`]).
+    pub hugepages: HugepagePolicy,
 }
 
 /// How `cf compare` orders the sweeps of one workload's systems.
@@ -252,6 +256,8 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
     if crate::pin::available_cores() <= args.server_core.max(args.client_core) {
         eprintln!("warning: fewer cores than --server-core/--client-core; pinning will fail");
     }
+    // Given back when `run` returns, also on an error.
+    let _hugepages = crate::hugepages::reserve(args.hugepages).map_err(Error::Failed)?;
     let started = Instant::now();
     let calibrated = cornflakes::field::machine_threshold();
     eprintln!(

@@ -49,6 +49,7 @@ pub mod compare;
 pub mod echo;
 mod error;
 pub mod hiccup;
+pub mod hugepages;
 pub mod ipc;
 pub mod kv;
 pub mod loadgen;

@@ -232,6 +232,7 @@ fn compare_in(
         netns: None,
         slo_auto: true,
         schedule: compare::Schedule::default(),
+        hugepages: crate::hugepages::HugepagePolicy::Auto,
     })?;
     let path = out.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
