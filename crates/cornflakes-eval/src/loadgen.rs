@@ -382,6 +382,7 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     cfg: LoadConfig,
     gen: Box<dyn Generator>,
     rng: SmallRng,
+    /// Gaps between arrivals, in nanoseconds (`None`: closed loop).
     gaps: Option<Exp<f64>>,
     /// Requests in flight, by `msg_id % SLOTS`.
     inflight: Vec<Option<InFlight>>,
@@ -419,7 +420,9 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
 impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     fn new(dp: &'d mut D, conn: ConnId, codec: C, workload: &'w dyn Workload, cfg: &LoadConfig) -> Result<Self, Error> {
         let gaps = match cfg.rate {
-            Some(rate) if rate > 0.0 => Some(Exp::new(rate).map_err(|e| format!("bad rate {rate}: {e}"))?),
+            // Gaps in nanoseconds: `Duration::from_nanos` of a rounded
+            // sample is a few instructions, `from_secs_f64` ~45 per arrival.
+            Some(rate) if rate > 0.0 => Some(Exp::new(rate / 1e9).map_err(|e| format!("bad rate {rate}: {e}"))?),
             Some(rate) => {
                 return Err(Error::Invalid(format!(
                     "bad rate {rate}: give a positive number of transactions per second"
@@ -528,7 +531,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                 while *next_arrival <= now {
                     self.gen.next(txn);
                     self.backlog.push_back((*next_arrival, std::mem::take(txn)));
-                    *next_arrival += Duration::from_secs_f64(gaps.sample(&mut self.rng));
+                    *next_arrival += Duration::from_nanos((gaps.sample(&mut self.rng) + 0.5) as u64);
                 }
             }
             None => {

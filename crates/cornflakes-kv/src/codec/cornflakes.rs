@@ -187,7 +187,9 @@ impl ClientCodec for CornflakesClient {
     }
 
     fn read_response(&mut self, payload: &RcBuf, check: &mut dyn FnMut(Status, &[&[u8]])) -> Result<(), Malformed> {
-        let msg = KvResponse::deserialize(payload, &self.arena).map_err(|_| Malformed)?;
+        // The values are read and dropped, never kept or sent on: decoded
+        // as views of the payload, without a reference count per value.
+        let msg = KvResponse::deserialize_from_slice(payload, &self.arena).map_err(|_| Malformed)?;
         let status = Status::from_u32(msg.get_status()).ok_or(Malformed)?;
         let vals: ResponseVals<'_> = msg.get_vals().iter().map(|v| v.as_bytes()).collect();
         check(status, &vals);
@@ -292,7 +294,8 @@ impl ClientCodec for RawEchoClient {
     }
 
     fn read_response(&mut self, payload: &RcBuf, check: &mut dyn FnMut(Status, &[&[u8]])) -> Result<(), Malformed> {
-        let msg = KvRequest::deserialize(payload, &self.inner.arena).map_err(|_| Malformed)?;
+        // Views of the payload, as in `CornflakesClient::read_response`.
+        let msg = KvRequest::deserialize_from_slice(payload, &self.inner.arena).map_err(|_| Malformed)?;
         let vals: ResponseVals<'_> = msg.get_vals().iter().map(|v| v.as_bytes()).collect();
         check(Status::Ok, &vals);
         Ok(())
