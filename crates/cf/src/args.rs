@@ -862,8 +862,9 @@ pub(crate) struct CompareArgs {
     /// machine as it is), or a size in MiB (an error if it cannot be
     /// reserved). On a VM, a server in small pages runs at a speed that
     /// depends on which free pages it got, and so on its start order;
-    /// in hugepages the start order no longer matters. Runs at the same
-    /// time would give back each other's pages: give `off` to all but one.
+    /// in hugepages the start order mattered less in the runs measured
+    /// (docs/results/2026-11-28-footprint/). Runs at the same time would
+    /// give back each other's pages: give `off` to all but one.
     #[arg(long, default_value = "auto")]
     hugepages: HugepagePolicy,
     #[command(flatten)]
@@ -1154,9 +1155,11 @@ pub(crate) struct CalibrateArgs {
 }
 
 impl CalibrateArgs {
-    /// The hugepages to reserve for the run.
-    pub(crate) fn hugepages(&self) -> HugepagePolicy {
-        self.hugepages
+    /// Runs the study with its hugepages reserved (as `cf thresholds` and
+    /// `cf compare` do).
+    pub(crate) fn run(&self) -> Result<(), cornflakes_eval::Error> {
+        let _hugepages = cornflakes_eval::hugepages::reserve(self.hugepages).map_err(cornflakes_eval::Error::Failed)?;
+        calibrate::run(&self.config()).map(drop)
     }
 
     pub(crate) fn config(&self) -> calibrate::CalibrateConfig {

@@ -15,7 +15,7 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn run(cli: &Cli) -> Result<(), CliError> {
-    use cornflakes_eval::{calibrate, compare, echo, kv, overload, pingpong, reproduce, serve, shapes, stall};
+    use cornflakes_eval::{compare, echo, kv, overload, pingpong, reproduce, serve, shapes, stall};
     match &cli.command {
         Command::Shapes(args) => shapes::run(&args.config())?,
         Command::Pingpong(args) => pingpong::run(&args.config())?,
@@ -35,11 +35,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Hiccup(args) => args.run()?,
         Command::Phases(args) => args.run()?,
         Command::Reproduce(args) => reproduce::run(&args.config())?,
-        Command::Calibrate(args) => {
-            let _hugepages =
-                cornflakes_eval::hugepages::reserve(args.hugepages()).map_err(cornflakes_eval::Error::Failed)?;
-            calibrate::run(&args.config())?;
-        }
+        Command::Calibrate(args) => args.run()?,
         Command::Overload(args) => {
             overload::run(&args.config())?;
         }

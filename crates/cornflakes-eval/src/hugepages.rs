@@ -12,7 +12,10 @@
 //! between servers, never handed back to the host) every system ran
 //! faster, and the first-started one steadily: Google 1-8, the hybrid
 //! 731-746 k requests/s in four runs (the others still moved, less:
-//! `docs/results/2026-11-28-batch-prefetch/`).
+//! `docs/results/2026-11-28-batch-prefetch/`). Not a cure: on Google 1-4
+//! with every system, the first two started ran 1.07-1.35x their
+//! small-page maxima and the 5th-7th 0.80-0.98x
+//! (`docs/results/2026-11-28-footprint/`).
 //!
 //! The servers use hugepages only when enough are free for their whole
 //! store ([`crate::kv`]), so a reservation too small for every server of a

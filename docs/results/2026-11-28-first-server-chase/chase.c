@@ -18,12 +18,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "chase.h"
 
 static void touch(size_t bytes) {
   if (!bytes) return;
@@ -31,31 +26,6 @@ static void touch(size_t bytes) {
   if (p == MAP_FAILED) { perror("mmap"); exit(1); }
   for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
   munmap(p, bytes);
-}
-
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
-
-// A buffer whose cache lines form one random cycle.
-static uint64_t *make(size_t bytes) {
-  size_t lines = bytes / 64;
-  uint64_t *b = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (b == MAP_FAILED) { perror("mmap"); exit(1); }
-  uint32_t *order = malloc(lines * sizeof *order);
-  for (size_t i = 0; i < lines; i++) order[i] = i;
-  for (size_t i = lines - 1; i > 0; i--) { size_t j = next() % (i + 1); uint32_t t = order[i]; order[i] = order[j]; order[j] = t; }
-  for (size_t i = 0; i < lines; i++) b[(size_t)order[i] * 8] = (uint64_t)order[(i + 1) % lines] * 8;
-  free(order);
-  return b;
-}
-
-static double chase(uint64_t *b, long steps) {
-  uint64_t at = 0;
-  double t0 = now();
-  for (long i = 0; i < steps; i++) at = b[at];
-  double t = now() - t0;
-  if (at == 12345678901ull) puts("");
-  return t / steps * 1e9;
 }
 
 int main(int argc, char **argv) {
@@ -69,7 +39,7 @@ int main(int argc, char **argv) {
   double t0 = now();
   touch(pre);
   double tp = now() - t0;
-  uint64_t *a = make(buf), *b = make(buf);
+  uint64_t *a = make(buf, 0), *b = make(buf, 0);
   printf("freed %zu MB, pretouch %zu MB (%.2f s), buffers %zu MB:", freed >> 20, pre >> 20, tp, buf >> 20);
   for (int r = 0; r < 3; r++) printf("  A %.1f B %.1f", chase(a, 20000000), chase(b, 20000000));
   puts(" ns/step");
