@@ -799,11 +799,15 @@ pub(crate) struct CompareArgs {
     /// Directory for summary.json and the plots.
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Recorded seconds per load point.
-    #[arg(long, default_value_t = 1.0, value_parser = positive)]
+    /// Recorded seconds per load point. Short, so that three repeats fit
+    /// in the time one 1 s sweep took: this VM's slow phases last seconds
+    /// to minutes, and a median of three sweeps taken at different times
+    /// is steadier than one long sweep (a point still holds 100 k+
+    /// requests at the knees).
+    #[arg(long, default_value_t = 0.4, value_parser = positive)]
     seconds: f64,
     /// Unrecorded seconds before each point.
-    #[arg(long, default_value_t = 0.3, value_parser = non_negative)]
+    #[arg(long, default_value_t = 0.1, value_parser = non_negative)]
     warmup: f64,
     /// Client threads (connections), all on the client core.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -824,7 +828,7 @@ pub(crate) struct CompareArgs {
     /// Sweeps per system; the table and ratios use the median maximum.
     /// Repeats are interleaved across systems, and the system that runs
     /// first turns with each workload and repeat.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).
     /// Default 127.0.0.1:0, or 192.0.2.2:0 with --netns.

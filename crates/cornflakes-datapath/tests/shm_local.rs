@@ -368,6 +368,32 @@ fn a_flush_wakes_a_sleeping_peer_without_another_call() {
 }
 
 #[test]
+fn a_waker_ends_a_sleeping_wait_from_another_thread() {
+    let path = std::env::temp_dir().join(format!("cf-shm-waker-{}.sock", std::process::id()));
+    let mut server = ShmDatapath::listen(&path, small_config()).unwrap();
+    let waker = server.waker().unwrap();
+    // Given before the wait: not lost.
+    waker.wake().unwrap();
+    assert!(server.wait(Duration::from_secs(60)).unwrap(), "a wake-up given before the wait ends it");
+    let (woken_tx, woken_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        // Let the server fall asleep (no connection: nothing else wakes it).
+        std::thread::sleep(Duration::from_millis(300));
+        woken_tx.send(Instant::now()).unwrap();
+        waker.wake().unwrap();
+    });
+    let start = Instant::now();
+    assert!(server.wait(Duration::from_secs(60)).unwrap());
+    let (woke, waked_at) = (Instant::now(), woken_rx.recv().unwrap());
+    t.join().unwrap();
+    assert!(woke >= waked_at, "the wait ended before the wake-up");
+    assert!(woke - start < Duration::from_secs(30), "the wait ran {:?}: the wake-up did not end it", woke - start);
+    assert!(server.shm_stats().sleeps >= 1, "the server never slept: the test shows nothing");
+    // The count was reset: the next wait sleeps its timeout out.
+    assert!(!server.wait(Duration::from_millis(50)).unwrap());
+}
+
+#[test]
 fn busy_ping_pong_makes_no_wake_up_system_calls() {
     let path = std::env::temp_dir().join(format!("cf-shm-busy-{}.sock", std::process::id()));
     // A generous spin, so that a descheduled thread on a loaded test

@@ -213,17 +213,20 @@ pub fn exit_with_parent() {
 }
 
 /// In the server: raises `report` for every line the parent writes to our
-/// stdin, and `stop` when it closes it, so the serving loop can answer or
-/// finish and report; exits anyway if it has not stopped within a few
-/// seconds.
-pub fn control_from_parent(stop: &'static AtomicBool, report: &'static AtomicBool) {
+/// stdin, and `stop` when it closes it, then calls `wake` (which ends the
+/// serving loop's sleep, so it answers now rather than after its wait's
+/// timeout); the loop answers or finishes and reports. Exits anyway if it
+/// has not stopped within a few seconds.
+pub fn control_from_parent(stop: &'static AtomicBool, report: &'static AtomicBool, wake: fn()) {
     std::thread::spawn(move || {
         let mut line = String::new();
         while matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0) {
             report.store(true, Ordering::Relaxed);
+            wake();
             line.clear();
         }
         stop.store(true, Ordering::Relaxed);
+        wake();
         std::thread::sleep(Duration::from_secs(3));
         std::process::exit(0);
     });

@@ -82,7 +82,7 @@ fn service_name() -> String {
 pub fn serve(service: &str, max_size: usize, core: Option<usize>) -> Result<(), Error> {
     static STOP: AtomicBool = AtomicBool::new(false);
     static REPORT: AtomicBool = AtomicBool::new(false);
-    crate::child::control_from_parent(&STOP, &REPORT);
+    crate::child::control_from_parent(&STOP, &REPORT, || {});
     if let Some(core) = core {
         crate::pin::pin_to_core(core)?;
     }

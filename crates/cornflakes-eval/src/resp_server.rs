@@ -59,7 +59,7 @@ static REPORT: AtomicBool = AtomicBool::new(false);
 /// the datapath or the preload fails.
 pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     if args.controlled_by_parent {
-        crate::child::control_from_parent(&STOP, &REPORT);
+        crate::child::control_from_parent(&STOP, &REPORT, || {});
     }
     if let Some(core) = args.core {
         crate::pin::pin_to_core(core)?;

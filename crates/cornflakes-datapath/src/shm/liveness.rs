@@ -6,10 +6,12 @@
 //! See *Credits, sleeping and waking* and *Peer death* in the
 //! [module docs](super).
 
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
 use rustix::net::{RecvFlags, SendFlags};
 
 use super::conn::{conn_id, Conn};
@@ -23,7 +25,52 @@ use crate::RecvError;
 /// sleeps in 174 k requests), at 10 0.005 % (64 sleeps).
 const SPIN_GAPS: u64 = 10;
 
+/// Wakes a [`ShmDatapath`] sleeping in [`Datapath::wait`](crate::Datapath::wait)
+/// from another thread (as `mio::Waker` does for a poll), e.g. a control
+/// thread that has set a flag the serving loop should look at now rather
+/// than after the wait's timeout. From [`ShmDatapath::waker`].
+///
+/// A wake-up is never lost: one given while the datapath is not waiting
+/// makes its next wait return at once.
+#[derive(Clone, Debug)]
+pub struct ShmWaker {
+    fd: Arc<OwnedFd>,
+}
+
+impl ShmWaker {
+    /// Makes the datapath's current or next `wait` return (with `true`).
+    ///
+    /// # Errors
+    ///
+    /// The `write` of the eventfd failed (it cannot overflow: the count
+    /// is reset at each wake-up).
+    pub fn wake(&self) -> std::io::Result<()> {
+        rustix::io::write(&*self.fd, &1u64.to_ne_bytes())?;
+        Ok(())
+    }
+}
+
 impl ShmDatapath {
+    /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
+    /// from any thread. The first call makes an eventfd, which every later
+    /// sleep polls too; datapaths that never call it poll no more than
+    /// before.
+    ///
+    /// # Errors
+    ///
+    /// The eventfd could not be made (out of file descriptors).
+    pub fn waker(&mut self) -> std::io::Result<ShmWaker> {
+        let fd = match &self.waker {
+            Some(fd) => fd.clone(),
+            None => {
+                let fd = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
+                self.waker = Some(fd.clone());
+                fd
+            }
+        };
+        Ok(ShmWaker { fd })
+    }
+
     /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
     /// sleep, look once more, and sleep in `poll` on the sockets.
     pub(super) fn wait_for_records(&mut self, timeout: Duration) -> Result<bool, RecvError> {
@@ -219,6 +266,10 @@ impl ShmDatapath {
                 owners.push(i);
             }
         }
+        let waker = self.waker.clone();
+        if let Some(w) = &waker {
+            fds.push(PollFd::new(&**w, PollFlags::IN));
+        }
         let ts = timespec(timeout);
         match poll(&mut fds, Some(&ts)) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -229,7 +280,14 @@ impl ShmDatapath {
         let mut happened = false;
         let first = usize::from(listening);
         let hellos_arrived = revents[first..first + accepting].iter().any(|e| !e.is_empty());
-        let conn_events = &revents[first + accepting..];
+        let conn_events = &revents[first + accepting..first + accepting + owners.len()];
+        if let Some(w) = &waker {
+            if revents.last().is_some_and(|e| !e.is_empty()) {
+                // Resets the count (non-blocking: nothing to read is fine).
+                let _ = rustix::io::read(&**w, &mut [0u8; 8]);
+                happened = true;
+            }
+        }
         for (&i, &ev) in owners.iter().zip(conn_events) {
             if ev.is_empty() {
                 continue;

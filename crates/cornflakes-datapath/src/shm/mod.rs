@@ -189,6 +189,10 @@
 //! `poll` covers all, and no descriptor from the peer is ever written to (a
 //! hostile peer could pass a blocking pipe for an eventfd).
 //!
+//! Another thread of the same process (a control thread with a request for
+//! the serving loop) ends a sleep through [`ShmDatapath::waker`]: an eventfd
+//! of our own, polled with the sockets once asked for.
+//!
 //! # Peer death
 //!
 //! The socket reaches end-of-file (or errors) when the peer exits or is
@@ -241,6 +245,7 @@ use cornflakes::{Message, Pool, PoolConfig, RcBuf};
 use crate::{ConnId, Datapath, DatapathStats, InPlace, Received, RecvError, Segment, SendError};
 use conn::{conn_id, generation_of, slot_of, Conn, Slot};
 pub use lease::{LeaseExpired, LeaseLimits, PeerSlice, PEER_CHUNK};
+pub use liveness::ShmWaker;
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
 pub use sys::{copy_for_peer, recv_fds, send_fds, streams_for_peer, try_recv_fds, STREAMING};
@@ -447,6 +452,9 @@ pub struct ShmDatapath {
     /// Accepted connections waiting for the peer's hello.
     accepting: Vec<setup::Accepting>,
     listener: Option<(UnixListener, PathBuf)>,
+    /// The eventfd of [`ShmDatapath::waker`], made on first use; `wait`
+    /// sleeps on it too.
+    waker: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     config: ShmConfig,
 }
 
@@ -534,6 +542,7 @@ impl ShmDatapath {
             idle_gap_ns: 0,
             accepting: Vec::new(),
             listener: None,
+            waker: None,
             config,
         })
     }
