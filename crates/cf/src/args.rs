@@ -799,11 +799,12 @@ pub(crate) struct CompareArgs {
     /// Directory for summary.json and the plots.
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Recorded seconds per load point. Short, so that three repeats fit
-    /// in the time one 1 s sweep took: this VM's slow phases last seconds
-    /// to minutes, and a median of three sweeps taken at different times
-    /// is steadier than one long sweep (a point still holds 100 k+
-    /// requests at the knees).
+    /// Recorded seconds per load point. Short, so that the three default
+    /// repeats take the time one sweep of 1 s points did: a VM's slow
+    /// phases last seconds to minutes (on the project's test VM), and the
+    /// median of three sweeps taken at different times is steadier than
+    /// one sweep of longer points (a point near a knee still holds 100 k+
+    /// requests).
     #[arg(long, default_value_t = 0.4, value_parser = positive)]
     seconds: f64,
     /// Unrecorded seconds before each point.
