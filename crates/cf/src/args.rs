@@ -826,9 +826,11 @@ pub(crate) struct CompareArgs {
     /// paper's targets are for it), `udp` or `tcp` (io_uring on 127.0.0.1).
     #[arg(long, value_enum, default_value = "shm")]
     transport: Transport,
-    /// Sweeps per system; the table and ratios use the median maximum.
-    /// Repeats are interleaved across systems, and the system that runs
-    /// first turns with each workload and repeat.
+    /// Sweeps per system; the table shows the median maximum. Repeats are
+    /// interleaved across systems (the system that runs first turns with
+    /// each workload and repeat), and ratios pair them: the geometric mean
+    /// over the repeats of one system's maximum over another's in the same
+    /// repeat, so a slow phase of the machine cancels out.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).

@@ -174,7 +174,22 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             // The machine gate ran before each point.
             assert!(s["slow_phase_wait_s"].as_f64().is_some() && s["slow_phase_reruns"].as_u64().is_some(), "{s}");
             assert!(table.contains(s["name"].as_str().unwrap()), "{table}");
+            // Its maximum over Cornflakes', paired by repeat: the geometric
+            // mean of the two repeats' ratios.
+            let cf = systems.iter().find(|c| c["name"] == "cornflakes").expect("cornflakes");
+            let maxima = |s: &serde_json::Value| -> Vec<f64> {
+                s["repeats_max_rps"].as_array().unwrap().iter().map(|m| m.as_f64().unwrap()).collect()
+            };
+            let (mine, theirs) = (maxima(s), maxima(cf));
+            let expected = (mine[0] / theirs[0] * mine[1] / theirs[1]).sqrt();
+            let got = s["vs_cornflakes"].as_f64().expect("vs_cornflakes");
+            assert!((got - expected).abs() <= 0.0005 + 1e-3 * expected, "{got} vs {expected}: {s}");
         }
+        let ratios = &w["ratios"];
+        let best = ratios["best_library"].as_str().expect("best_library");
+        let of = |name: &str| systems.iter().find(|c| c["name"] == name).unwrap()["vs_cornflakes"].as_f64().unwrap();
+        let over_best = ratios["cornflakes_over_best_library"].as_f64().expect("cornflakes_over_best_library");
+        assert!((over_best - 1.0 / of(best)).abs() <= 2e-3 * over_best, "{w}");
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
     }

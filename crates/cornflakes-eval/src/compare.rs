@@ -37,8 +37,9 @@ pub struct CompareConfig {
     pub client_core: usize,
     /// Datapath between the load generator and the server.
     pub transport: Transport,
-    /// Sweeps per system (at least 1); the table and ratios use the median
-    /// maximum. Repeats are interleaved across systems.
+    /// Sweeps per system (at least 1); the table shows the median maximum,
+    /// ratios pair each repeat's maxima (geometric mean over the repeats).
+    /// Repeats are interleaved across systems.
     pub repeats: usize,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks);
     /// `None`: 127.0.0.1:0, or [`NETNS_SERVER_ADDR`] across namespaces.
@@ -180,7 +181,8 @@ pub fn default_systems(workload: &str) -> Vec<System> {
 /// One system's sweeps on a workload, one per repeat.
 struct SystemRuns {
     system: System,
-    sweeps: Vec<SweepResult>,
+    /// The repeats that finished (their indices) and their sweeps.
+    sweeps: Vec<(usize, SweepResult)>,
     /// Repeats that failed, and why.
     failures: Vec<String>,
     /// The server's counters, summed over the repeats.
@@ -191,7 +193,7 @@ impl SystemRuns {
     /// The sweep whose highest achieved load is the median of the repeats
     /// (the lower middle one for an even count), with that point.
     fn median(&self) -> Option<(&SweepResult, &PointResult)> {
-        let mut runs: Vec<_> = self.sweeps.iter().filter_map(|s| s.best().map(|b| (s, b))).collect();
+        let mut runs: Vec<_> = self.sweeps.iter().filter_map(|(_, s)| s.best().map(|b| (s, b))).collect();
         runs.sort_by(|a, b| a.1.achieved.total_cmp(&b.1.achieved));
         runs.get(runs.len().saturating_sub(1) / 2).copied()
     }
@@ -203,11 +205,16 @@ impl SystemRuns {
 
     /// The highest achieved load of each repeat, in the order run.
     fn maxima(&self) -> Vec<f64> {
-        self.sweeps.iter().filter_map(|s| s.best().map(|b| b.achieved)).collect()
+        self.maxima_by_repeat().into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// The highest achieved load of each repeat, with the repeat's index.
+    fn maxima_by_repeat(&self) -> Vec<(usize, f64)> {
+        self.sweeps.iter().filter_map(|(r, s)| s.best().map(|b| (*r, b.achieved))).collect()
     }
 
     fn errors(&self) -> u64 {
-        self.sweeps.iter().map(SweepResult::errors).sum()
+        self.sweeps.iter().map(|(_, s)| s.errors()).sum()
     }
 
     /// Records (and prints) a repeat, or a server, that failed.
@@ -217,7 +224,7 @@ impl SystemRuns {
     }
 
     fn timeouts(&self) -> u64 {
-        self.sweeps.iter().map(SweepResult::timeouts).sum()
+        self.sweeps.iter().map(|(_, s)| s.timeouts()).sum()
     }
 }
 
@@ -340,6 +347,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
                 timeouts: r.timeouts(),
                 dropped: r.server.malformed + r.server.dropped_full + r.server.send_failed,
                 below_probe: r.median().and_then(|(sweep, _)| sweep.below_probe()),
+                vs_cornflakes: vs_cornflakes(&results, r),
             })
             .collect();
         print!("{}", report::format_table(workload.name(), workload.unit(), &rows, &ratios));
@@ -383,7 +391,10 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
             transport: args.transport.name().to_owned(),
             repeats: args.repeats,
             plot: png.file_name().map(|f| f.to_string_lossy().into_owned()),
-            systems: results.iter().map(runs_report).collect(),
+            systems: results
+                .iter()
+                .map(|r| SystemReport { vs_cornflakes: vs_cornflakes(&results, r), ..runs_report(r) })
+                .collect(),
             ratios,
         });
         write_summary(&args.out, &summary)?;
@@ -415,7 +426,7 @@ fn sweep_sequential(
             let runs = &mut results[i];
             match run_system(args, spec, runs.system, &label, namespaces) {
                 Ok((sweep, server)) => {
-                    runs.sweeps.push(sweep);
+                    runs.sweeps.push((repeat, sweep));
                     runs.server.add(&server);
                 }
                 Err(e) => runs.fail(&label, &e),
@@ -514,7 +525,7 @@ fn sweep_interleaved(
                 let result = plan.finish();
                 let label = format!("[done{}] {}", repeat_text(args, repeat), name(lane.index));
                 say_max(&label, &result, workload.unit(), None);
-                results[lane.index].sweeps.push(result);
+                results[lane.index].sweeps.push((repeat, result));
             }
         }
     }
@@ -719,12 +730,24 @@ fn capacity_of(results: &[SystemRuns], system: System) -> Option<f64> {
     results.iter().find(|r| r.system == system)?.median()?.0.server_busy_capacity()
 }
 
+/// `a`'s maxima over `b`'s, paired by repeat ([`report::paired_ratio`]).
+fn paired(results: &[SystemRuns], a: System, b: System) -> Option<f64> {
+    let runs = |s| results.iter().find(|r| r.system == s).map(SystemRuns::maxima_by_repeat);
+    report::paired_ratio(&runs(a)?, &runs(b)?)
+}
+
+/// `r`'s maxima over Cornflakes', paired by repeat (three decimals).
+fn vs_cornflakes(results: &[SystemRuns], r: &SystemRuns) -> Option<f64> {
+    paired(results, r.system, System::Cornflakes).and_then(|v| report::rounded(v, 3))
+}
+
 /// The paper's comparisons that apply to this workload, as ratios of
-/// median maxima, and the same ratios of the servers' busy capacities
-/// (which still compare the servers when the load generator saturates
-/// first).
+/// maxima paired by repeat (the best library is the one with the highest
+/// median maximum), and ratios of the servers' busy capacities in their
+/// median repeats (which still compare the servers when the load
+/// generator saturates first).
 fn ratios(results: &[SystemRuns]) -> Ratios {
-    let mut out = Ratios::of(|s| max_of(results, s));
+    let mut out = Ratios::between(|s| max_of(results, s), |a, b| paired(results, a, b));
     out.server_busy_capacity = Some(Box::new(Ratios::of(|s| capacity_of(results, s))));
     out
 }

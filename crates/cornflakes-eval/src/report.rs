@@ -201,6 +201,9 @@ pub struct SystemReport {
     /// Points it ran again because a slow phase began during them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_phase_reruns: Option<usize>,
+    /// Its maximum over Cornflakes', paired by repeat ([`paired_ratio`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_cornflakes: Option<f64>,
 }
 
 impl SystemReport {
@@ -223,6 +226,7 @@ impl SystemReport {
             below_probe: None,
             slow_phase_wait_s: None,
             slow_phase_reruns: None,
+            vs_cornflakes: None,
         }
     }
 
@@ -256,6 +260,7 @@ impl SystemReport {
             below_probe: None,
             slow_phase_wait_s: None,
             slow_phase_reruns: None,
+            vs_cornflakes: None,
         }
     }
 }
@@ -298,28 +303,51 @@ pub struct Ratios {
 impl Ratios {
     /// The ratios of `metric`, a system's figure (`None`: not run).
     pub fn of(metric: impl Fn(System) -> Option<f64>) -> Ratios {
-        let cf = metric(System::Cornflakes);
-        let best_lib = [System::Protobuf, System::Flatbuffers, System::Capnp, System::Rkyv]
-            .into_iter()
-            .filter_map(|s| metric(s).map(|m| (s, m)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let ratio = |b: Option<f64>| cf.zip(b).and_then(|(a, b)| rounded(a / b, 3));
-        let best_of_three = [System::Protobuf, System::Flatbuffers, System::Capnp]
-            .into_iter()
-            .filter_map(&metric)
-            .max_by(f64::total_cmp);
+        Self::between(&metric, |a, b| metric(a).zip(metric(b)).map(|(a, b)| a / b))
+    }
+
+    /// The ratios that `ratio(a, b)` gives for Cornflakes (`a`) over each
+    /// system `b`; `metric` picks the best library (the highest figure).
+    pub fn between(metric: impl Fn(System) -> Option<f64>, ratio: impl Fn(System, System) -> Option<f64>) -> Ratios {
+        let best_of = |systems: &[System]| {
+            systems.iter().filter_map(|&s| metric(s).map(|m| (s, m))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, _)| s)
+        };
+        let best_lib = best_of(&[System::Protobuf, System::Flatbuffers, System::Capnp, System::Rkyv]);
+        let best_of_three = best_of(&[System::Protobuf, System::Flatbuffers, System::Capnp]);
+        let over = |b: Option<System>| b.and_then(|b| ratio(System::Cornflakes, b)).and_then(|r| rounded(r, 3));
         Ratios {
-            cornflakes_over_best_library: ratio(best_lib.map(|b| b.1)),
-            cornflakes_over_tokio_prost: ratio(metric(System::TokioProst)),
-            cornflakes_over_best_pb_fb_capnp: ratio(best_of_three),
-            cornflakes_over_raw: ratio(metric(System::Raw)),
-            cornflakes_over_only_sg: ratio(metric(System::CornflakesOnlySg)),
-            cornflakes_over_only_copy: ratio(metric(System::CornflakesOnlyCopy)),
-            sas_over_no_sas: ratio(metric(System::CornflakesNoSas)),
-            best_library: best_lib.map(|(s, _)| s.name().to_owned()),
+            cornflakes_over_best_library: over(best_lib),
+            cornflakes_over_tokio_prost: over(Some(System::TokioProst)),
+            cornflakes_over_best_pb_fb_capnp: over(best_of_three),
+            cornflakes_over_raw: over(Some(System::Raw)),
+            cornflakes_over_only_sg: over(Some(System::CornflakesOnlySg)),
+            cornflakes_over_only_copy: over(Some(System::CornflakesOnlyCopy)),
+            sas_over_no_sas: over(Some(System::CornflakesNoSas)),
+            best_library: best_lib.map(|s| s.name().to_owned()),
             server_busy_capacity: None,
         }
     }
+}
+
+/// `a` over `b` for figures measured in the same repeats: the geometric
+/// mean of `a / b` over the repeats (the `usize`s) that both have, or
+/// `None` when they share none.
+///
+/// A repeat measures every system in the same minutes (interleaved, point
+/// by point), so a slow phase of the machine that spans a repeat scales
+/// both figures alike and cancels in its ratio; the ratio of two medians
+/// can instead pair a slow repeat of one system with a fast one of the
+/// other.
+pub fn paired_ratio(a: &[(usize, f64)], b: &[(usize, f64)]) -> Option<f64> {
+    let logs: Vec<f64> = a
+        .iter()
+        .filter_map(|&(repeat, x)| {
+            let y = b.iter().find(|(r, _)| *r == repeat)?.1;
+            let q = x / y;
+            (q.is_finite() && q > 0.0).then(|| q.ln())
+        })
+        .collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
 /// One workload's entry in `summary.json`.
@@ -339,7 +367,8 @@ pub struct WorkloadReport {
     pub plot: Option<String>,
     /// One entry per system, in the order run.
     pub systems: Vec<SystemReport>,
-    /// Ratios of the median maxima.
+    /// Ratios of the maxima, paired by repeat ([`paired_ratio`]); their
+    /// `server_busy_capacity` are ratios of the median repeat's capacities.
     pub ratios: Ratios,
 }
 
@@ -376,18 +405,20 @@ pub struct TableRow<'a> {
     pub dropped: u64,
     /// Why its maximum is below half its closed-loop probe, when it is.
     pub below_probe: Option<String>,
+    /// Its maximum over Cornflakes', paired by repeat ([`paired_ratio`]).
+    pub vs_cornflakes: Option<f64>,
 }
 
 /// The table of one workload, like the paper's, with its ratios.
 pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &Ratios) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let cf = rows.iter().find(|r| r.system == System::Cornflakes).and_then(|r| r.best).map(|(b, _)| b.achieved);
     let _ = writeln!(
         out,
         "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, latency within the SLO); \
-         median of repeats, p99 at that load; server busy capacity: requests per second of the server's busy \
-         time, the highest over the loads kept up with"
+         median of repeats, p99 at that load; vs cf: geometric mean over the repeats of the system's maximum \
+         over Cornflakes' in the same repeat (as are the ratios below); server busy capacity: requests per \
+         second of the server's busy time, the highest over the loads kept up with"
     );
     let _ = writeln!(
         out,
@@ -414,7 +445,7 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
                     best.achieved,
                     format!("{lo:.0}-{hi:.0}"),
                     best.p99_us,
-                    cf.map_or("-".to_owned(), |cf| format!("{:.2}x", best.achieved / cf)),
+                    r.vs_cornflakes.map_or("-".to_owned(), |v| format!("{v:.2}x")),
                     capacity.unwrap_or(f64::NAN),
                     r.errors,
                     r.timeouts,
@@ -503,5 +534,43 @@ mod tests {
         assert_eq!(r.cornflakes_over_best_library, Some(1.2));
         assert_eq!(r.cornflakes_over_best_pb_fb_capnp, Some(2.5));
         assert_eq!(r.cornflakes_over_tokio_prost, Some(5.0));
+    }
+
+    #[test]
+    fn paired_ratios_pair_repeats_and_skip_unshared_ones() {
+        // Repeat 1 ran slow for both: its ratio is 2 like the others'.
+        let a = [(0, 400.0), (1, 100.0), (2, 200.0)];
+        let b = [(0, 200.0), (1, 50.0), (2, 100.0)];
+        assert_eq!(paired_ratio(&a, &b).and_then(|r| rounded(r, 9)), Some(2.0));
+        // b alone slow in repeat 2: the ratio of the medians (200 / 50)
+        // pairs a's middle repeat with b's slow-phase low one.
+        let b = [(0, 200.0), (1, 50.0), (2, 100.0 / 4.0)];
+        let median_ratio = 200.0 / 50.0;
+        let paired = paired_ratio(&a, &b).unwrap();
+        assert!(paired < median_ratio && (paired - 2f64 * 4f64.cbrt()).abs() < 1e-9, "{paired}");
+        // Repeats that one system lacks (a failed sweep) are left out.
+        let r = paired_ratio(&[(0, 300.0), (2, 90.0)], &[(0, 100.0), (1, 7.0), (2, 30.0)]);
+        assert_eq!(r.and_then(|r| rounded(r, 9)), Some(3.0));
+        assert_eq!(paired_ratio(&[(0, 300.0)], &[(1, 100.0)]), None);
+        assert_eq!(paired_ratio(&[(0, 300.0)], &[(0, 0.0)]), None);
+        assert_eq!(paired_ratio(&[], &[]), None);
+    }
+
+    #[test]
+    fn ratios_between_pick_the_best_library_by_metric_and_use_the_pairing() {
+        let r = Ratios::between(
+            |s| match s {
+                System::Cornflakes => Some(300.0),
+                System::Protobuf => Some(100.0),
+                System::Capnp => Some(200.0),
+                System::CornflakesOnlySg => Some(290.0),
+                _ => None,
+            },
+            |a, b| (a == System::Cornflakes && b != System::Raw).then_some(if b == System::Capnp { 1.25 } else { 1.0 }),
+        );
+        assert_eq!(r.best_library.as_deref(), Some("capnp"));
+        assert_eq!(r.cornflakes_over_best_library, Some(1.25));
+        assert_eq!(r.cornflakes_over_only_sg, Some(1.0));
+        assert_eq!(r.cornflakes_over_raw, None);
     }
 }
