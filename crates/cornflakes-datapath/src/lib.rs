@@ -33,8 +33,10 @@ pub mod timeline;
 pub mod udp;
 #[allow(unsafe_code)]
 mod uring;
+mod waker;
 
 pub use in_place::{InPlace, Span};
+pub use waker::Waker;
 
 /// A peer of a datapath: a connection (shared memory) or a remote address
 /// (UDP), numbered by the datapath.

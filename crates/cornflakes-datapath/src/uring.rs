@@ -1,8 +1,10 @@
 //! What the io_uring datapaths (`udp`, `tcp`) share: the flag constants the
 //! `io-uring` crate keeps private, pushing an entry whose pointers the
-//! kernel keeps, and the `user_data` encoding of a request's kind and slot.
+//! kernel keeps, the `user_data` encoding of a request's kind and slot,
+//! and the waker's poll request.
 
 use std::mem::zeroed;
+use std::os::fd::AsRawFd;
 
 use io_uring::{squeue, IoUring};
 
@@ -46,4 +48,57 @@ pub(crate) fn user_data(kind: u64, index: usize) -> u64 {
 #[inline(always)]
 pub(crate) fn kind_and_index(user_data: u64) -> (u64, usize) {
     (user_data >> KIND_SHIFT, (user_data & ((1 << KIND_SHIFT) - 1)) as usize)
+}
+
+/// The [`Waker`](crate::Waker) of an io_uring datapath: its eventfd, watched
+/// by a multishot poll request in the ring so that a wake-up ends the
+/// kernel wait like any completion.
+#[derive(Debug, Default)]
+pub(crate) struct RingWaker {
+    fd: crate::waker::WakerFd,
+    /// A poll request on the eventfd is in the ring.
+    armed: bool,
+    /// A wake-up was reaped and not yet taken by the wait.
+    woken: bool,
+}
+
+impl RingWaker {
+    /// A waker; the next [`RingWaker::arm`] starts watching it.
+    pub(crate) fn waker(&mut self) -> std::io::Result<crate::Waker> {
+        Ok(self.fd.waker()?.0)
+    }
+
+    /// Puts the poll request (`user_data`) in the ring when there is a
+    /// waker and no request; a full queue leaves it for the next call. A
+    /// wake-up given before is seen at once: the poll finds the count set.
+    pub(crate) fn arm(&mut self, ring: &mut IoUring, user_data: u64) {
+        if self.armed {
+            return;
+        }
+        let Some(fd) = self.fd.fd() else { return };
+        let entry = io_uring::opcode::PollAdd::new(io_uring::types::Fd(fd.as_raw_fd()), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(user_data);
+        // SAFETY: a poll request holds no pointer (the kernel holds its own
+        // reference to the file, so closing the eventfd is fine too).
+        self.armed = unsafe { push(ring, &entry) };
+    }
+
+    /// A completion of the poll request: a wake-up, or its end (no
+    /// `F_MORE`: armed again by the next [`RingWaker::arm`]).
+    pub(crate) fn on_completion(&mut self, res: i32, flags: u32) {
+        if res >= 0 {
+            self.fd.reset();
+            self.woken = true;
+        }
+        if !io_uring::cqueue::more(flags) {
+            self.armed = false;
+        }
+    }
+
+    /// Whether a wake-up was reaped since the last call.
+    pub(crate) fn take_woken(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
+    }
 }

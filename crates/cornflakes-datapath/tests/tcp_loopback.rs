@@ -6,4 +6,7 @@
 /// The receive mode these tests run with.
 const RECV_MODE: cornflakes_datapath::tcp::RecvMode = cornflakes_datapath::tcp::RecvMode::Single;
 
+#[path = "common/waker.rs"]
+mod waker_check;
+
 include!("tcp_common/tcp_loopback.rs");

@@ -8,6 +8,9 @@
 /// The receive mode these tests run with.
 const RECV_MODE: cornflakes_datapath::tcp::RecvMode = cornflakes_datapath::tcp::RecvMode::Multishot;
 
+#[path = "common/waker.rs"]
+mod waker_check;
+
 include!("tcp_common/tcp_loopback.rs");
 
 /// A ring that runs dry (the application does not take its messages) is

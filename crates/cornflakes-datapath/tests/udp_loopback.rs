@@ -12,6 +12,9 @@ use cornflakes_datapath::udp::{BindError, SendMode, TaskRun, UdpConfig, UdpDatap
 use cornflakes_datapath::{ConnId, Datapath, Received, Segment, SendError};
 use cornflakes_tests::example::GetM;
 
+#[path = "common/waker.rs"]
+mod waker_check;
+
 const LOCAL: &str = "127.0.0.1:0";
 
 fn config() -> UdpConfig {
@@ -611,4 +614,13 @@ fn a_flood_while_the_application_does_not_read_maps_no_memory() {
     let back = recv_one(&mut client);
     assert_eq!((back.msg_id, &back.payload[..]), (78, &b"served"[..]));
     assert_eq!(server.pool().stats().mapped_bytes, mapped);
+}
+
+/// A control thread ends the kernel wait through the datapath's waker,
+/// also when the wake-up comes first, and the datapath keeps watching.
+#[test]
+fn a_waker_ends_a_sleeping_wait_from_another_thread() {
+    let mut dp = bind(config());
+    let waker = dp.waker().unwrap();
+    waker_check::wakes_end_sleeping_waits(&mut dp, &waker);
 }

@@ -133,12 +133,11 @@ fn pool_config_for(value_bytes: u64) -> cornflakes::PoolConfig {
 static STOP: AtomicBool = AtomicBool::new(false);
 /// Raised when `cf compare` asks for the counters.
 static REPORT: AtomicBool = AtomicBool::new(false);
-/// Ends the shm serving loop's sleep when [`STOP`] or [`REPORT`] is raised
-/// (set once the datapath exists). Without it a sleeping server answered
-/// after its 100 ms wait and one more pass: `cf compare` asks before and
-/// after every load point, and the waits were about a quarter of a default
-/// run.
-static WAKER: std::sync::OnceLock<cornflakes_datapath::shm::ShmWaker> = std::sync::OnceLock::new();
+/// Ends the serving loop's sleep when [`STOP`] or [`REPORT`] is raised (set
+/// once the datapath exists). Without it a sleeping server answered after
+/// its 100 ms wait and one more pass: `cf compare` asks before and after
+/// every load point, and the waits were about a quarter of a default run.
+static WAKER: std::sync::OnceLock<cornflakes_datapath::Waker> = std::sync::OnceLock::new();
 
 /// What the control thread calls after raising a flag.
 fn wake_server() {
@@ -146,6 +145,13 @@ fn wake_server() {
         // A failed wake-up costs only the wait's timeout.
         let _ = w.wake();
     }
+}
+
+/// Keeps the serving datapath's waker for [`wake_server`].
+fn set_waker(waker: std::io::Result<cornflakes_datapath::Waker>) -> Result<(), Error> {
+    let waker = waker.map_err(|e| format!("cannot make the datapath's waker: {e}"))?;
+    let _ = WAKER.set(waker);
+    Ok(())
 }
 
 /// Runs the key-value server until it is stopped (see
@@ -182,8 +188,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
                 .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-            let waker = dp.waker().map_err(|e| format!("cannot make the datapath's waker: {e}"))?;
-            let _ = WAKER.set(waker);
+            set_waker(dp.waker())?;
             serve(&mut dp, args, workload.as_ref(), &args.addr, shm_counters)
         }
         Transport::Udp => {
@@ -199,6 +204,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let mut dp = cornflakes_datapath::udp::UdpDatapath::bind(addr, config)
                 .map_err(|e| format!("cannot bind UDP on {addr}: {e}"))?;
             let local = dp.local_addr().to_string();
+            set_waker(dp.waker())?;
             serve(&mut dp, args, workload.as_ref(), &local, udp_counters)
         }
         Transport::Tcp => {
@@ -206,6 +212,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let pool = pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref()));
             let mut dp = crate::transport::tcp_server(addr, pool)?;
             let local = dp.local_addrs()[0].to_string();
+            set_waker(dp.waker())?;
             serve(&mut dp, args, workload.as_ref(), &local, tcp_counters)
         }
     }

@@ -6,17 +6,16 @@
 //! See *Credits, sleeping and waking* and *Peer death* in the
 //! [module docs](super).
 
-use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
+use rustix::event::{poll, PollFd, PollFlags};
 use rustix::net::{RecvFlags, SendFlags};
 
 use super::conn::{conn_id, Conn};
 use super::{ShmDatapath, ShmStats};
 use crate::timeline::{self, Kind};
+use crate::waker::Waker;
 use crate::RecvError;
 
 /// The adaptive spin lasts this many average idle gaps. With Poisson
@@ -24,31 +23,6 @@ use crate::RecvError;
 /// first choice) 1.8 % of requests paid a wake-up (YCSB at 50 k/s: 3289
 /// sleeps in 174 k requests), at 10 0.005 % (64 sleeps).
 const SPIN_GAPS: u64 = 10;
-
-/// Wakes a [`ShmDatapath`] sleeping in [`Datapath::wait`](crate::Datapath::wait)
-/// from another thread (as `mio::Waker` does for a poll), e.g. a control
-/// thread that has set a flag the serving loop should look at now rather
-/// than after the wait's timeout. From [`ShmDatapath::waker`].
-///
-/// A wake-up is never lost: one given while the datapath is not waiting
-/// makes its next wait return at once.
-#[derive(Clone, Debug)]
-pub struct ShmWaker {
-    fd: Arc<OwnedFd>,
-}
-
-impl ShmWaker {
-    /// Makes the datapath's current or next `wait` return (with `true`).
-    ///
-    /// # Errors
-    ///
-    /// The `write` of the eventfd failed (it cannot overflow: the count
-    /// is reset at each wake-up).
-    pub fn wake(&self) -> std::io::Result<()> {
-        rustix::io::write(&*self.fd, &1u64.to_ne_bytes())?;
-        Ok(())
-    }
-}
 
 impl ShmDatapath {
     /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
@@ -59,16 +33,8 @@ impl ShmDatapath {
     /// # Errors
     ///
     /// The eventfd could not be made (out of file descriptors).
-    pub fn waker(&mut self) -> std::io::Result<ShmWaker> {
-        let fd = match &self.waker {
-            Some(fd) => fd.clone(),
-            None => {
-                let fd = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
-                self.waker = Some(fd.clone());
-                fd
-            }
-        };
-        Ok(ShmWaker { fd })
+    pub fn waker(&mut self) -> std::io::Result<Waker> {
+        Ok(self.waker.waker()?.0)
     }
 
     /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
@@ -266,7 +232,7 @@ impl ShmDatapath {
                 owners.push(i);
             }
         }
-        let waker = self.waker.clone();
+        let waker = self.waker.fd().cloned();
         if let Some(w) = &waker {
             fds.push(PollFd::new(&**w, PollFlags::IN));
         }
@@ -281,12 +247,9 @@ impl ShmDatapath {
         let first = usize::from(listening);
         let hellos_arrived = revents[first..first + accepting].iter().any(|e| !e.is_empty());
         let conn_events = &revents[first + accepting..first + accepting + owners.len()];
-        if let Some(w) = &waker {
-            if revents.last().is_some_and(|e| !e.is_empty()) {
-                // Resets the count (non-blocking: nothing to read is fine).
-                let _ = rustix::io::read(&**w, &mut [0u8; 8]);
-                happened = true;
-            }
+        if waker.is_some() && !revents[first + accepting + owners.len()].is_empty() {
+            self.waker.reset();
+            happened = true;
         }
         for (&i, &ev) in owners.iter().zip(conn_events) {
             if ev.is_empty() {

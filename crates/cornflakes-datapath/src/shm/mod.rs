@@ -245,7 +245,6 @@ use cornflakes::{Message, Pool, PoolConfig, RcBuf};
 use crate::{ConnId, Datapath, DatapathStats, InPlace, Received, RecvError, Segment, SendError};
 use conn::{conn_id, generation_of, slot_of, Conn, Slot};
 pub use lease::{LeaseExpired, LeaseLimits, PeerSlice, PEER_CHUNK};
-pub use liveness::ShmWaker;
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
 pub use sys::{copy_for_peer, recv_fds, send_fds, streams_for_peer, try_recv_fds, STREAMING};
@@ -454,7 +453,7 @@ pub struct ShmDatapath {
     listener: Option<(UnixListener, PathBuf)>,
     /// The eventfd of [`ShmDatapath::waker`], made on first use; `wait`
     /// sleeps on it too.
-    waker: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    waker: crate::waker::WakerFd,
     config: ShmConfig,
 }
 
@@ -542,7 +541,7 @@ impl ShmDatapath {
             idle_gap_ns: 0,
             accepting: Vec::new(),
             listener: None,
-            waker: None,
+            waker: Default::default(),
             config,
         })
     }

@@ -22,6 +22,8 @@ pub(super) const KIND_SEND: u64 = 2;
 pub(super) const KIND_ACCEPT: u64 = 3;
 pub(super) const KIND_CANCEL: u64 = 4;
 pub(super) const KIND_RECV_MULTI: u64 = 5;
+/// The poll request on the waker's eventfd.
+const KIND_WAKE: u64 = 6;
 
 use crate::uring::kind_and_index;
 pub(super) use crate::uring::user_data;
@@ -44,6 +46,7 @@ impl TcpDatapath {
                     }
                     (KIND_RECV_MULTI, i) => self.on_recv_multi(i, res, flags),
                     (KIND_SEND, i) => self.on_send(i, res, flags),
+                    (KIND_WAKE, _) => self.waker.on_completion(res, flags),
                     (KIND_ACCEPT, i) => {
                         self.kernel_ops -= 1;
                         self.on_accept(i, res);
@@ -267,14 +270,16 @@ impl TcpDatapath {
 
     /// [`Datapath::wait`](crate::Datapath::wait): spins for `busy_poll`,
     /// then sleeps in the kernel until a message (or a closed connection)
-    /// is ready or `timeout` passes.
+    /// is ready, the [waker](TcpDatapath::waker) is woken or `timeout`
+    /// passes.
     pub(super) fn wait_for_ready(&mut self, timeout: Duration) -> Result<bool, RecvError> {
         let start = Instant::now();
         let spin = self.config.busy_poll.min(timeout);
+        self.waker.arm(&mut self.ring, user_data(KIND_WAKE, 0));
         loop {
             self.reap();
             self.pump()?;
-            if !self.ready.is_empty() || !self.closed.is_empty() {
+            if !self.ready.is_empty() || !self.closed.is_empty() || self.waker.take_woken() {
                 return Ok(true);
             }
             if start.elapsed() < spin {

@@ -259,6 +259,10 @@ pub struct TcpDatapath {
     released: usize,
     /// Set by `Drop`: nothing is delivered, reposted or accepted.
     closing: bool,
+    /// Ends a kernel wait from another thread (its poll request is not
+    /// among `kernel_ops`: it holds no memory, and `Drop` need not wait
+    /// for it).
+    waker: crate::uring::RingWaker,
     cqes: Vec<(u64, i32, u32)>,
     /// Scratch for the frames of one receive buffer.
     frames: Vec<(u32, usize, usize)>,
@@ -335,6 +339,7 @@ impl TcpDatapath {
             kernel_ops: 0,
             released: 0,
             closing: false,
+            waker: Default::default(),
             cqes: Vec::new(),
             frames: Vec::new(),
             stats: DatapathStats::default(),
@@ -427,6 +432,18 @@ impl TcpDatapath {
         let (index, id) = self.conns.insert(Conn::new(stream), self.config.max_connections)?;
         self.mark_recv(index);
         Some(id)
+    }
+
+    /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
+    /// from any thread. The first call makes an eventfd, which the ring
+    /// then watches with a poll request; datapaths that never call it have
+    /// none.
+    ///
+    /// # Errors
+    ///
+    /// The eventfd could not be made (out of file descriptors).
+    pub fn waker(&mut self) -> std::io::Result<crate::Waker> {
+        self.waker.waker()
     }
 
     /// Addresses of the listeners, in the order they were added.

@@ -24,6 +24,8 @@ use crate::{RecvError, SendError};
 pub(super) const KIND_RECV: u64 = 1;
 pub(super) const KIND_SEND: u64 = 2;
 pub(super) const KIND_CANCEL: u64 = 3;
+/// The poll request on the waker's eventfd.
+const KIND_WAKE: u64 = 4;
 
 use crate::uring::kind_and_index;
 pub(super) use crate::uring::user_data;
@@ -47,6 +49,7 @@ impl UdpDatapath {
                 match kind_and_index(ud) {
                     (KIND_RECV, i) => self.on_recv(i, res),
                     (KIND_SEND, i) => self.on_send(i, res, flags),
+                    (KIND_WAKE, _) => self.waker.on_completion(res, flags),
                     _ => {}
                 }
             }
@@ -128,19 +131,20 @@ impl UdpDatapath {
     }
 
     /// [`Datapath::wait`](crate::Datapath::wait): spins for
-    /// `busy_poll`, then sleeps in the kernel until a message is ready or
-    /// `timeout` passes.
+    /// `busy_poll`, then sleeps in the kernel until a message is ready, the
+    /// [waker](UdpDatapath::waker) is woken or `timeout` passes.
     pub(super) fn wait_for_ready(&mut self, timeout: Duration) -> Result<bool, RecvError> {
         self.reap();
-        if !self.ready.is_empty() {
+        if !self.ready.is_empty() || self.waker.take_woken() {
             return Ok(true);
         }
+        self.waker.arm(&mut self.ring, user_data(KIND_WAKE, 0));
         self.submit()?;
         let start = Instant::now();
         let spin = self.config.busy_poll.min(timeout);
         while start.elapsed() < spin {
             self.reap();
-            if !self.ready.is_empty() {
+            if !self.ready.is_empty() || self.waker.take_woken() {
                 return Ok(true);
             }
             if self.recv_unsubmitted > 0 {
@@ -161,7 +165,7 @@ impl UdpDatapath {
                 Err(e) => return Err(e.into()),
             }
             self.reap();
-            if !self.ready.is_empty() {
+            if !self.ready.is_empty() || self.waker.take_woken() {
                 return Ok(true);
             }
         }

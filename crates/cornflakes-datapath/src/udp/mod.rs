@@ -195,6 +195,8 @@ pub struct UdpDatapath {
     released: usize,
     /// Set by `Drop`: completed receives are not delivered or reposted.
     closing: bool,
+    /// Ends a kernel wait from another thread.
+    waker: crate::uring::RingWaker,
     /// Scratch for one pass over the completion queue.
     cqes: Vec<(u64, i32, u32)>,
     last_send_error: Option<i32>,
@@ -234,6 +236,18 @@ impl UdpDatapath {
     /// ```
     pub fn connect(&mut self, peer: SocketAddr) -> ConnId {
         self.peers.connect(peer, self.config.probe_path_mtu)
+    }
+
+    /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
+    /// from any thread. The first call makes an eventfd, which the ring
+    /// then watches with a poll request; datapaths that never call it have
+    /// none.
+    ///
+    /// # Errors
+    ///
+    /// The eventfd could not be made (out of file descriptors).
+    pub fn waker(&mut self) -> std::io::Result<crate::Waker> {
+        self.waker.waker()
     }
 
     /// The address this datapath is bound to.

@@ -99,6 +99,7 @@ impl UdpDatapath {
             in_flight: 0,
             released: 0,
             closing: false,
+            waker: Default::default(),
             cqes: Vec::with_capacity(256),
             last_send_error: None,
             stats: DatapathStats::default(),

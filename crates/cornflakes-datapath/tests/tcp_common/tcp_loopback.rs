@@ -446,3 +446,12 @@ fn raw_framing_passes_the_byte_stream_through_unchanged() {
     }
     assert_eq!(got, want);
 }
+
+/// A control thread ends the kernel wait through the datapath's waker,
+/// also when the wake-up comes first, and the datapath keeps watching.
+#[test]
+fn a_waker_ends_a_sleeping_wait_from_another_thread() {
+    let (mut dp, _) = server("127.0.0.1:0", config());
+    let waker = dp.waker().unwrap();
+    waker_check::wakes_end_sleeping_waits(&mut dp, &waker);
+}
