@@ -858,9 +858,10 @@ pub(crate) struct CompareArgs {
     /// One server at a time, its whole sweep, then the next system's.
     /// Default: every system's server of a workload is up at once (idle
     /// ones sleep; each holds its preloaded store, ~0.4-0.9 GB on the
-    /// default workloads) and the load generator runs one load point of
-    /// each system in turn, so that the machine's slow phases, which last
-    /// seconds to minutes, fall on every system alike.
+    /// default workloads; started afresh for each repeat) and the load
+    /// generator runs one load point of each system in turn, so that the
+    /// machine's slow phases, which last seconds to minutes, fall on every
+    /// system alike.
     #[arg(long)]
     sequential: bool,
     /// 2 MiB hugepages for the servers' pools: `auto` (half the available

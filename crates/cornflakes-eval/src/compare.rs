@@ -62,8 +62,8 @@ pub struct CompareConfig {
 /// How `cf compare` orders the sweeps of one workload's systems.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Schedule {
-    /// Every system's server is started (and preloaded) once; the load
-    /// generator probes each in turn, then runs one load point of each
+    /// Every system's server is started (and preloaded) for each repeat;
+    /// the load generator probes each in turn, then runs one load point of each
     /// system in turn until every sweep is done, so that a slow phase of
     /// the machine (seconds to minutes on these VMs) falls on every system
     /// alike instead of on whichever one was sweeping. Idle servers sleep
@@ -459,9 +459,12 @@ struct Lane {
     plan: Option<SweepPlan>,
 }
 
-/// [`Schedule::Interleaved`]: starts every system's server, then per
-/// repeat probes each in turn and runs one load point of each system in
-/// turn until every sweep is done; the order turns with each round.
+/// [`Schedule::Interleaved`]: per repeat, starts every system's server,
+/// probes each in turn, runs one load point of each system in turn until
+/// every sweep is done (the order turns with each round), and stops the
+/// servers. Fresh servers per repeat: a server whose memory landed badly
+/// (a run's rkyv on Google 1-8 had three repeats at 0.75x its other runs',
+/// server busy capacity too) spoils one repeat, not all.
 fn sweep_interleaved(
     args: &CompareConfig,
     spec: &WorkloadSpec,
@@ -473,16 +476,16 @@ fn sweep_interleaved(
     let n = results.len();
     let names: Vec<String> = results.iter().map(|r| format!("{} {}", workload.name(), r.system.name())).collect();
     let name = |i: usize| &names[i];
-    let mut lanes: Vec<Lane> = Vec::new();
-    for (k, i) in run_order(n, w).enumerate() {
-        let label = format!("[{}/{n}] {}", k + 1, name(i));
-        match start_server(args, spec, results[i].system, &label, namespaces) {
-            Ok((server, target)) => lanes.push(Lane { index: i, server, target, plan: None }),
-            Err(e) => results[i].fail(&label, &e),
-        }
-    }
     let core = Some(args.client_core);
     for repeat in 0..args.repeats {
+        let mut lanes: Vec<Lane> = Vec::new();
+        for (k, i) in run_order(n, w + repeat).enumerate() {
+            let label = format!("[{}/{n}{}] {}", k + 1, repeat_text(args, repeat), name(i));
+            match start_server(args, spec, results[i].system, &label, namespaces) {
+                Ok((server, target)) => lanes.push(Lane { index: i, server, target, plan: None }),
+                Err(e) => results[i].fail(&label, &e),
+            }
+        }
         let sweeping = |lanes: &[Lane]| lanes.iter().filter(|l| l.plan.is_some()).count();
         for j in run_order(lanes.len(), w + repeat) {
             let lane = &mut lanes[j];
@@ -528,11 +531,11 @@ fn sweep_interleaved(
                 results[lane.index].sweeps.push((repeat, result));
             }
         }
-    }
-    for lane in &mut lanes {
-        match lane.server.finish().iter().find_map(|l| ServerStats::from_json_line(l)) {
-            Some(counters) => results[lane.index].server.add(&counters),
-            None => results[lane.index].failures.push("the server did not report its counters when stopped".into()),
+        for lane in &mut lanes {
+            match lane.server.finish().iter().find_map(|l| ServerStats::from_json_line(l)) {
+                Some(counters) => results[lane.index].server.add(&counters),
+                None => results[lane.index].failures.push("the server did not report its counters when stopped".into()),
+            }
         }
     }
     Ok(())
