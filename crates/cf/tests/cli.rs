@@ -190,6 +190,8 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
         let of = |name: &str| systems.iter().find(|c| c["name"] == name).unwrap()["vs_cornflakes"].as_f64().unwrap();
         let over_best = ratios["cornflakes_over_best_library"].as_f64().expect("cornflakes_over_best_library");
         assert!((over_best - 1.0 / of(best)).abs() <= 2e-3 * over_best, "{w}");
+        // The best library is the one closest to Cornflakes in its pairing.
+        assert!(["protobuf", "flatbuffers", "capnp"].iter().all(|l| of(l) <= of(best)), "{w}");
         let png = std::fs::read(out.join(w["plot"].as_str().expect("plot"))).expect("plot written");
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
     }
@@ -731,4 +733,59 @@ fn loadgen_reads_responses_in_place_and_checks_them() {
         cf_fails(&["loadgen", "--transport", "udp", "--addr", "127.0.0.1:1", "--rate", "100", "--in-place"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("shared-memory transport only"), "{err}");
+}
+
+/// `/proc/meminfo`'s `HugePages_Free`, and `vm.nr_hugepages`.
+fn hugepages_now() -> (u64, u64) {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let free = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("HugePages_Free");
+    let nr = std::fs::read_to_string("/proc/sys/vm/nr_hugepages").expect("nr_hugepages").trim().parse().unwrap();
+    (free, nr)
+}
+
+/// Interrupted (as Ctrl-C or a `kill` would), `cf compare` gives back the
+/// hugepages it reserved and exits with 130; before, half the machine's
+/// memory stayed reserved.
+#[test]
+fn an_interrupted_compare_gives_the_hugepages_back() {
+    use std::io::{BufRead, BufReader};
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if !root {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("SKIPPED an_interrupted_compare_gives_the_hugepages_back: reserving hugepages needs root");
+        return;
+    }
+    let (free, before) = hugepages_now();
+    // More than are free, so that it has to reserve some.
+    let mib = (free * 2 + 64).to_string();
+    let out = std::env::temp_dir().join(format!("cf-compare-interrupted-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["compare", "--hugepages", &mib, "--workload", "echo:fields=1,size=64", "--systems", "cornflakes"])
+        .args(["--repeats", "1", "--seconds", "30", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cf runs");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let reserved = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("hugepages: reserved"));
+    if reserved.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        // The kernel could not find the pages (fragmented memory): no claim.
+        eprintln!("SKIPPED an_interrupted_compare_gives_the_hugepages_back: could not reserve {mib} MiB");
+        return;
+    }
+    assert!(hugepages_now().1 > before, "reserved: {reserved:?}");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("cf exits");
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("interrupted: gave the hugepages back")), "{rest:?}");
+    assert_eq!(hugepages_now().1, before, "the count is back to what it was");
+    std::fs::remove_dir_all(&out).ok();
 }

@@ -21,8 +21,13 @@
 //! store ([`crate::kv`]), so a reservation too small for every server of a
 //! workload would favour the first ones started: the default asks for
 //! half the available memory, at most [`AUTO_MAX`].
+//!
+//! A run that is interrupted (Ctrl-C, `SIGTERM`, `SIGHUP`) gives them back
+//! too, then exits with status 130: otherwise half the machine's memory
+//! stayed reserved (and its servers' next runs then behaved differently).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The kernel's count of reserved hugepages of the default size.
 const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
@@ -77,10 +82,40 @@ pub struct Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
+        RESTORE_ON_INTERRUPT.store(NOTHING_TO_RESTORE, Ordering::SeqCst);
         if let Err(e) = std::fs::write(NR_HUGEPAGES, self.restore_to.to_string()) {
             eprintln!("warning: cannot give the hugepages back: {e}; run `echo {} > {NR_HUGEPAGES}`", self.restore_to);
         }
     }
+}
+
+/// The count an interrupted run restores, or [`NOTHING_TO_RESTORE`].
+static RESTORE_ON_INTERRUPT: AtomicU64 = AtomicU64::new(NOTHING_TO_RESTORE);
+const NOTHING_TO_RESTORE: u64 = u64::MAX;
+
+/// Makes Ctrl-C, `SIGTERM` and `SIGHUP` restore the count to `restore_to`
+/// and exit (the handler is installed once per process; a program that
+/// installed its own keeps it, and is warned).
+fn restore_on_interrupt(restore_to: u64) {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    RESTORE_ON_INTERRUPT.store(restore_to, Ordering::SeqCst);
+    INSTALL.call_once(|| {
+        let installed = ctrlc::set_handler(|| {
+            let restore_to = RESTORE_ON_INTERRUPT.swap(NOTHING_TO_RESTORE, Ordering::SeqCst);
+            if restore_to != NOTHING_TO_RESTORE {
+                match std::fs::write(NR_HUGEPAGES, restore_to.to_string()) {
+                    Ok(()) => eprintln!("\ninterrupted: gave the hugepages back ({NR_HUGEPAGES} = {restore_to})"),
+                    Err(e) => eprintln!(
+                        "\ninterrupted: cannot give the hugepages back: {e}; run `echo {restore_to} > {NR_HUGEPAGES}`"
+                    ),
+                }
+            }
+            std::process::exit(130);
+        });
+        if let Err(e) = installed {
+            eprintln!("warning: cannot catch Ctrl-C ({e}): if interrupted, run `echo {restore_to} > {NR_HUGEPAGES}`");
+        }
+    });
 }
 
 /// The hugepages to add so that `want` bytes are free, with `free` pages
@@ -124,7 +159,11 @@ pub fn reserve(policy: HugepagePolicy) -> Result<Option<Reservation>, String> {
             }
         }
     };
+    // Armed before the write: an interrupt in between restores a count
+    // that is already right.
+    restore_on_interrupt(total);
     if let Err(e) = std::fs::write(NR_HUGEPAGES, target.to_string()) {
+        RESTORE_ON_INTERRUPT.store(NOTHING_TO_RESTORE, Ordering::SeqCst);
         return failed(format!("{NR_HUGEPAGES}: {e}"));
     }
     let reservation = Reservation { restore_to: total };
@@ -134,7 +173,7 @@ pub fn reserve(policy: HugepagePolicy) -> Result<Option<Reservation>, String> {
         return failed(format!("the kernel found {} of {add} pages", got.saturating_sub(total)));
     }
     eprintln!(
-        "hugepages: reserved {add} x {} KiB for the servers ({NR_HUGEPAGES} {total} -> {target}; given back at the end; if interrupted: `echo {total} > {NR_HUGEPAGES}`)",
+        "hugepages: reserved {add} x {} KiB for the servers ({NR_HUGEPAGES} {total} -> {target}; given back at the end, or on Ctrl-C)",
         page >> 10
     );
     Ok(Some(reservation))
