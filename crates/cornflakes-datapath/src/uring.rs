@@ -65,7 +65,7 @@ pub(crate) struct RingWaker {
 impl RingWaker {
     /// A waker; the next [`RingWaker::arm`] starts watching it.
     pub(crate) fn waker(&mut self) -> std::io::Result<crate::Waker> {
-        Ok(self.fd.waker()?.0)
+        self.fd.waker()
     }
 
     /// Puts the poll request (`user_data`) in the ring when there is a

@@ -42,15 +42,14 @@ pub(crate) struct WakerFd {
 }
 
 impl WakerFd {
-    /// A [`Waker`] for this eventfd, and whether the eventfd was made by
-    /// this call (the datapath then starts watching it).
-    pub(crate) fn waker(&mut self) -> std::io::Result<(Waker, bool)> {
+    /// A [`Waker`] for this eventfd (made by the first call).
+    pub(crate) fn waker(&mut self) -> std::io::Result<Waker> {
         if let Some(fd) = &self.fd {
-            return Ok((Waker { fd: fd.clone() }, false));
+            return Ok(Waker { fd: fd.clone() });
         }
         let fd = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
         self.fd = Some(fd.clone());
-        Ok((Waker { fd }, true))
+        Ok(Waker { fd })
     }
 
     /// The eventfd, once a waker has been made.

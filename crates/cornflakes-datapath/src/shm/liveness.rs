@@ -34,7 +34,7 @@ impl ShmDatapath {
     ///
     /// The eventfd could not be made (out of file descriptors).
     pub fn waker(&mut self) -> std::io::Result<Waker> {
-        Ok(self.waker.waker()?.0)
+        self.waker.waker()
     }
 
     /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
