@@ -80,8 +80,8 @@ impl RingWaker {
             .multi(true)
             .build()
             .user_data(user_data);
-        // SAFETY: a poll request holds no pointer (the kernel holds its own
-        // reference to the file, so closing the eventfd is fine too).
+        // The kernel holds its own reference to the file: closing the eventfd is fine too.
+        // SAFETY: a poll request holds no pointer, so nothing it names can be freed under it.
         self.armed = unsafe { push(ring, &entry) };
     }
 
