@@ -166,6 +166,12 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             // test machine may not give).
             let points = s["points"].as_array().expect("points");
             assert!(points.iter().all(|p| p["server_busy_capacity_rps"].as_f64().is_some_and(|c| c > 0.0)), "{s}");
+            // And both sides' busy shares: fractions, the load generator's
+            // above zero (it sent and checked every response).
+            let share = |v: &serde_json::Value, lo: f64| v.as_f64().is_some_and(|f| f > lo && f <= 1.0);
+            assert!(points.iter().all(|p| share(&p["client_busy_fraction"], 0.0)), "{s}");
+            assert!(points.iter().all(|p| share(&p["server_busy_fraction"], -1.0)), "{s}");
+            assert!(share(&s["client_busy_at_max"], 0.0) && share(&s["server_busy_at_max"], -1.0), "{s}");
             assert!(s["latency_bound_us"].as_f64().expect("latency_bound_us") >= 50.0, "{s}");
             // The p99 SLO, unless the machine's own gaps would set the p99:
             // then the median, and the summary says why.

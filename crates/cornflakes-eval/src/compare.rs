@@ -634,13 +634,17 @@ fn say_max(label: &str, result: &SweepResult, unit: &str, counters: Option<&Serv
     let server = counters.map_or(String::new(), |c| {
         format!("; server: {} malformed, {} responses dropped", c.malformed, c.dropped_full + c.send_failed)
     });
+    let pct = |f: Option<f64>| f.map_or("-".to_owned(), |f| format!("{:.0} %", f * 100.0));
     eprintln!(
-        "{label}: max {:.0} {unit}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s), {} errors, {} timeouts{server}",
+        "{label}: max {:.0} {unit}/s (p99 {:.1} µs, {} bound {:.1} µs; server busy capacity {:.0} requests/s; \
+         busy at the max: server {}, load generator {}), {} errors, {} timeouts{server}",
         best.achieved,
         best.p99_us,
         result.quantile.name(),
         result.bound_us,
         result.server_busy_capacity().unwrap_or(f64::NAN),
+        pct(best.server_busy_fraction()),
+        pct(best.client_busy_fraction()),
         result.errors(),
         result.timeouts(),
     );

@@ -79,9 +79,64 @@ pub struct PointResult {
     /// What the server counted during the point (warm-up and drain
     /// included), when the sweep could ask it.
     pub server: Option<ServerStats>,
+    /// How busy the load generator was (`None` where no load generator
+    /// ran, as in tests that make points up).
+    pub client: Option<ClientBusy>,
+}
+
+/// How busy the load generator was during a point. With the server's busy
+/// time it says which side limited a maximum: the busier one.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClientBusy {
+    /// Nanoseconds of the passes of its loop that did work (queued an
+    /// arrival, sent, or received a response); a pass that found nothing
+    /// to do is idle. Waiting for room in a full ring counts as busy, as
+    /// the server's back-pressure spins do.
+    pub busy_ns: u64,
+    /// Nanoseconds it ran, warm-up and drain included, summed over threads.
+    pub wall_ns: u64,
+    /// Responses it received in that time.
+    pub responses: u64,
+    /// Its threads.
+    pub threads: u32,
+}
+
+impl ClientBusy {
+    /// The share of its time the load generator was busy (0-1).
+    pub fn fraction(&self) -> Option<f64> {
+        (self.wall_ns > 0).then(|| (self.busy_ns as f64 / self.wall_ns as f64).min(1.0))
+    }
+
+    /// Responses per second of busy time, all threads together: how fast
+    /// it could go if it were busy all the time.
+    pub fn capacity_rps(&self) -> Option<f64> {
+        (self.busy_ns > 0 && self.responses > 0)
+            .then(|| self.responses as f64 * 1e9 / self.busy_ns as f64 * f64::from(self.threads.max(1)))
+    }
+
+    fn merge(&mut self, other: &ClientBusy) {
+        self.busy_ns += other.busy_ns;
+        self.wall_ns += other.wall_ns;
+        self.responses += other.responses;
+        self.threads += other.threads;
+    }
 }
 
 impl PointResult {
+    /// The share of the point's time the server was busy (0-1), against
+    /// the load generator's running time (the server's counters also span
+    /// its connecting, a few ms of a point's seconds).
+    pub fn server_busy_fraction(&self) -> Option<f64> {
+        let (server, client) = (self.server?, self.client?);
+        let wall = client.wall_ns / u64::from(client.threads.max(1));
+        (wall > 0).then(|| (server.busy_ns as f64 / wall as f64).min(1.0))
+    }
+
+    /// The share of the point's time the load generator was busy (0-1).
+    pub fn client_busy_fraction(&self) -> Option<f64> {
+        self.client?.fraction()
+    }
+
     /// Whether the system kept up with this point: it achieved at least
     /// 95 % of the offered load, no request timed out, and the `quantile`
     /// of its latencies stayed within `bound_us` (the SLO). A queue that
@@ -145,6 +200,7 @@ pub fn run_point(
         timeouts: total.timeouts,
         errors: total.errors,
         server: None,
+        client: Some(total.busy),
     })
 }
 
@@ -208,6 +264,7 @@ struct ThreadResult {
     completed: u64,
     timeouts: u64,
     errors: u64,
+    busy: ClientBusy,
 }
 
 impl ThreadResult {
@@ -218,6 +275,7 @@ impl ThreadResult {
             completed: 0,
             timeouts: 0,
             errors: 0,
+            busy: ClientBusy::default(),
         }
     }
 
@@ -227,6 +285,7 @@ impl ThreadResult {
         self.completed += other.completed;
         self.timeouts += other.timeouts;
         self.errors += other.errors;
+        self.busy.merge(&other.busy);
     }
 }
 
@@ -470,23 +529,31 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         let mut txn = Transaction::default();
         let mut last_sweep = start;
         let mut last_ns = 0;
+        // The previous pass: when it began and whether it did work (its
+        // time counts as busy, measured with this pass's clock read).
+        let (mut pass_start, mut pass_busy) = (start, false);
         loop {
             let now = Instant::now();
             if self.timeline {
                 timeline::note_clock_read(Kind::ClientGap, &mut last_ns, timeline::ns_of(now));
             }
+            if pass_busy {
+                self.result.busy.busy_ns += now.saturating_duration_since(pass_start).as_nanos() as u64;
+            }
+            pass_start = now;
+            pass_busy = false;
             // New arrivals, until the end of the recorded window.
             if now < self.record_until {
                 if self.gaps.is_none() || next_arrival <= now {
-                    self.arrive(now, &mut next_arrival, &mut txn);
+                    pass_busy |= self.arrive(now, &mut next_arrival, &mut txn);
                 }
             } else if self.outstanding_txns == 0 || now > self.record_until + self.cfg.timeout {
                 break;
             }
             if !self.backlog.is_empty() {
-                self.send_backlog()?;
+                pass_busy |= self.send_backlog()?;
             }
-            self.receive(&mut rx)?;
+            pass_busy |= self.receive(&mut rx)?;
             let _ = self.dp.poll_completions();
             if now.duration_since(last_sweep) > Duration::from_millis(10) {
                 self.expire(now);
@@ -509,6 +576,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         }
         // Whatever is still waiting never got an answer in time.
         let now = Instant::now();
+        self.result.busy.wall_ns = now.saturating_duration_since(start).as_nanos() as u64;
+        self.result.busy.responses = self.responses;
+        self.result.busy.threads = 1;
         self.expire(now + self.cfg.timeout + Duration::from_secs(1));
         while let Some((arrival, t)) = self.backlog.pop_front() {
             if self.in_window(arrival) {
@@ -524,8 +594,10 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     ///
     /// This and the other per-request steps of the client are never
     /// inlined, so that `callgrind --toggle-collect` can count them.
+    /// Whether it queued any.
     #[inline(never)]
-    fn arrive(&mut self, now: Instant, next_arrival: &mut Instant, txn: &mut Transaction) {
+    fn arrive(&mut self, now: Instant, next_arrival: &mut Instant, txn: &mut Transaction) -> bool {
+        let queued = self.backlog.len();
         match self.gaps {
             Some(gaps) => {
                 while *next_arrival <= now {
@@ -541,6 +613,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                 }
             }
         }
+        self.backlog.len() > queued
     }
 
     fn in_window(&self, arrival: Instant) -> bool {
@@ -548,9 +621,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     }
 
     /// Sends backlogged transactions while the datapath and the in-flight
-    /// limit allow; requests are flushed together.
+    /// limit allow; requests are flushed together. Whether it sent any.
     #[inline(never)]
-    fn send_backlog(&mut self) -> Result<(), Error> {
+    fn send_backlog(&mut self) -> Result<bool, Error> {
         let mut sent_any = false;
         // One clock read per pass: the send time only starts the timeout
         // (latency runs from the arrival), and a pass is a few µs long.
@@ -589,7 +662,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         if sent_any {
             self.dp.flush().map_err(|e| format!("flush failed: {e}"))?;
         }
-        Ok(())
+        Ok(sent_any)
     }
 
     fn send_one(&mut self, txn: u32, req: &cornflakes_workloads::Request, sent: Instant) -> Result<(), Error> {
@@ -688,10 +761,11 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
     }
 
     /// Receives a batch (in place when configured) and checks every
-    /// response in it. Never inlined, so that callgrind can count the
-    /// client's whole cost per response (the receive's copy included).
+    /// response in it; whether there were any. Never inlined, so that
+    /// callgrind can count the client's whole cost per response (the
+    /// receive's copy included).
     #[inline(never)]
-    fn receive(&mut self, rx: &mut Inbox) -> Result<(), Error> {
+    fn receive(&mut self, rx: &mut Inbox) -> Result<bool, Error> {
         let failed = |e| Error::Failed(format!("receive failed: {e}"));
         let got = if self.cfg.in_place {
             self.dp.recv_batch_in_place(&mut rx.in_place, 64).map_err(failed)?
@@ -722,7 +796,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             }
             self.codec.end_batch();
         }
-        Ok(())
+        Ok(got > 0)
     }
 
     #[inline(never)]
@@ -832,7 +906,31 @@ mod tests {
             timeouts,
             errors: 0,
             server: None,
+            client: None,
         }
+    }
+
+    #[test]
+    fn busy_shares_are_of_the_load_generators_running_time() {
+        use super::ClientBusy;
+        let mut a = ClientBusy { busy_ns: 300, wall_ns: 1000, responses: 30, threads: 1 };
+        assert_eq!(a.fraction(), Some(0.3));
+        assert_eq!(a.capacity_rps(), Some(1e8));
+        a.merge(&ClientBusy { busy_ns: 100, wall_ns: 1000, responses: 10, threads: 1 });
+        // Two threads, each busy a fifth of the time on average, each
+        // answering 0.1 responses per busy ns.
+        assert_eq!((a.fraction(), a.capacity_rps()), (Some(0.2), Some(2e8)));
+        let mut p = point(1000.0, 1000.0, 50.0, 0);
+        assert_eq!(p.server_busy_fraction(), None, "no client measure");
+        p.client = Some(a);
+        assert_eq!(p.server_busy_fraction(), None, "no server counters");
+        p.server = Some(cornflakes_kv::ServerStats { busy_ns: 250, ..Default::default() });
+        // Against one thread's running time (1000 ns on average).
+        assert_eq!(p.server_busy_fraction(), Some(0.25));
+        assert!(!crate::report::limited_by_client(&p), "client 20 %, server 25 %");
+        p.server = Some(cornflakes_kv::ServerStats { busy_ns: 150, ..Default::default() });
+        assert!(crate::report::limited_by_client(&p), "client 20 %, server 15 %");
+        assert_eq!(ClientBusy::default().fraction(), None);
     }
 
     #[test]
@@ -912,5 +1010,14 @@ mod tests {
         // of the next ~250 ms back (a p99 of 255 ms, where this machine's
         // longest stalls are a few ms).
         assert!(point.p99_us < 100_000.0, "sends waited for the lost request's slot: {point:?}");
+        // Its busy time: every response counted, and a spinning load
+        // generator is idle between arrivals at 20 k/s (busy passes take a
+        // few µs, ~20 µs in a debug build: ~45 % busy), where counting
+        // every pass would make it ~100 %.
+        let busy = point.client.expect("measured");
+        assert!(busy.responses >= point.completed && busy.threads == 1, "{busy:?}");
+        let share = busy.fraction().expect("ran");
+        assert!(share > 0.0 && share < 0.95, "an idle pass counted as busy? {busy:?}");
+        assert!(busy.capacity_rps().expect("responses") > 20_000.0, "{busy:?}");
     }
 }

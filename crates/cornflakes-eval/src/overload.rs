@@ -744,6 +744,7 @@ mod tests {
             timeouts,
             errors: 0,
             server: None,
+            client: None,
         }
     }
 

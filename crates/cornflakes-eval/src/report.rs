@@ -129,6 +129,15 @@ pub struct PointReport {
     /// The server's requests per second of busy time over the point, when
     /// it could be asked.
     pub server_busy_capacity_rps: Option<f64>,
+    /// The share of the point's time the server was busy (0-1).
+    #[serde(default)]
+    pub server_busy_fraction: Option<f64>,
+    /// The share of the point's time the load generator was busy (0-1).
+    #[serde(default)]
+    pub client_busy_fraction: Option<f64>,
+    /// The load generator's responses per second of its busy time.
+    #[serde(default)]
+    pub client_busy_capacity_rps: Option<f64>,
 }
 
 impl From<&PointResult> for PointReport {
@@ -144,6 +153,9 @@ impl From<&PointResult> for PointReport {
             errors: p.errors,
             timeouts: p.timeouts,
             server_busy_capacity_rps: p.server.and_then(|s| s.busy_capacity_rps()).and_then(|c| rounded(c, 0)),
+            server_busy_fraction: p.server_busy_fraction().and_then(|f| rounded(f, 3)),
+            client_busy_fraction: p.client_busy_fraction().and_then(|f| rounded(f, 3)),
+            client_busy_capacity_rps: p.client.and_then(|c| c.capacity_rps()).and_then(|c| rounded(c, 0)),
         }
     }
 }
@@ -165,6 +177,12 @@ pub struct SystemReport {
     /// See [`SweepResult::server_busy_capacity`]; `null` when unknown.
     #[serde(default)]
     pub server_busy_capacity_rps: Option<f64>,
+    /// The share of the time the server was busy at the maximum (0-1) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_busy_at_max: Option<f64>,
+    /// ... and the load generator: the busier side limited the maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_busy_at_max: Option<f64>,
     /// Wrong responses.
     pub errors: u64,
     /// Requests without a response in time.
@@ -214,6 +232,8 @@ impl SystemReport {
             max_achieved_rps: rounded(best.achieved, 0),
             p99_us: finite(best.p99_us),
             server_busy_capacity_rps: busy_capacity.and_then(|c| rounded(c, 0)),
+            server_busy_at_max: best.server_busy_fraction().and_then(|f| rounded(f, 3)),
+            client_busy_at_max: best.client_busy_fraction().and_then(|f| rounded(f, 3)),
             errors: points.iter().map(|p| p.errors).sum(),
             timeouts: points.iter().map(|p| p.timeouts).sum(),
             points: points.iter().map(PointReport::from).collect(),
@@ -248,6 +268,8 @@ impl SystemReport {
             max_achieved_rps: None,
             p99_us: None,
             server_busy_capacity_rps: None,
+            server_busy_at_max: None,
+            client_busy_at_max: None,
             errors: 0,
             timeouts: 0,
             points: Vec::new(),
@@ -413,6 +435,21 @@ pub struct TableRow<'a> {
     pub vs_cornflakes: Option<f64>,
 }
 
+/// `86/97 %`: the server's and the load generator's busy shares at `p`.
+fn busy_at(p: &PointResult) -> String {
+    match (p.server_busy_fraction(), p.client_busy_fraction()) {
+        (Some(s), Some(c)) => format!("{:.0}/{:.0} %", s * 100.0, c * 100.0),
+        (None, Some(c)) => format!("-/{:.0} %", c * 100.0),
+        _ => "-".to_owned(),
+    }
+}
+
+/// Whether the load generator was busier than the server at `p` (so it,
+/// not the server, set that maximum).
+pub fn limited_by_client(p: &PointResult) -> bool {
+    matches!((p.server_busy_fraction(), p.client_busy_fraction()), (Some(s), Some(c)) if c > s)
+}
+
 /// The table of one workload, like the paper's, with its ratios.
 pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &Ratios) -> String {
     use std::fmt::Write;
@@ -422,17 +459,19 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
         "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, latency within the SLO); \
          median of repeats, p99 at that load; vs cf: geometric mean over the repeats of the system's maximum \
          over Cornflakes' in the same repeat (as are the ratios below); server busy capacity: requests per \
-         second of the server's busy time, the highest over the loads kept up with"
+         second of the server's busy time, the highest over the loads kept up with; busy srv/cli: the share of \
+         the time the server and the load generator were busy at the maximum (the busier one limited it)"
     );
     let _ = writeln!(
         out,
-        "{:<22} {:>12} {:>21} {:>10} {:>10} {:>14} {:>8} {:>9} {:>8}",
+        "{:<22} {:>12} {:>21} {:>10} {:>10} {:>14} {:>13} {:>8} {:>9} {:>8}",
         "system",
         format!("{unit}/s"),
         "repeats min-max",
         "p99 µs",
         "vs cf",
         "srv busy cap.",
+        "busy srv/cli",
         "errors",
         "timeouts",
         "dropped"
@@ -444,13 +483,14 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
                 let hi = r.maxima.iter().copied().fold(0.0, f64::max);
                 let _ = writeln!(
                     out,
-                    "{:<22} {:>12.0} {:>21} {:>10.1} {:>10} {:>14.0} {:>8} {:>9} {:>8}",
+                    "{:<22} {:>12.0} {:>21} {:>10.1} {:>10} {:>14.0} {:>13} {:>8} {:>9} {:>8}",
                     r.system.name(),
                     best.achieved,
                     format!("{lo:.0}-{hi:.0}"),
                     best.p99_us,
                     r.vs_cornflakes.map_or("-".to_owned(), |v| format!("{v:.2}x")),
                     capacity.unwrap_or(f64::NAN),
+                    busy_at(best),
                     r.errors,
                     r.timeouts,
                     r.dropped,
@@ -465,6 +505,18 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
         if let Some(why) = &r.below_probe {
             let _ = writeln!(out, "  note: {}: {why}", r.system.name());
         }
+    }
+    let client_bound: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.best.is_some_and(|(best, _)| limited_by_client(best)))
+        .map(|r| r.system.name())
+        .collect();
+    if !client_bound.is_empty() {
+        let _ = writeln!(
+            out,
+            "  limited by the load generator (busier than the server at the maximum): {}",
+            client_bound.join(", ")
+        );
     }
     if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(ratios) {
         for (k, v) in m {
@@ -491,6 +543,7 @@ mod tests {
             timeouts: 0,
             errors: 0,
             server: None,
+            client: None,
         };
         let report = SystemReport::new("cornflakes", std::slice::from_ref(&p), &p, Some(f64::NAN));
         let line = serde_json::to_string(&report).unwrap();

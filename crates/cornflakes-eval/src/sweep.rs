@@ -649,6 +649,7 @@ mod tests {
             timeouts,
             errors: 0,
             server: None,
+            client: None,
         }
     }
 

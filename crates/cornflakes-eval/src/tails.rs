@@ -440,6 +440,7 @@ mod tests {
             timeouts: 0,
             errors: 0,
             server: None,
+            client: None,
         }
     }
 
