@@ -142,14 +142,56 @@ pub(crate) const VECTOR_COPY_MIN: usize = 2048;
 /// not pinned down further. Intel keeps `memcpy` (its `rep movsb` read as
 /// fast as a vector loop there).
 pub(crate) fn copies_without_rep_movsb() -> bool {
-    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AMD.get_or_init(is_amd)
+    is_amd()
 }
 
-/// Whether this CPU is AMD's (`/proc/cpuinfo`, read once by each caller).
+/// Whether this CPU is AMD's (`/proc/cpuinfo`, read once per process).
 fn is_amd() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .is_ok_and(|info| info.lines().any(|l| l.starts_with("vendor_id") && l.contains("AuthenticAMD")))
+    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AMD.get_or_init(|| {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .is_ok_and(|info| info.lines().any(|l| l.starts_with("vendor_id") && l.contains("AuthenticAMD")))
+    })
+}
+
+/// Copies the whole 64-byte blocks of `len` bytes from `src` to `dst`,
+/// each with four 16-byte loads and four stores (streaming ones when
+/// `STREAM`); returns how many bytes it copied (`len` rounded down to 64).
+/// The loop of [`copy_vectors`] and [`copy_streaming`].
+///
+/// # Safety
+///
+/// As [`copy_vectors`]; with `STREAM`, `dst` must also be 16-aligned.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+unsafe fn copy_blocks<const STREAM: bool>(src: *const u8, dst: *mut u8, len: usize) -> usize {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_stream_si128};
+    let mut i = 0;
+    while i + 64 <= len {
+        // Every access is within 0..len of both ranges (the caller's
+        // guarantees); SSE2 is part of the x86_64 baseline; loads are
+        // unaligned, streaming stores go to 16-aligned `dst + i`.
+        // SAFETY: in bounds, disjoint, aligned where it must be, as said above.
+        unsafe {
+            let s = src.add(i).cast::<__m128i>();
+            let d = dst.add(i).cast::<__m128i>();
+            let (a, b, c, e) =
+                (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+            if STREAM {
+                _mm_stream_si128(d, a);
+                _mm_stream_si128(d.add(1), b);
+                _mm_stream_si128(d.add(2), c);
+                _mm_stream_si128(d.add(3), e);
+            } else {
+                _mm_storeu_si128(d, a);
+                _mm_storeu_si128(d.add(1), b);
+                _mm_storeu_si128(d.add(2), c);
+                _mm_storeu_si128(d.add(3), e);
+            }
+        }
+        i += 64;
+    }
+    i
 }
 
 /// Copies `len` bytes from `src` to `dst` with 16-byte loads and stores,
@@ -164,28 +206,10 @@ fn is_amd() -> bool {
 unsafe fn copy_vectors(src: *const u8, dst: *mut u8, len: usize) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
-        // The caller guarantees both ranges are valid and disjoint; every
-        // access below is within 0..len of both; SSE2 is part of the
-        // x86_64 baseline, and the loads and stores are unaligned ones.
-        // SAFETY: in bounds and disjoint, as said above.
+        // SAFETY: the caller's guarantees; the blocks and the tail lie
+        // within 0..len of both ranges.
         unsafe {
-            let mut i = 0;
-            while i + 64 <= len {
-                let s = src.add(i).cast::<__m128i>();
-                let d = dst.add(i).cast::<__m128i>();
-                let (a, b, c, e) = (
-                    _mm_loadu_si128(s),
-                    _mm_loadu_si128(s.add(1)),
-                    _mm_loadu_si128(s.add(2)),
-                    _mm_loadu_si128(s.add(3)),
-                );
-                _mm_storeu_si128(d, a);
-                _mm_storeu_si128(d.add(1), b);
-                _mm_storeu_si128(d.add(2), c);
-                _mm_storeu_si128(d.add(3), e);
-                i += 64;
-            }
+            let i = copy_blocks::<false>(src, dst, len);
             std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
         }
     }
@@ -262,33 +286,16 @@ pub(crate) unsafe fn copy_to_shared_streaming(src: &[u8], dst: *mut u8) {
 pub(crate) unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
         // Up to 15 bytes first, so that the streaming stores are aligned.
         let head = ((16 - (dst as usize & 15)) & 15).min(len);
         // The caller guarantees both ranges are valid and disjoint; every
-        // access below is within 0..len of both; SSE2 is part of the
-        // x86_64 baseline; `dst + i` is 16-aligned for i >= head.
+        // access below is within 0..len of both; `dst + head` is 16-aligned.
         // SAFETY: in bounds, disjoint, aligned streaming stores, as said above.
         unsafe {
             std::ptr::copy_nonoverlapping(src, dst, head);
-            let mut i = head;
-            while i + 64 <= len {
-                let s = src.add(i).cast::<__m128i>();
-                let d = dst.add(i).cast::<__m128i>();
-                let (a, b, c, e) = (
-                    _mm_loadu_si128(s),
-                    _mm_loadu_si128(s.add(1)),
-                    _mm_loadu_si128(s.add(2)),
-                    _mm_loadu_si128(s.add(3)),
-                );
-                _mm_stream_si128(d, a);
-                _mm_stream_si128(d.add(1), b);
-                _mm_stream_si128(d.add(2), c);
-                _mm_stream_si128(d.add(3), e);
-                i += 64;
-            }
+            let i = head + copy_blocks::<true>(src.add(head), dst.add(head), len - head);
             std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
-            _mm_sfence();
+            std::arch::x86_64::_mm_sfence();
         }
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
@@ -333,8 +340,7 @@ pub const STREAMING: std::ops::RangeInclusive<usize> = (16 << 10)..=(512 << 10);
 /// 2 MiB L2) guest 15.8 / 26.7 us (not profiled there; presumably the
 /// reader then fetches the lines from memory instead of the writer's L2).
 pub fn streams_for_peer(len: usize) -> bool {
-    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    STREAMING.contains(&len) && *AMD.get_or_init(is_amd)
+    STREAMING.contains(&len) && is_amd()
 }
 
 /// Copies `src` into peer-writable memory at `dst`. No reference to the
