@@ -22,7 +22,12 @@ use crate::error::CliError;
 
 /// Cornflakes benchmarks and demos.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    long_about = None,
+    after_help = "On AMD CPUs cf runs itself again with GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=2000000, and so does every process it starts: glibc 2.36 copies with `rep movsb` there, about 3x slower when the destination is 1-31 bytes past the source modulo a page (glibc bug 30994), which every serializer's copies hit. Set GLIBC_TUNABLES yourself (even empty) to keep glibc's choice."
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,

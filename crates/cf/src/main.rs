@@ -72,7 +72,30 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     Ok(())
 }
 
+/// On AMD CPUs, runs `cf` again with glibc's `rep movsb` switched off
+/// ([`cornflakes_eval::glibc`]: ~3x slower copies at some distances, which
+/// every serializer's copies hit); returns only when there is nothing to do
+/// or the re-run could not start.
+fn copy_without_slow_rep_movsb() {
+    use std::os::unix::process::CommandExt;
+    let Some(tunables) = cornflakes_eval::glibc::tunables_for_this_cpu() else {
+        return;
+    };
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_default();
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let err = std::process::Command::new(exe)
+        .arg0(arg0)
+        .args(args)
+        .env(cornflakes_eval::glibc::TUNABLES_VAR, tunables)
+        .exec();
+    eprintln!("cf: could not re-run with GLIBC_TUNABLES={tunables} ({err}); going on with glibc's copies as they are");
+}
+
 fn main() -> std::process::ExitCode {
+    copy_without_slow_rep_movsb();
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -150,6 +150,11 @@ fn compare_writes_a_summary_and_a_plot_for_every_system() {
             .expect("summary.json is JSON");
     let workloads = summary["workloads"].as_array().expect("workloads");
     assert_eq!(workloads.len(), 2, "{summary}");
+    // What every process of the run copied with (`cf --help`).
+    let tunables = std::env::var("GLIBC_TUNABLES")
+        .ok()
+        .or_else(|| cpu_is_amd().then(|| "glibc.cpu.x86_rep_movsb_threshold=2000000".to_owned()));
+    assert_eq!(summary["glibc_tunables"].as_str(), tunables.as_deref(), "{summary}");
     for w in workloads {
         let systems = w["systems"].as_array().expect("systems");
         assert_eq!(systems.len(), 4, "{w}");
@@ -794,4 +799,52 @@ fn an_interrupted_compare_gives_the_hugepages_back() {
     assert!(rest.iter().any(|l| l.contains("interrupted: gave the hugepages back")), "{rest:?}");
     assert_eq!(hugepages_now().1, before, "the count is back to what it was");
     std::fs::remove_dir_all(&out).ok();
+}
+
+/// Whether this machine's CPU is AMD's (`cf` then runs with `rep movsb`
+/// off, see `cf --help`).
+fn cpu_is_amd() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .is_ok_and(|c| c.lines().any(|l| l.starts_with("vendor_id") && l.trim_end().ends_with("AuthenticAMD")))
+}
+
+/// `GLIBC_TUNABLES` as a running `cf kv-server` has it (read from
+/// `/proc/PID/environ` once it is serving), started with `tunables` set or
+/// (`None`) not set.
+fn tunables_of_a_running_server(tunables: Option<&str>) -> Option<String> {
+    use std::io::{BufRead, BufReader};
+    let addr = std::env::temp_dir().join(format!("cf-tunables-{}-{}.sock", std::process::id(), tunables.is_some()));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cf"));
+    cmd.args(["kv-server", "--system", "cornflakes", "--workload", "echo"])
+        .arg("--addr")
+        .arg(&addr)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    match tunables {
+        Some(t) => cmd.env("GLIBC_TUNABLES", t),
+        None => cmd.env_remove("GLIBC_TUNABLES"),
+    };
+    let mut child = cmd.spawn().expect("cf runs");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = lines.by_ref().map_while(Result::ok).any(|l| l.starts_with("READY "));
+    let environ = std::fs::read(format!("/proc/{}/environ", child.id()));
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_file(&addr).ok();
+    assert!(ready, "the server came up");
+    let environ = environ.expect("its environment");
+    environ
+        .split(|&b| b == 0)
+        .find_map(|v| v.strip_prefix(b"GLIBC_TUNABLES="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+#[test]
+fn on_amd_cpus_cf_copies_without_rep_movsb_unless_told_otherwise() {
+    let expected = cpu_is_amd().then(|| "glibc.cpu.x86_rep_movsb_threshold=2000000".to_owned());
+    assert_eq!(tunables_of_a_running_server(None), expected);
+    // A setting of the user's own, even empty, is kept as it is.
+    assert_eq!(tunables_of_a_running_server(Some("")), Some(String::new()));
+    let own = "glibc.malloc.check=0";
+    assert_eq!(tunables_of_a_running_server(Some(own)).as_deref(), Some(own));
 }

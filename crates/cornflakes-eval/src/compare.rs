@@ -273,7 +273,10 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         report::threshold_text(calibrated.for_datapath(args.transport.name())),
         calibrated.source
     );
-    let mut summary = Summary::default();
+    let mut summary = Summary { glibc_tunables: crate::glibc::tunables_in_effect(), ..Summary::default() };
+    if let Some(t) = &summary.glibc_tunables {
+        eprintln!("copies: GLIBC_TUNABLES={t} (in every process of the run; see `cf --help`)");
+    }
     let stalls = |when: &str, summary: &mut Summary| {
         let cores = [args.server_core, args.client_core];
         match crate::hiccup::measure(&cores, std::time::Duration::from_secs(1)) {

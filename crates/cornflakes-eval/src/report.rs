@@ -412,6 +412,10 @@ pub struct Summary {
     /// (a p99 on a machine whose own gaps set the p99), when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_bound_choice: Option<String>,
+    /// `GLIBC_TUNABLES` as every process of the run had it (`cf` sets it
+    /// on AMD CPUs, [`crate::glibc`]), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc_tunables: Option<String>,
 }
 
 /// One system's line in the table of a workload.
