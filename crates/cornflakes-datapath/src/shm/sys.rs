@@ -136,11 +136,14 @@ pub(crate) const VECTOR_COPY_MIN: usize = 2048;
 /// its time in glibc's `rep movsb` at 60 k objects/s, 4.2 µs per 8000 B;
 /// with `rep movsb` switched off (`GLIBC_TUNABLES=
 /// glibc.cpu.x86_rep_movsb_threshold=2000000`) 18 %, and the load
-/// generator's busy share fell from 92 % to 45 %. The same copy in one
-/// process (`membw`, `docs/results/2026-11-29-issue12-ledger/`) takes
-/// 1.0-1.8 µs either way: the slow case needs the two processes, and was
-/// not pinned down further. Intel keeps `memcpy` (its `rep movsb` read as
-/// fast as a vector loop there).
+/// generator's busy share fell from 92 % to 45 %. The likely cause (found
+/// later, `docs/results/2026-11-29-rep-movsb/`): glibc 2.36's `rep movsb`
+/// is ~3x slower on these CPUs when the destination is 1-31 bytes past
+/// the source modulo a page (glibc bug 30994); where a gathered segment
+/// lands follows the lengths of the segments before it. `cf` now
+/// runs with that tunable on AMD (`cornflakes_eval::glibc`); this copy
+/// keeps other programs that use the datapath out of it. Intel keeps
+/// `memcpy` (its `rep movsb` read as fast as a vector loop there).
 pub(crate) fn copies_without_rep_movsb() -> bool {
     is_amd()
 }
