@@ -25,13 +25,25 @@ pub const TUNABLES_VAR: &str = "GLIBC_TUNABLES";
 
 /// `GLIBC_TUNABLES` for `cf` to re-run itself with, or `None` to run as it
 /// is: `Some` on an x86-64 glibc system with an AMD CPU when
-/// `GLIBC_TUNABLES` is not set at all.
+/// `GLIBC_TUNABLES` is not set at all, unless the process runs under
+/// valgrind (whose tools would not follow the re-run: `valgrind cf ...`
+/// would count nothing).
 pub fn tunables_for_this_cpu() -> Option<&'static str> {
-    if !cfg!(all(target_arch = "x86_64", target_env = "gnu")) || std::env::var_os(TUNABLES_VAR).is_some() {
+    if !cfg!(all(target_arch = "x86_64", target_env = "gnu")) {
         return None;
     }
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    is_amd(&cpuinfo).then_some(REP_MOVSB_OFF)
+    let preload = std::env::var_os("LD_PRELOAD");
+    let preload = preload.as_deref().map(|p| p.to_string_lossy());
+    let rerun = std::env::var_os(TUNABLES_VAR).is_none()
+        && !under_valgrind(preload.as_deref())
+        && std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| is_amd(&c));
+    rerun.then_some(REP_MOVSB_OFF)
+}
+
+/// Whether `LD_PRELOAD` is valgrind's: it preloads its `vgpreload_*.so`
+/// into the programs it runs.
+fn under_valgrind(ld_preload: Option<&str>) -> bool {
+    ld_preload.is_some_and(|p| p.contains("vgpreload"))
 }
 
 /// Whether `/proc/cpuinfo` names an AMD CPU.
@@ -60,5 +72,12 @@ mod tests {
         assert!(!is_amd(intel));
         assert!(!is_amd("model name\t: AMD EPYC\n"), "no vendor_id line");
         assert!(!is_amd(""));
+    }
+
+    #[test]
+    fn valgrind_is_recognised_by_its_preload() {
+        assert!(under_valgrind(Some("/usr/libexec/valgrind/vgpreload_core-amd64-linux.so")));
+        assert!(!under_valgrind(Some("/usr/lib/libcornflakes_preload.so")));
+        assert!(!under_valgrind(None));
     }
 }
