@@ -1,15 +1,20 @@
 // Like page_distance.c, but the destination page is chosen at random,
 // independently of the source page: only (dst - src) mod 4096 is fixed.
+// Environment: SHSRC=1 / SHDST=1 put the source / destination in a shared
+// anonymous mapping; HUGE=1 / NOHUGE=1 madvise both MADV_HUGEPAGE /
+// MADV_NOHUGEPAGE (the runs in page_distance.txt).
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <stdint.h>
+#include <sys/mman.h>
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+t.tv_nsec*1e-9;}
 int main(int argc,char**argv){
   size_t n=64<<20, len=argc>1?atoi(argv[1]):8000;
-  char*src=aligned_alloc(4096,n+8192),*dst=aligned_alloc(4096,n+8192);
+  char*src=getenv("SHSRC")?mmap(0,n+8192,PROT_READ|PROT_WRITE,MAP_SHARED|MAP_ANONYMOUS,-1,0):aligned_alloc(4096,n+8192);char*dst=getenv("SHDST")?mmap(0,n+8192,PROT_READ|PROT_WRITE,MAP_SHARED|MAP_ANONYMOUS,-1,0):aligned_alloc(4096,n+8192);
+  if(getenv("HUGE")||getenv("NOHUGE")){ int adv=getenv("NOHUGE")?MADV_NOHUGEPAGE:MADV_HUGEPAGE; madvise(src,n+8192,adv); madvise(dst,n+8192,adv); }
   memset(src,1,n+8192);memset(dst,2,n+8192);
   size_t pages=(n-len-8192)/4096; srand(1);
   int offs[]={0,8,16,24,64,1024};
