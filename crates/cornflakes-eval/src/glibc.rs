@@ -36,7 +36,7 @@ pub fn tunables_for_this_cpu() -> Option<&'static str> {
     let preload = preload.as_deref().map(|p| p.to_string_lossy());
     let rerun = std::env::var_os(TUNABLES_VAR).is_none()
         && !under_valgrind(preload.as_deref())
-        && std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| is_amd(&c));
+        && cornflakes_datapath::shm::is_amd();
     rerun.then_some(REP_MOVSB_OFF)
 }
 
@@ -44,14 +44,6 @@ pub fn tunables_for_this_cpu() -> Option<&'static str> {
 /// into the programs it runs.
 fn under_valgrind(ld_preload: Option<&str>) -> bool {
     ld_preload.is_some_and(|p| p.contains("vgpreload"))
-}
-
-/// Whether `/proc/cpuinfo` names an AMD CPU.
-fn is_amd(cpuinfo: &str) -> bool {
-    cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("vendor_id"))
-        .is_some_and(|rest| rest.trim_start_matches([' ', '\t', ':']).trim() == "AuthenticAMD")
 }
 
 /// What this process's copies run with, for reports: `GLIBC_TUNABLES` as
@@ -63,16 +55,6 @@ pub fn tunables_in_effect() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_an_amd_vendor_id_is_amd() {
-        let amd = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n";
-        let intel = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: AMD-like name\n";
-        assert!(is_amd(amd));
-        assert!(!is_amd(intel));
-        assert!(!is_amd("model name\t: AMD EPYC\n"), "no vendor_id line");
-        assert!(!is_amd(""));
-    }
 
     #[test]
     fn valgrind_is_recognised_by_its_preload() {

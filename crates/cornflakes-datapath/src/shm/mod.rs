@@ -247,7 +247,7 @@ use conn::{conn_id, generation_of, slot_of, Conn, Slot};
 pub use lease::{LeaseExpired, LeaseLimits, PeerSlice, PEER_CHUNK};
 pub use ring::{Ring, RingConsumer, RingCorrupt, RingProducer};
 use ring::{RingError, DEFAULT_RING_SIZE};
-pub use sys::{copy_for_peer, recv_fds, send_fds, streams_for_peer, try_recv_fds, STREAMING};
+pub use sys::{copy_for_peer, is_amd, recv_fds, send_fds, streams_for_peer, try_recv_fds, STREAMING};
 
 /// How a [`ShmDatapath`] behaves.
 #[derive(Clone, Debug)]

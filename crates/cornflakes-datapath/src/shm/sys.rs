@@ -149,12 +149,17 @@ pub(crate) fn copies_without_rep_movsb() -> bool {
 }
 
 /// Whether this CPU is AMD's (`/proc/cpuinfo`, read once per process).
-fn is_amd() -> bool {
+pub fn is_amd() -> bool {
     static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AMD.get_or_init(|| {
-        std::fs::read_to_string("/proc/cpuinfo")
-            .is_ok_and(|info| info.lines().any(|l| l.starts_with("vendor_id") && l.contains("AuthenticAMD")))
-    })
+    *AMD.get_or_init(|| std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|info| names_amd(&info)))
+}
+
+/// Whether a `/proc/cpuinfo` text's first `vendor_id` is AMD's.
+fn names_amd(cpuinfo: &str) -> bool {
+    cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("vendor_id"))
+        .is_some_and(|rest| rest.trim_start_matches([' ', '\t', ':']).trim() == "AuthenticAMD")
 }
 
 /// Copies the whole 64-byte blocks of `len` bytes from `src` to `dst`,
@@ -471,6 +476,16 @@ pub(crate) fn random_u64() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_amd_vendor_id_is_amd() {
+        let amd = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n";
+        let intel = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: AMD-like name\n";
+        assert!(names_amd(amd));
+        assert!(!names_amd(intel));
+        assert!(!names_amd("model name\t: AMD EPYC\n"), "no vendor_id line");
+        assert!(!names_amd(""));
+    }
 
     /// The streaming copy (which `copy_for_peer` takes only on some CPUs)
     /// copies every byte, whatever the destination's alignment and the
