@@ -238,13 +238,17 @@ fn with_codec<D: Datapath>(
 ) -> Result<ThreadResult, Error> {
     // Requests are built per message: in the scratch pool (private on
     // shm, copied into the ring), like any per-message buffer; see the
-    // pool table in crates/cornflakes-datapath/README.md.
+    // pool table in crates/cornflakes-datapath/README.md. The values the
+    // requests carry are the application's, in the shared pool
+    // (`values_of`): the Cornflakes codecs reference them there (sent by
+    // descriptor), the others copy them into their encodings.
     let pool = dp.scratch_pool().clone();
+    let shared = dp.pool().clone();
     match system {
         System::Cornflakes | System::CornflakesOnlySg | System::CornflakesOnlyCopy | System::CornflakesNoSas => {
-            Client::new(dp, conn, CornflakesClient::new(&pool), workload, cfg)?.run()
+            Client::new(dp, conn, CornflakesClient::new(&shared), workload, cfg)?.run()
         }
-        System::Raw => Client::new(dp, conn, RawEchoClient::new(&pool), workload, cfg)?.run(),
+        System::Raw => Client::new(dp, conn, RawEchoClient::new(&shared), workload, cfg)?.run(),
         // tokio-prost speaks prost in the same frames: our prost client
         // drives it and checks its responses like any other system's.
         System::Protobuf | System::TokioProst => Client::new(dp, conn, ProstClient::new(&pool), workload, cfg)?.run(),
@@ -739,8 +743,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         }
     }
 
-    /// The value key `key` holds, as pool buffers: cached for echo keys,
-    /// made fresh for puts.
+    /// The value key `key` holds, as buffers of the shared pool (the
+    /// application's values, which the server may read anyway): cached for
+    /// echo keys, made fresh for puts.
     fn values_of(&mut self, key: u32) -> Result<Values, Error> {
         if let Some(Some(v)) = self.value_cache.get(key as usize) {
             return Ok(v.clone());
@@ -749,7 +754,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         self.workload.value_sizes(key, &mut sizes);
         let mut values = Values::with_capacity(sizes.len());
         for (elem, &size) in sizes.iter().enumerate() {
-            let mut buf = self.dp.alloc(size as usize).map_err(|e| format!("no client buffer: {e}"))?;
+            let mut buf = self.dp.pool().alloc(size as usize).map_err(|e| format!("no client buffer: {e}"))?;
             fill_value(key, elem as u32, &mut buf);
             values.push(buf.freeze());
         }
@@ -1019,5 +1024,74 @@ mod tests {
         let share = busy.fraction().expect("ran");
         assert!(share > 0.0 && share < 0.95, "an idle pass counted as busy? {busy:?}");
         assert!(busy.capacity_rps().expect("responses") > 20_000.0, "{busy:?}");
+    }
+
+    /// The values a request carries are the application's, in the shared
+    /// pool: the Cornflakes codecs send them by descriptor (a server
+    /// receiving in place sees each as a segment left in the client's
+    /// pool). Values in private memory were copied into the ring instead:
+    /// 4 KB of copies per echo request on the load generator's core.
+    #[cfg(not(miri))]
+    #[test]
+    fn cornflakes_requests_send_their_values_by_descriptor() {
+        use cornflakes_datapath::Datapath;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        let path = crate::transport::shm_socket_path();
+        let stop = Arc::new(AtomicBool::new(false));
+        // Requests seen, and how many of their segments stayed in the client's pool.
+        let (requests, by_descriptor) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let server = {
+            let (path, stop) = (path.clone(), stop.clone());
+            let (requests, by_descriptor) = (requests.clone(), by_descriptor.clone());
+            std::thread::spawn(move || {
+                let mut dp = crate::transport::shm_server_with(&path, true).expect("listens");
+                ready_tx.send(()).expect("test waits");
+                let mut rx = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    match dp.recv_batch_in_place(&mut rx, 32) {
+                        Ok(0) | Err(_) => {
+                            let _ = dp.wait(Duration::from_millis(1));
+                        }
+                        Ok(_) => {
+                            for m in rx.drain(..) {
+                                requests.fetch_add(1, Ordering::Relaxed);
+                                by_descriptor.fetch_add(m.peer_segments() as u64, Ordering::Relaxed);
+                                // The raw echo: the request's bytes back, whole.
+                                let mut echo = vec![0; m.len()];
+                                m.copy_to_slice(&mut echo).expect("lease held");
+                                dp.push_buf(m.conn, m.msg_id, &echo).expect("room in the ring");
+                            }
+                            let _ = dp.flush();
+                        }
+                    }
+                }
+            })
+        };
+        ready_rx.recv().expect("server up");
+        let workload =
+            "echo:fields=2,size=2048".parse::<cornflakes_workloads::WorkloadSpec>().unwrap().build().unwrap();
+        let cfg = super::LoadConfig {
+            rate: Some(2_000.0),
+            threads: 1,
+            warmup: Duration::ZERO,
+            duration: Duration::from_millis(300),
+            timeout: Duration::from_millis(300),
+            max_outstanding: 64,
+            seed: 1,
+            in_place: false,
+        };
+        let target = crate::transport::Target::Shm(path.clone());
+        let point = super::run_point(&target, cornflakes_kv::System::Raw, workload.as_ref(), &cfg, None).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!((point.timeouts, point.errors), (0, 0), "every echo checked: {point:?}");
+        let requests = requests.load(Ordering::Relaxed);
+        assert!(requests > 100, "{point:?}");
+        assert_eq!(by_descriptor.load(Ordering::Relaxed), 2 * requests, "each of the two values by descriptor");
     }
 }
