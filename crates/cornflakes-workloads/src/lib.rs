@@ -3,7 +3,7 @@
 //!
 //! | spec | paper | values | operations |
 //! |---|---|---|---|
-//! | `echo` | Fig. 2, §6.2.3 | `fields` × `size` B, carried by the request | [`Op::Echo`] |
+//! | `echo` | Fig. 2, §6.2.3 | `fields` × `size` B, carried by the request, one of `keys` (64) payloads | [`Op::Echo`] |
 //! | `ycsb` | §5 (Fig. 5), §6.3, Table 5 | lists of `fields` × `size` B | [`Op::GetList`] ([`Op::Get`] if 1 field) |
 //! | `google` | §6.1.4, Table 1, Fig. 6 | lists of 1..=`max` fields, Google's bytes-field sizes | [`Op::GetList`] |
 //! | `twitter` | §6.1.4, Fig. 7, 12 | fitted to cluster 4's statistics, chunks of ≤ 8192 B | [`Op::Get`] / [`Op::GetList`], [`Op::Put`] |

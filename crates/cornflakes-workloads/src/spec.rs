@@ -16,12 +16,14 @@ use crate::{cdn, echo, google, twitter, ycsb, Workload};
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadSpec {
     /// Echo server (paper Fig. 2): each request carries `fields` values of
-    /// `size` bytes; nothing is preloaded.
+    /// `size` bytes, one of `keys` distinct payloads; nothing is preloaded.
     Echo {
         /// Values per message.
         fields: u32,
         /// Bytes per value.
         size: u32,
+        /// Distinct payloads (64 by default: they stay in cache).
+        keys: u32,
     },
     /// YCSB-C (paper §5): `keys` keys of 30–31 bytes, YCSB's scrambled
     /// Zipfian(0.99), each value a list of `fields` elements of `size` bytes.
@@ -141,7 +143,9 @@ impl WorkloadSpec {
     /// preloaded working set is 400–600 MB, several times a 105 MiB L3.
     pub fn default_for(name: &str) -> Option<WorkloadSpec> {
         Some(match name {
-            "echo" => WorkloadSpec::Echo { fields: echo::DEFAULT_FIELDS, size: echo::DEFAULT_SIZE },
+            "echo" => {
+                WorkloadSpec::Echo { fields: echo::DEFAULT_FIELDS, size: echo::DEFAULT_SIZE, keys: echo::DEFAULT_KEYS }
+            }
             "ycsb" => {
                 WorkloadSpec::Ycsb { keys: ycsb::DEFAULT_KEYS, fields: ycsb::DEFAULT_FIELDS, size: ycsb::DEFAULT_SIZE }
             }
@@ -172,7 +176,7 @@ impl WorkloadSpec {
     pub fn build(&self) -> Result<Box<dyn Workload>, WorkloadError> {
         self.validate()?;
         Ok(match *self {
-            WorkloadSpec::Echo { fields, size } => Box::new(echo::Echo::new(fields, size)),
+            WorkloadSpec::Echo { fields, size, keys } => Box::new(echo::Echo::new(fields, size, keys)),
             WorkloadSpec::Ycsb { keys, fields, size } => Box::new(ycsb::Ycsb::new(keys, fields, size)),
             WorkloadSpec::Grid { keys, fields, size } => Box::new(ycsb::Ycsb::uniform(keys, fields, size)),
             WorkloadSpec::Mget { keys, size, n } => Box::new(ycsb::Ycsb::get_many(keys, size, n)),
@@ -185,7 +189,9 @@ impl WorkloadSpec {
     /// The parameters this workload has, for error messages.
     fn expected(&self) -> &'static str {
         match self {
-            WorkloadSpec::Echo { .. } => "fields (values per message), size (bytes per value)",
+            WorkloadSpec::Echo { .. } => {
+                "fields (values per message), size (bytes per value), keys (distinct payloads)"
+            }
             WorkloadSpec::Ycsb { .. } | WorkloadSpec::Grid { .. } => {
                 "keys, fields (elements per value), size (bytes per element)"
             }
@@ -203,7 +209,7 @@ impl WorkloadSpec {
         let unknown = || WorkloadError::UnknownParameter { workload, param: param.to_owned(), expected };
         let count = |name: &'static str| parse_count(workload, name, value);
         match self {
-            WorkloadSpec::Echo { fields, size }
+            WorkloadSpec::Echo { fields, size, .. }
             | WorkloadSpec::Ycsb { fields, size, .. }
             | WorkloadSpec::Grid { fields, size, .. }
                 if matches!(param, "fields" | "size") =>
@@ -214,7 +220,8 @@ impl WorkloadSpec {
                     *size = count("size")?;
                 }
             }
-            WorkloadSpec::Ycsb { keys, .. }
+            WorkloadSpec::Echo { keys, .. }
+            | WorkloadSpec::Ycsb { keys, .. }
             | WorkloadSpec::Grid { keys, .. }
             | WorkloadSpec::Mget { keys, .. }
             | WorkloadSpec::Google { keys, .. }
@@ -269,7 +276,20 @@ impl WorkloadSpec {
             Ok(())
         };
         match *self {
-            WorkloadSpec::Echo { fields, size } => list(fields, size),
+            WorkloadSpec::Echo { fields, size, keys } => {
+                range("keys", keys, 1, echo::MAX_KEYS.into())?;
+                list(fields, size)?;
+                // The load generator holds every payload in its pool.
+                let held = u64::from(keys) * u64::from(fields) * u64::from(size);
+                if held > echo::MAX_HELD_BYTES {
+                    return bad(
+                        "keys",
+                        keys.to_string(),
+                        format!("keys × fields × size = {held} B exceeds {} B of payloads", echo::MAX_HELD_BYTES),
+                    );
+                }
+                Ok(())
+            }
             WorkloadSpec::Ycsb { keys, fields, size } | WorkloadSpec::Grid { keys, fields, size } => {
                 range("keys", keys, 1, ycsb::MAX_KEYS.into())?;
                 list(fields, size)
@@ -338,7 +358,7 @@ impl FromStr for WorkloadSpec {
 impl fmt::Display for WorkloadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WorkloadSpec::Echo { fields, size } => write!(f, "echo:fields={fields},size={size}"),
+            WorkloadSpec::Echo { fields, size, keys } => write!(f, "echo:fields={fields},size={size},keys={keys}"),
             WorkloadSpec::Ycsb { keys, fields, size } => write!(f, "ycsb:keys={keys},fields={fields},size={size}"),
             WorkloadSpec::Grid { keys, fields, size } => write!(f, "grid:keys={keys},fields={fields},size={size}"),
             WorkloadSpec::Mget { keys, size, n } => write!(f, "mget:keys={keys},size={size},n={n}"),
@@ -373,8 +393,8 @@ mod tests {
     #[test]
     fn parameters_parse_and_round_trip() {
         let cases = [
-            ("echo:fields=2,size=2048", WorkloadSpec::Echo { fields: 2, size: 2048 }),
-            ("echo:size=64", WorkloadSpec::Echo { fields: 2, size: 64 }),
+            ("echo:fields=2,size=2048", WorkloadSpec::Echo { fields: 2, size: 2048, keys: 64 }),
+            ("echo:size=64,keys=4096", WorkloadSpec::Echo { fields: 2, size: 64, keys: 4096 }),
             ("ycsb:keys=1_000_000,fields=2,size=2048", WorkloadSpec::Ycsb { keys: 1_000_000, fields: 2, size: 2048 }),
             ("google:keys=100000,max=16", WorkloadSpec::Google { keys: 100_000, max: 16 }),
             (" twitter : keys = 4000000 , puts = 0.07 ", WorkloadSpec::Twitter { keys: 4_000_000, puts: 0.07 }),
@@ -403,7 +423,9 @@ mod tests {
         assert!(msg("twitter:puts=1.5").contains("bad value `1.5` for `puts`"));
         assert!(msg("twitter:puts=lots").contains("`puts`"));
         assert!(msg("echo:fields=2,size=1048576").contains("largest response"));
-        assert!(msg("echo:keys=3").contains("unknown parameter `keys`"));
+        assert!(msg("echo:objects=3").contains("unknown parameter `objects`"));
+        assert!(msg("echo:keys=0").contains("bad value `0` for `keys`"));
+        assert!(msg("echo:keys=1000000").contains("payloads"), "{}", msg("echo:keys=1000000"));
         assert!(matches!(parse("cdn:max=3"), Err(WorkloadError::UnknownParameter { workload: "cdn", .. })));
     }
 
