@@ -951,6 +951,31 @@ mod tests {
         assert!(point(1000.0, 940.0, 50.0, 0).fell_behind() && point(1000.0, 1000.0, 50.0, 1).fell_behind());
     }
 
+    /// One load point of the raw echo client against the shm server at
+    /// `path` (timeout 300 ms, one thread, no warm-up).
+    #[cfg(not(miri))]
+    fn raw_echo_point(
+        path: &str,
+        spec: &str,
+        rate: f64,
+        duration: std::time::Duration,
+        max_outstanding: usize,
+    ) -> PointResult {
+        let workload = spec.parse::<cornflakes_workloads::WorkloadSpec>().unwrap().build().unwrap();
+        let cfg = super::LoadConfig {
+            rate: Some(rate),
+            threads: 1,
+            warmup: std::time::Duration::ZERO,
+            duration,
+            timeout: std::time::Duration::from_millis(300),
+            max_outstanding,
+            seed: 1,
+            in_place: false,
+        };
+        let target = crate::transport::Target::Shm(path.to_owned());
+        super::run_point(&target, cornflakes_kv::System::Raw, workload.as_ref(), &cfg, None).unwrap()
+    }
+
     /// A server that drops one response (its ring full, say): the request
     /// times out, and every other one is answered. Waiting for the lost
     /// request's slot once the ids wrapped used to stop every send until
@@ -990,21 +1015,9 @@ mod tests {
             })
         };
         ready_rx.recv().expect("server up");
-        let workload = "echo:fields=1,size=64".parse::<cornflakes_workloads::WorkloadSpec>().unwrap().build().unwrap();
         // 20 k/s for 0.5 s: the ids wrap (SLOTS is 1024 in tests) after
         // ~50 ms, long before the lost request's 300 ms timeout.
-        let cfg = super::LoadConfig {
-            rate: Some(20_000.0),
-            threads: 1,
-            warmup: Duration::ZERO,
-            duration: Duration::from_millis(500),
-            timeout: Duration::from_millis(300),
-            max_outstanding: 512,
-            seed: 1,
-            in_place: false,
-        };
-        let target = crate::transport::Target::Shm(path.clone());
-        let point = super::run_point(&target, cornflakes_kv::System::Raw, workload.as_ref(), &cfg, None).unwrap();
+        let point = raw_echo_point(&path, "echo:fields=1,size=64", 20_000.0, Duration::from_millis(500), 512);
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap();
         let _ = std::fs::remove_file(&path);
@@ -1072,20 +1085,7 @@ mod tests {
             })
         };
         ready_rx.recv().expect("server up");
-        let workload =
-            "echo:fields=2,size=2048".parse::<cornflakes_workloads::WorkloadSpec>().unwrap().build().unwrap();
-        let cfg = super::LoadConfig {
-            rate: Some(2_000.0),
-            threads: 1,
-            warmup: Duration::ZERO,
-            duration: Duration::from_millis(300),
-            timeout: Duration::from_millis(300),
-            max_outstanding: 64,
-            seed: 1,
-            in_place: false,
-        };
-        let target = crate::transport::Target::Shm(path.clone());
-        let point = super::run_point(&target, cornflakes_kv::System::Raw, workload.as_ref(), &cfg, None).unwrap();
+        let point = raw_echo_point(&path, "echo:fields=2,size=2048", 2_000.0, Duration::from_millis(300), 64);
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap();
         let _ = std::fs::remove_file(&path);
