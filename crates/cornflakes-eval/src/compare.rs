@@ -38,7 +38,8 @@ pub struct CompareConfig {
     /// Datapath between the load generator and the server.
     pub transport: Transport,
     /// Sweeps per system (at least 1); the table shows the median maximum,
-    /// ratios pair each repeat's maxima (geometric mean over the repeats).
+    /// ratios pair each repeat's maxima (geometric mean over the repeats
+    /// in which neither system stalled, `report::stalled_repeats`).
     /// Repeats are interleaved across systems.
     pub repeats: usize,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks);
@@ -213,6 +214,14 @@ impl SystemRuns {
         self.sweeps.iter().filter_map(|(r, s)| s.best().map(|b| (*r, b.achieved))).collect()
     }
 
+    /// The repeats whose maximum says the machine stalled
+    /// ([`report::stalled_repeats`]), with their maxima.
+    fn stalled(&self) -> Vec<(usize, f64)> {
+        let maxima = self.maxima_by_repeat();
+        let stalled = report::stalled_repeats(&maxima);
+        maxima.into_iter().filter(|(r, _)| stalled.contains(r)).collect()
+    }
+
     fn errors(&self) -> u64 {
         self.sweeps.iter().map(|(_, s)| s.errors()).sum()
     }
@@ -351,6 +360,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
                 dropped: r.server.malformed + r.server.dropped_full + r.server.send_failed,
                 below_probe: r.median().and_then(|(sweep, _)| sweep.below_probe()),
                 vs_cornflakes: vs_cornflakes(&results, r),
+                stalled: r.stalled(),
             })
             .collect();
         print!("{}", report::format_table(workload.name(), workload.unit(), &rows, &ratios));
@@ -678,6 +688,7 @@ fn runs_report(r: &SystemRuns) -> SystemReport {
     report.latency_bound_quantile = median.map(|(sweep, _)| sweep.quantile);
     report.server = Some(r.server);
     report.failed = r.failures.clone();
+    report.stalled_repeats = r.stalled().into_iter().map(|(repeat, _)| repeat).collect();
     report
 }
 

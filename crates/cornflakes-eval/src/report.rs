@@ -222,6 +222,10 @@ pub struct SystemReport {
     /// Its maximum over Cornflakes', paired by repeat ([`paired_ratio`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_cornflakes: Option<f64>,
+    /// `cf compare`: the repeats (numbered from 0) left out of its ratios
+    /// as stalled ([`stalled_repeats`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalled_repeats: Vec<usize>,
 }
 
 impl SystemReport {
@@ -247,6 +251,7 @@ impl SystemReport {
             slow_phase_wait_s: None,
             slow_phase_reruns: None,
             vs_cornflakes: None,
+            stalled_repeats: Vec::new(),
         }
     }
 
@@ -283,6 +288,7 @@ impl SystemReport {
             slow_phase_wait_s: None,
             slow_phase_reruns: None,
             vs_cornflakes: None,
+            stalled_repeats: Vec::new(),
         }
     }
 }
@@ -355,24 +361,56 @@ impl Ratios {
     }
 }
 
+/// A repeat whose maximum is below this share of the median of the
+/// system's repeats is a *stalled* repeat: the machine, not the system.
+///
+/// A slow phase of the test VM that covers part of a repeat can slow some
+/// systems of it ten- to a thousandfold (run1 of
+/// `docs/results/2026-12-01-intel-twice/`: seven of nine CDN probes at
+/// 2-15 % of the other repeats', one sweep ending at 72 objects/s against
+/// 216 k in its other repeats) and others not at all, so pairing by repeat
+/// does not cancel it. A system's own repeats vary by 10-40 % otherwise.
+pub const STALLED_REPEAT: f64 = 0.5;
+
+/// The repeats (the `usize`s) whose figure is below [`STALLED_REPEAT`]
+/// times the median of `maxima` (fewer than two repeats: none).
+pub fn stalled_repeats(maxima: &[(usize, f64)]) -> Vec<usize> {
+    if maxima.len() < 2 {
+        return Vec::new();
+    }
+    let mut sorted: Vec<f64> = maxima.iter().map(|&(_, m)| m).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+    maxima.iter().filter(|&&(_, m)| m < STALLED_REPEAT * median).map(|&(r, _)| r).collect()
+}
+
 /// `a` over `b` for figures measured in the same repeats: the geometric
-/// mean of `a / b` over the repeats (the `usize`s) that both have, or
-/// `None` when they share none.
+/// mean of `a / b` over the repeats (the `usize`s) that both have and in
+/// which neither stalled ([`stalled_repeats`]; when every shared repeat
+/// stalled for one or the other, over all of them), or `None` when they
+/// share none.
 ///
 /// A repeat measures every system in the same minutes (interleaved, point
 /// by point), so a slow phase of the machine that spans a repeat scales
 /// both figures alike and cancels in its ratio; the ratio of two medians
 /// can instead pair a slow repeat of one system with a fast one of the
-/// other.
+/// other. A stalled repeat is left out because a geometric mean is not
+/// robust to it: one repeat a thousand times low moves the mean of three
+/// tenfold.
 pub fn paired_ratio(a: &[(usize, f64)], b: &[(usize, f64)]) -> Option<f64> {
-    let logs: Vec<f64> = a
+    let pairs: Vec<(usize, f64)> = a
         .iter()
         .filter_map(|&(repeat, x)| {
             let y = b.iter().find(|(r, _)| *r == repeat)?.1;
             let q = x / y;
-            (q.is_finite() && q > 0.0).then(|| q.ln())
+            (q.is_finite() && q > 0.0).then(|| (repeat, q.ln()))
         })
         .collect();
+    let (stalled_a, stalled_b) = (stalled_repeats(a), stalled_repeats(b));
+    let clean: Vec<f64> =
+        pairs.iter().filter(|(r, _)| !stalled_a.contains(r) && !stalled_b.contains(r)).map(|&(_, l)| l).collect();
+    let logs = if clean.is_empty() { pairs.iter().map(|&(_, l)| l).collect() } else { clean };
     (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
@@ -437,6 +475,8 @@ pub struct TableRow<'a> {
     pub below_probe: Option<String>,
     /// Its maximum over Cornflakes', paired by repeat ([`paired_ratio`]).
     pub vs_cornflakes: Option<f64>,
+    /// Its stalled repeats ([`stalled_repeats`]) with their maxima.
+    pub stalled: Vec<(usize, f64)>,
 }
 
 /// `86/97 %`: the server's and the load generator's busy shares at `p`.
@@ -462,7 +502,8 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
         out,
         "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, latency within the SLO); \
          median of repeats, p99 at that load; vs cf: geometric mean over the repeats of the system's maximum \
-         over Cornflakes' in the same repeat (as are the ratios below); server busy capacity: requests per \
+         over Cornflakes' in the same repeat, leaving out repeats in which either stalled (below half its median; \
+         listed under the table), as are the ratios below; server busy capacity: requests per \
          second of the server's busy time, the highest over the loads kept up with; busy srv/cli: the share of \
          the time the server and the load generator were busy at the maximum (the busier one limited it)"
     );
@@ -508,6 +549,16 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
     for r in rows {
         if let Some(why) = &r.below_probe {
             let _ = writeln!(out, "  note: {}: {why}", r.system.name());
+        }
+        if !r.stalled.is_empty() {
+            let which: Vec<String> = r.stalled.iter().map(|(i, m)| format!("repeat {} at {m:.0}/s", i + 1)).collect();
+            let median = r.best.map_or(f64::NAN, |(best, _)| best.achieved);
+            let _ = writeln!(
+                out,
+                "  stalled: {}: {} (below half its median {median:.0}/s: the machine stalled), left out of its ratios",
+                r.system.name(),
+                which.join(", ")
+            );
         }
     }
     let client_bound: Vec<&str> = rows
@@ -615,6 +666,35 @@ mod tests {
         assert_eq!(paired_ratio(&[(0, 300.0)], &[(1, 100.0)]), None);
         assert_eq!(paired_ratio(&[(0, 300.0)], &[(0, 0.0)]), None);
         assert_eq!(paired_ratio(&[], &[]), None);
+    }
+
+    #[test]
+    fn stalled_repeats_are_those_below_half_the_median() {
+        assert_eq!(stalled_repeats(&[(0, 215_878.0), (1, 72.0), (2, 216_445.0)]), [1]);
+        assert_eq!(stalled_repeats(&[(0, 100.0), (1, 60.0), (2, 140.0)]), Vec::<usize>::new(), "spread, no stall");
+        assert_eq!(stalled_repeats(&[(0, 100.0), (1, 10.0)]), [1], "two repeats: against their mean");
+        assert_eq!(stalled_repeats(&[(3, 5.0)]), Vec::<usize>::new(), "one repeat: nothing to compare with");
+        assert_eq!(stalled_repeats(&[(0, 10.0), (1, 12.0), (2, 1000.0), (3, 1100.0)]), [0, 1]);
+    }
+
+    #[test]
+    fn paired_ratios_leave_out_repeats_in_which_either_stalled() {
+        // run1 of docs/results/2026-12-01-intel-twice, CDN: only-copy and
+        // Cornflakes both stalled in repeat 2, by different factors.
+        let only_copy = [(0, 215_878.0), (1, 72.0), (2, 216_445.0)];
+        let cornflakes = [(0, 268_308.0), (1, 37_640.0), (2, 288_278.0)];
+        let r = paired_ratio(&only_copy, &cornflakes).unwrap();
+        let clean = ((215_878.0f64 / 268_308.0) * (216_445.0 / 288_278.0)).sqrt();
+        assert!((r - clean).abs() < 1e-9, "{r} vs {clean}");
+        // With the stall kept, the geometric mean would be 0.10.
+        let all = ((215_878.0f64 / 268_308.0) * (72.0 / 37_640.0) * (216_445.0 / 288_278.0)).cbrt();
+        assert!(all < 0.11 && r > 0.77, "{all} {r}");
+        // One side alone stalled: that repeat goes too.
+        let b = [(0, 100.0), (1, 100.0), (2, 100.0)];
+        assert_eq!(paired_ratio(&[(0, 200.0), (1, 3.0), (2, 200.0)], &b).and_then(|r| rounded(r, 9)), Some(2.0));
+        // Every shared repeat stalled for one or the other: all of them.
+        let r = paired_ratio(&[(0, 200.0), (1, 2.0)], &[(0, 1.0), (1, 100.0)]).unwrap();
+        assert!((r - (200.0f64 * 0.02).sqrt()).abs() < 1e-9, "{r}");
     }
 
     #[test]
