@@ -835,7 +835,10 @@ pub(crate) struct CompareArgs {
     /// interleaved across systems (the system that runs first turns with
     /// each workload and repeat), and ratios pair them: the geometric mean
     /// over the repeats of one system's maximum over another's in the same
-    /// repeat, so a slow phase of the machine cancels out.
+    /// repeat, so a slow phase of the machine cancels out. A repeat whose
+    /// maximum is below half the system's median is a stall of the
+    /// machine: it is left out of that system's ratios and listed under the
+    /// table.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).
