@@ -500,7 +500,7 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{workload}: highest load kept up with (achieved >= 95 % of offered, no timeouts, latency within the SLO); \
+        "\n{workload}: highest load kept up with (at least 95 % of the arrivals answered, no timeouts, latency within the SLO); \
          median of repeats, p99 at that load; vs cf: geometric mean over the repeats of the system's maximum \
          over Cornflakes' in the same repeat, leaving out repeats in which either stalled (below half its median; \
          listed under the table), as are the ratios below; server busy capacity: requests per \
