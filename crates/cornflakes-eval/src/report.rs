@@ -378,11 +378,21 @@ pub fn stalled_repeats(maxima: &[(usize, f64)]) -> Vec<usize> {
     if maxima.len() < 2 {
         return Vec::new();
     }
-    let mut sorted: Vec<f64> = maxima.iter().map(|&(_, m)| m).collect();
+    let median = median(maxima.iter().map(|&(_, m)| m)).expect("two or more values");
+    maxima.iter().filter(|&&(_, m)| m < STALLED_REPEAT * median).map(|&(r, _)| r).collect()
+}
+
+/// The median of `values` (the mean of the middle two for an even count);
+/// `None` for none.
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.collect();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
-    maxima.iter().filter(|&&(_, m)| m < STALLED_REPEAT * median).map(|&(r, _)| r).collect()
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
 }
 
 /// `a` over `b` for figures measured in the same repeats: the geometric
@@ -552,7 +562,9 @@ pub fn format_table(workload: &str, unit: &str, rows: &[TableRow<'_>], ratios: &
         }
         if !r.stalled.is_empty() {
             let which: Vec<String> = r.stalled.iter().map(|(i, m)| format!("repeat {} at {m:.0}/s", i + 1)).collect();
-            let median = r.best.map_or(f64::NAN, |(best, _)| best.achieved);
+            // The median the rule compared with (for an even number of
+            // repeats not the median repeat's maximum the table shows).
+            let median = median(r.maxima.iter().copied()).unwrap_or(f64::NAN);
             let _ = writeln!(
                 out,
                 "  stalled: {}: {} (below half its median {median:.0}/s: the machine stalled), left out of its ratios",
