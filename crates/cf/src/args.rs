@@ -1410,6 +1410,13 @@ pub(crate) struct HiccupArgs {
     /// Cores to watch (default: every core).
     #[arg(long, num_args = 1.., value_delimiter = ',')]
     cores: Vec<usize>,
+    /// Then watch the cross-core copy bandwidth for this many seconds: the
+    /// first core writes 16 MiB, the second copies it in 8000 B pieces (as
+    /// a load generator gathers responses), about twice a second; prints
+    /// each measurement and each minute's median. On the 2-core VMs it
+    /// has phases of minutes that move the maxima of `cf compare`.
+    #[arg(long, value_parser = positive, value_name = "SECONDS")]
+    copy_watch: Option<f64>,
 }
 
 impl HiccupArgs {
@@ -1430,10 +1437,67 @@ impl HiccupArgs {
                 Ok(ns) => println!("cache-line round trip between cores {a} and {b}: {ns:.0} ns"),
                 Err(e) => println!("cache-line round trip between cores {a} and {b}: not measured ({e})"),
             }
+            let mut buf = vec![0u8; cornflakes_eval::hiccup::COPY_PROBE_BYTES];
+            match cornflakes_eval::hiccup::copy_bandwidth_gbps(a, b, &mut buf, 1) {
+                Ok(gbps) => println!("copy bandwidth from core {a}'s writes to core {b}: {gbps:.1} GB/s"),
+                Err(e) => println!("copy bandwidth from core {a}'s writes to core {b}: not measured ({e})"),
+            }
+            if let Some(seconds) = self.copy_watch {
+                watch_copy_bandwidth(a, b, &mut buf, seconds)?;
+            }
         }
         println!("{}", cornflakes_eval::hiccup::json_line(&found));
         Ok(())
     }
+}
+
+/// `cf hiccup --copy-watch`: the copy bandwidth from `a`'s writes to `b`
+/// about twice a second for `seconds`, each minute's median at its end.
+fn watch_copy_bandwidth(a: usize, b: usize, buf: &mut [u8], seconds: f64) -> Result<(), cornflakes_eval::Error> {
+    use cornflakes_eval::report::CopyBandwidth;
+    let start = std::time::Instant::now();
+    let (mut minute, mut this_minute, mut all) = (0u64, Vec::new(), Vec::new());
+    let say_minute = |minute: u64, found: &[f64]| {
+        if let Some(c) = CopyBandwidth::of(found) {
+            println!(
+                "minute {}: median {:.1} GB/s, middle half {:.1}-{:.1} ({} measurements)",
+                minute + 1,
+                c.median,
+                c.p25,
+                c.p75,
+                c.samples
+            );
+        }
+    };
+    for pass in 2.. {
+        let t = start.elapsed();
+        if t.as_secs_f64() >= seconds {
+            break;
+        }
+        if t.as_secs() / 60 != minute {
+            say_minute(minute, &this_minute);
+            this_minute.clear();
+            minute = t.as_secs() / 60;
+        }
+        let gbps = cornflakes_eval::hiccup::copy_bandwidth_gbps(a, b, buf, pass)?;
+        println!("{:7.1} s: copy bandwidth {gbps:.1} GB/s", t.as_secs_f64());
+        this_minute.push(gbps);
+        all.push(gbps);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    say_minute(minute, &this_minute);
+    if let Some(c) = CopyBandwidth::of(&all) {
+        println!(
+            "copy bandwidth over {:.0} s: median {:.1} GB/s, middle half {:.1}-{:.1}, from {:.1} to {:.1}",
+            start.elapsed().as_secs_f64(),
+            c.median,
+            c.p25,
+            c.p75,
+            all.iter().copied().fold(f64::INFINITY, f64::min),
+            all.iter().copied().fold(0.0, f64::max)
+        );
+    }
+    Ok(())
 }
 
 /// Options of `cf stall`.

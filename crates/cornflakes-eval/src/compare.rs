@@ -235,6 +235,23 @@ impl SystemRuns {
     fn timeouts(&self) -> u64 {
         self.sweeps.iter().map(|(_, s)| s.timeouts()).sum()
     }
+
+    /// The machine's cross-core copy bandwidth after each of its points,
+    /// GB/s, over every repeat.
+    fn copy_gbps(&self) -> impl Iterator<Item = f64> + '_ {
+        self.sweeps.iter().flat_map(|(_, s)| s.copy_gbps.iter().copied())
+    }
+
+    /// The median copy bandwidth of each repeat's points, in the order of
+    /// [`SystemRuns::maxima`] (repeats without a best point left out, as
+    /// there; NaN for one without a measurement).
+    fn repeats_copy_gbps(&self) -> Vec<f64> {
+        self.sweeps
+            .iter()
+            .filter(|(_, s)| s.best().is_some())
+            .map(|(_, s)| report::median(s.copy_gbps.iter().copied()).map_or(f64::NAN, |g| (g * 100.0).round() / 100.0))
+            .collect()
+    }
 }
 
 /// Runs every system on every workload, prints a table per workload and
@@ -283,6 +300,8 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         calibrated.source
     );
     let mut summary = Summary { glibc_tunables: crate::glibc::tunables_in_effect(), ..Summary::default() };
+    // The copy probe's measurements of the whole run.
+    let mut copy_gbps: Vec<f64> = Vec::new();
     if let Some(t) = &summary.glibc_tunables {
         eprintln!("copies: GLIBC_TUNABLES={t} (in every process of the run; see `cf --help`)");
     }
@@ -367,6 +386,15 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
         if let Some(note) = &summary.latency_bound_choice {
             println!("({note})");
         }
+        let workload_copy: Vec<f64> = results.iter().flat_map(SystemRuns::copy_gbps).collect();
+        copy_gbps.extend(&workload_copy);
+        let workload_copy = report::CopyBandwidth::of(&workload_copy);
+        summary.copy_gbps = report::CopyBandwidth::of(&copy_gbps);
+        if let (Some(w), Some(run)) = (&workload_copy, &summary.copy_gbps) {
+            let per_system: Vec<(&str, f64)> =
+                results.iter().filter_map(|r| report::median(r.copy_gbps()).map(|g| (r.system.name(), g))).collect();
+            println!("  {}", report::copy_bandwidth_note(w, run, &per_system));
+        }
         let png = args.out.join(format!("{}.png", workload.name()));
         let series: Vec<plot::Series> = results
             .iter()
@@ -409,10 +437,17 @@ pub fn run(cfg: &CompareConfig) -> Result<(), Error> {
                 .map(|r| SystemReport { vs_cornflakes: vs_cornflakes(&results, r), ..runs_report(r) })
                 .collect(),
             ratios,
+            copy_gbps: workload_copy,
         });
         write_summary(&args.out, &summary)?;
     }
     stalls("after", &mut summary);
+    if let Some(c) = &summary.copy_gbps {
+        eprintln!(
+            "machine: cross-core copy bandwidth after each point of the run {:.1} GB/s (median of {}, middle half {:.1}-{:.1})",
+            c.median, c.samples, c.p25, c.p75
+        );
+    }
     write_summary(&args.out, &summary)?;
     eprintln!(
         "\nwrote {} and plots in {:.0} s",
@@ -689,6 +724,8 @@ fn runs_report(r: &SystemRuns) -> SystemReport {
     report.server = Some(r.server);
     report.failed = r.failures.clone();
     report.stalled_repeats = r.stalled().into_iter().map(|(repeat, _)| repeat).collect();
+    report.copy_gbps = report::median(r.copy_gbps()).map(|g| (g * 100.0).round() / 100.0);
+    report.repeats_copy_gbps = r.repeats_copy_gbps();
     report
 }
 

@@ -226,6 +226,14 @@ pub struct SystemReport {
     /// as stalled ([`stalled_repeats`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalled_repeats: Vec<usize>,
+    /// `cf compare`: the median of the machine's cross-core copy bandwidth
+    /// after each of its points, GB/s ([`crate::sweep::MachineGate::copy_gbps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_gbps: Option<f64>,
+    /// ... and of each repeat's points, in the order of `repeats_max_rps`
+    /// (`null` for a repeat without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats_copy_gbps: Vec<f64>,
 }
 
 impl SystemReport {
@@ -252,6 +260,8 @@ impl SystemReport {
             slow_phase_reruns: None,
             vs_cornflakes: None,
             stalled_repeats: Vec::new(),
+            copy_gbps: None,
+            repeats_copy_gbps: Vec::new(),
         }
     }
 
@@ -289,6 +299,8 @@ impl SystemReport {
             slow_phase_reruns: None,
             vs_cornflakes: None,
             stalled_repeats: Vec::new(),
+            copy_gbps: None,
+            repeats_copy_gbps: Vec::new(),
         }
     }
 }
@@ -384,7 +396,7 @@ pub fn stalled_repeats(maxima: &[(usize, f64)]) -> Vec<usize> {
 
 /// The median of `values` (the mean of the middle two for an even count);
 /// `None` for none.
-fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+pub fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
     let mut sorted: Vec<f64> = values.collect();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
@@ -444,6 +456,61 @@ pub struct WorkloadReport {
     /// Ratios of the maxima, paired by repeat ([`paired_ratio`]); their
     /// `server_busy_capacity` are ratios of the median repeat's capacities.
     pub ratios: Ratios,
+    /// The machine's cross-core copy bandwidth after each point of the
+    /// workload ([`crate::sweep::MachineGate::copy_gbps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_gbps: Option<CopyBandwidth>,
+}
+
+/// Measurements of the machine's cross-core copy bandwidth, GB/s
+/// ([`crate::hiccup::copy_bandwidth_gbps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CopyBandwidth {
+    /// The median.
+    pub median: f64,
+    /// The middle half: from the 25th ...
+    pub p25: f64,
+    /// ... to the 75th percentile.
+    pub p75: f64,
+    /// How many measurements.
+    pub samples: usize,
+}
+
+impl CopyBandwidth {
+    /// The median and middle half of `samples` (`None` when there are
+    /// none), rounded to 0.01 GB/s.
+    pub fn of(samples: &[f64]) -> Option<CopyBandwidth> {
+        let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        (!sorted.is_empty()).then(|| CopyBandwidth {
+            median: r(median(sorted.iter().copied()).expect("not empty")),
+            p25: r(at(0.25)),
+            p75: r(at(0.75)),
+            samples: sorted.len(),
+        })
+    }
+}
+
+/// The line under a workload's table that says how fast the machine
+/// copied between the cores during it (`workload`), during the run so far
+/// (`run`), and at each system's points (`per_system`, GB/s medians): two
+/// runs whose maxima differ can be told apart by it.
+pub fn copy_bandwidth_note(workload: &CopyBandwidth, run: &CopyBandwidth, per_system: &[(&str, f64)]) -> String {
+    let lo = per_system.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+    let hi = per_system.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    let systems = match (lo, hi) {
+        (Some(lo), Some(hi)) => {
+            format!("; per system from {:.1} ({}) to {:.1} ({})", lo.1, lo.0, hi.1, hi.0)
+        }
+        _ => String::new(),
+    };
+    format!(
+        "machine: cross-core copy bandwidth after each point {:.1} GB/s (median of {} points, middle half {:.1}-{:.1}{systems}; \
+         the run so far {:.1}): the maxima the load generator sets move with it from one run to the next",
+        workload.median, workload.samples, workload.p25, workload.p75, run.median
+    )
 }
 
 /// `summary.json`.
@@ -464,6 +531,10 @@ pub struct Summary {
     /// on AMD CPUs, [`crate::glibc`]), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glibc_tunables: Option<String>,
+    /// The machine's cross-core copy bandwidth after each point of the run
+    /// ([`crate::sweep::MachineGate::copy_gbps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_gbps: Option<CopyBandwidth>,
 }
 
 /// One system's line in the table of a workload.
@@ -678,6 +749,18 @@ mod tests {
         assert_eq!(paired_ratio(&[(0, 300.0)], &[(1, 100.0)]), None);
         assert_eq!(paired_ratio(&[(0, 300.0)], &[(0, 0.0)]), None);
         assert_eq!(paired_ratio(&[], &[]), None);
+    }
+
+    #[test]
+    fn copy_bandwidth_is_summarized_by_its_median_and_middle_half() {
+        assert_eq!(CopyBandwidth::of(&[]), None);
+        assert_eq!(CopyBandwidth::of(&[f64::NAN]), None, "nothing measured");
+        let b = CopyBandwidth::of(&[12.0, 5.0, 9.0, 10.0, 11.0, f64::NAN]).expect("five measured");
+        assert_eq!(b, CopyBandwidth { median: 10.0, p25: 9.0, p75: 11.0, samples: 5 });
+        let note = copy_bandwidth_note(&b, &CopyBandwidth::of(&[8.0]).unwrap(), &[("cornflakes", 9.5), ("rkyv", 10.3)]);
+        assert!(note.contains("10.0 GB/s (median of 5 points, middle half 9.0-11.0"), "{note}");
+        assert!(note.contains("from 9.5 (cornflakes) to 10.3 (rkyv)"), "{note}");
+        assert!(note.contains("the run so far 8.0"), "{note}");
     }
 
     #[test]

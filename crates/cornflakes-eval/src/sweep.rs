@@ -61,6 +61,22 @@ pub struct MachineGate {
     /// Every round trip measured in the run, ns, shared by every sweep of
     /// a run so that all systems are held to the same phases.
     seen_ns: std::sync::Arc<std::sync::Mutex<Vec<f64>>>,
+    /// The buffer of the copy probe run after each point.
+    copy: std::sync::Arc<std::sync::Mutex<CopyProbe>>,
+}
+
+/// The buffer [`MachineGate::copy_gbps`] writes and copies (allocated at
+/// its first use), and how many passes it made.
+#[derive(Default)]
+struct CopyProbe {
+    buf: Vec<u8>,
+    passes: u64,
+}
+
+impl std::fmt::Debug for CopyProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyProbe").field("bytes", &self.buf.len()).field("passes", &self.passes).finish()
+    }
 }
 
 impl MachineGate {
@@ -70,7 +86,24 @@ impl MachineGate {
             cores: (server_core, client_core),
             max_wait: std::time::Duration::from_secs(120),
             seen_ns: Default::default(),
+            copy: Default::default(),
         }
+    }
+
+    /// The machine's cross-core copy bandwidth now, GB/s
+    /// ([`crate::hiccup::copy_bandwidth_gbps`]: the server's core writes,
+    /// the client's copies); `None` when it cannot be measured. Not a gate:
+    /// it changes from one measurement to the next by 30 % and from one
+    /// minute to the next by up to 1.5x, so it is recorded, not waited
+    /// for, and `cf compare` prints it beside each table.
+    pub fn copy_gbps(&self) -> Option<f64> {
+        let mut probe = self.copy.lock().unwrap_or_else(|e| e.into_inner());
+        if probe.buf.is_empty() {
+            probe.buf = vec![0; crate::hiccup::COPY_PROBE_BYTES];
+        }
+        probe.passes += 1;
+        let CopyProbe { buf, passes } = &mut *probe;
+        crate::hiccup::copy_bandwidth_gbps(self.cores.0, self.cores.1, buf, *passes).ok()
     }
 
     /// The round trip now and whether it is a slow phase's; `None` when it
@@ -287,6 +320,9 @@ pub struct SweepResult {
     pub bound_us: f64,
     /// What the machine gate did (all zero without one).
     pub slow_phases: SlowPhases,
+    /// The machine's cross-core copy bandwidth after each point, GB/s
+    /// ([`MachineGate::copy_gbps`]; empty without a gate).
+    pub copy_gbps: Vec<f64>,
 }
 
 impl SweepResult {
@@ -414,6 +450,7 @@ pub struct SweepPlan {
     /// The next point runs the last load again (it was not kept up with).
     again: bool,
     slow_phases: SlowPhases,
+    copy_gbps: Vec<f64>,
     stage: Stage,
 }
 
@@ -460,6 +497,7 @@ impl SweepPlan {
             retries_left: MAX_RETRIES,
             again: false,
             slow_phases: SlowPhases::default(),
+            copy_gbps: Vec::new(),
             stage: Stage::Probe,
         }
     }
@@ -563,6 +601,9 @@ impl SweepPlan {
                 _ => break point,
             }
         };
+        if let Some(gbps) = self.cfg.gate.as_ref().and_then(MachineGate::copy_gbps) {
+            self.copy_gbps.push(gbps);
+        }
         let kept = self.record(step.rate, point);
         if !kept {
             let p = self.points.last().expect("just recorded");
@@ -628,6 +669,7 @@ impl SweepPlan {
             quantile: self.cfg.bound.quantile,
             bound_us: self.bound_us,
             slow_phases: self.slow_phases,
+            copy_gbps: self.copy_gbps,
         }
     }
 }
@@ -722,6 +764,7 @@ mod tests {
             quantile: Quantile::P99,
             bound_us: 50.0,
             slow_phases: Default::default(),
+            copy_gbps: Vec::new(),
         };
         let latency = sweep(vec![
             point(Some(10_000.0), 10_000.0, 5.0, 0),
