@@ -835,10 +835,12 @@ pub(crate) struct CompareArgs {
     /// interleaved across systems (the system that runs first turns with
     /// each workload and repeat), and ratios pair them: the geometric mean
     /// over the repeats of one system's maximum over another's in the same
-    /// repeat, so a slow phase of the machine cancels out. A repeat whose
-    /// maximum is below half the system's median is a stall of the
-    /// machine: it is left out of that system's ratios and listed under the
-    /// table.
+    /// repeat, so a slow phase of the machine cancels out (one that hits
+    /// every system alike). A repeat whose maximum is below half the
+    /// system's median is a stall of the machine: it is left out of that
+    /// system's ratios and listed under the table. The table also gives
+    /// the machine's cross-core copy bandwidth, measured after every point:
+    /// it has phases on VMs, and maxima move with it.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// udp/tcp: IP:port the servers listen on (port 0: the kernel picks).

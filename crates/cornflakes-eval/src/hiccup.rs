@@ -166,10 +166,10 @@ const COPY_PIECE: usize = 8000;
 /// (a fresh pattern per `pass`), then a thread on `reader` copies it in
 /// 8000 B pieces, in a scattered order, into a small buffer of its own:
 /// what a load generator's gather does with each response's values. On
-/// the 2-core guests the per-minute median of this moves between 8.5 and
-/// 12.7 GB/s with nothing else running, while one core's arithmetic stays
-/// within 4 % (`docs/results/2026-12-02-copy-bandwidth/`); maxima bound by
-/// such copies move with it.
+/// the Intel guest its per-minute median moved between 8.7 and 12.7 GB/s
+/// with nothing else running, while one core's arithmetic stayed within
+/// 4 % (`docs/results/2026-12-02-copy-bandwidth/`); the maxima of
+/// `cf compare` move with it.
 ///
 /// # Errors
 ///
