@@ -249,7 +249,9 @@ impl SystemRuns {
         self.sweeps
             .iter()
             .filter(|(_, s)| s.best().is_some())
-            .map(|(_, s)| report::median(s.copy_gbps.iter().copied()).map_or(f64::NAN, |g| (g * 100.0).round() / 100.0))
+            .map(|(_, s)| {
+                report::median(s.copy_gbps.iter().copied()).and_then(|g| report::rounded(g, 2)).unwrap_or(f64::NAN)
+            })
             .collect()
     }
 }
@@ -724,7 +726,7 @@ fn runs_report(r: &SystemRuns) -> SystemReport {
     report.server = Some(r.server);
     report.failed = r.failures.clone();
     report.stalled_repeats = r.stalled().into_iter().map(|(repeat, _)| repeat).collect();
-    report.copy_gbps = report::median(r.copy_gbps()).map(|g| (g * 100.0).round() / 100.0);
+    report.copy_gbps = report::median(r.copy_gbps()).and_then(|g| report::rounded(g, 2));
     report.repeats_copy_gbps = r.repeats_copy_gbps();
     report
 }

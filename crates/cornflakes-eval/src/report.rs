@@ -483,7 +483,8 @@ impl CopyBandwidth {
         let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
         sorted.sort_by(f64::total_cmp);
         let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-        let r = |x: f64| (x * 100.0).round() / 100.0;
+        // Finite by the filter above.
+        let r = |x: f64| rounded(x, 2).unwrap_or(x);
         (!sorted.is_empty()).then(|| CopyBandwidth {
             median: r(median(sorted.iter().copied()).expect("not empty")),
             p25: r(at(0.25)),
