@@ -48,6 +48,7 @@ pub mod child;
 pub mod compare;
 pub mod echo;
 mod error;
+pub mod gap_trains;
 pub mod glibc;
 pub mod hiccup;
 pub mod hugepages;

@@ -289,8 +289,26 @@ pub fn p99_measures_the_machine(cores: &[crate::hiccup::CoreHiccups]) -> Option<
     }
     let each: Vec<String> =
         cores.iter().map(|h| format!("core {} {:.2} %", h.core, 100.0 * h.lost_over_20us_share)).collect();
+    let periodic: f64 = cores.iter().flat_map(|h| &h.trains).map(|t| t.lost_share).sum();
+    let periods = {
+        let mut ms: Vec<String> =
+            cores.iter().flat_map(|h| &h.trains).map(|t| format!("{:.0} ms", t.period_us / 1e3)).collect();
+        ms.dedup();
+        ms.sort();
+        ms.dedup();
+        ms
+    };
+    let trains = if periodic > 0.0 {
+        format!(
+            " ({:.1} % in gaps that recur every {}: cf hiccup names them, such as the scheduler tick)",
+            100.0 * periodic,
+            periods.join(" and ")
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
-        "this machine takes {} of a spinning core's time in gaps over 20 µs (cf hiccup), {:.1} % together: at least that share of requests is late whatever the server does, so a p99 bound would measure the machine (cf tails shows it request by request)",
+        "this machine takes {} of a spinning core's time in gaps over 20 µs (cf hiccup), {:.1} % together{trains}: at least that share of requests is late whatever the server does, so a p99 bound would measure the machine (cf tails shows it request by request)",
         each.join(", "),
         100.0 * lost
     ))
@@ -791,6 +809,7 @@ mod tests {
             over_1ms: 0,
             max_us: 300.0,
             lost_share: share / 2.0,
+            trains: Vec::new(),
         };
         assert_eq!(super::p99_measures_the_machine(&[]), None);
         assert_eq!(super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.005)]), None);

@@ -39,6 +39,7 @@ use cornflakes_workloads::WorkloadSpec;
 use serde::Serialize;
 
 use crate::child::{KvServer, ServerPlace};
+use crate::gap_trains::{self, GapTrain};
 use crate::hiccup::{self, CoreHiccups};
 use crate::loadgen::{run_point, LoadConfig, PointResult, SLOW_NS};
 use crate::transport::{Target, Transport};
@@ -104,6 +105,16 @@ pub struct TailPoint {
     pub spans: BTreeMap<&'static str, u64>,
     /// Spans a full timeline could not keep (0 unless something is wrong).
     pub spans_lost: u64,
+    /// Slow requests that overlapped a gap of a train (a gap recurring at
+    /// a fixed period, [`gap_trains::find_trains`]) on either side.
+    #[serde(default)]
+    pub slow_meeting_a_train: u64,
+    /// The trains among the load generator's gaps during the point.
+    #[serde(default)]
+    pub client_trains: Vec<GapTrain>,
+    /// The trains among the server's gaps during the point.
+    #[serde(default)]
+    pub server_trains: Vec<GapTrain>,
 }
 
 impl TailPoint {
@@ -270,6 +281,20 @@ fn analyse(p: &PointResult, spans: &[Span], start_ns: u64, end_ns: u64, spans_lo
     let in_window: Vec<&Span> = spans.iter().filter(|s| s.overlaps(&window)).collect();
     let causes: Vec<&Span> = in_window.iter().copied().filter(|s| s.kind != Kind::Slow).collect();
     let longest = causes.iter().map(|s| s.len_ns()).max().unwrap_or(0);
+    // Which gaps of each side recur at a fixed period.
+    let mut in_train = vec![false; causes.len()];
+    let mut trains_of = |kind: Kind| {
+        let at: Vec<usize> = (0..causes.len()).filter(|&i| causes[i].kind == kind).collect();
+        let gaps: Vec<(u64, u64)> = at.iter().map(|&i| (causes[i].start_ns, causes[i].len_ns())).collect();
+        let (trains, of) = gap_trains::find_trains(&gaps, end_ns.saturating_sub(start_ns) as f64 / 1e9);
+        for (&i, train) in at.iter().zip(of) {
+            in_train[i] = train.is_some();
+        }
+        trains
+    };
+    let client_trains = trains_of(Kind::ClientGap);
+    let server_trains = trains_of(Kind::ServerGap);
+    let mut meeting_a_train = 0;
     let mut slow = 0;
     let mut unexplained = 0;
     let mut overlapping: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -280,6 +305,7 @@ fn analyse(p: &PointResult, spans: &[Span], start_ns: u64, end_ns: u64, spans_lo
         // (at most `longest` before its start).
         let from = causes.partition_point(|c| c.start_ns + longest < s.start_ns);
         let to = causes.partition_point(|c| c.start_ns < s.end_ns);
+        meeting_a_train += u64::from((from..to).any(|i| in_train[i] && causes[i].overlaps(s)));
         let mut kinds: Vec<Kind> = causes[from..to].iter().filter(|c| c.overlaps(s)).map(|c| c.kind).collect();
         kinds.sort();
         kinds.dedup();
@@ -319,6 +345,9 @@ fn analyse(p: &PointResult, spans: &[Span], start_ns: u64, end_ns: u64, spans_lo
         server_sleeps: counts.get(Kind::ServerSleep.name()).copied().unwrap_or(0),
         spans: counts,
         spans_lost,
+        slow_meeting_a_train: meeting_a_train,
+        client_trains,
+        server_trains,
     }
 }
 
@@ -326,10 +355,22 @@ fn pct(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
+/// The trains of one side, as `every 4.000 ms (1.02 % of the time), ...`.
+fn trains_text(trains: &[GapTrain]) -> String {
+    if trains.is_empty() {
+        return "none".into();
+    }
+    let each: Vec<String> = trains
+        .iter()
+        .map(|t| format!("every {:.3} ms ({:.2} % of the time)", t.period_us / 1e3, t.lost_share * 100.0))
+        .collect();
+    each.join(", ")
+}
+
 fn describe(t: &TailPoint) -> String {
     let of = |k: Kind| t.overlapping_pct(k);
     format!(
-        "{:.0}/s offered, {:.0}/s achieved: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs; {:.2} % of requests over {} µs, of which {:.0} % met a client gap, {:.0} % a server gap, {:.0} % a sleeping server, {:.0} % a long batch, {:.0} % nothing ({:.3} % of all requests); lost: client {:.2} %, server {:.2} % of the time",
+        "{:.0}/s offered, {:.0}/s achieved: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs; {:.2} % of requests over {} µs, of which {:.0} % met a client gap, {:.0} % a server gap, {:.0} % a sleeping server, {:.0} % a long batch, {:.0} % nothing ({:.3} % of all requests); {:.0} % met a gap that recurs at a fixed period (client: {}; server: {}); lost: client {:.2} %, server {:.2} % of the time",
         t.offered_rps,
         t.achieved_rps,
         t.p50_us,
@@ -343,6 +384,9 @@ fn describe(t: &TailPoint) -> String {
         of(Kind::ServerBatch),
         pct(t.slow_unexplained, t.slow),
         100.0 * t.unexplained_share(),
+        pct(t.slow_meeting_a_train, t.slow),
+        trains_text(&t.client_trains),
+        trains_text(&t.server_trains),
         100.0 * t.client_lost_share,
         100.0 * t.server_lost_share,
     )
@@ -363,13 +407,23 @@ pub fn table(s: &TailsSummary) -> String {
             h.over_20us as f64 / h.seconds.max(f64::MIN_POSITIVE),
             h.max_us
         );
+        for train in &h.trains {
+            let _ = writeln!(
+                out,
+                "  of them every {:.3} ms: {:.2} % of the time, median {:.0} µs{}",
+                train.period_us / 1e3,
+                100.0 * train.lost_share,
+                train.median_us,
+                train.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+            );
+        }
     }
     if let Some(p) = s.probe_rps {
         let _ = writeln!(out, "closed-loop probe: {p:.0}/s");
     }
     let _ = writeln!(
         out,
-        "{:>10} {:>8} {:>8} {:>9} {:>8} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>7} {:>7} | p99 <= {} µs without gaps",
+        "{:>10} {:>8} {:>8} {:>9} {:>8} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} | {:>7} {:>7} | p99 <= {} µs without gaps",
         "offered/s",
         "p50 µs",
         "p99 µs",
@@ -381,6 +435,7 @@ pub fn table(s: &TailsSummary) -> String {
         "batch",
         "none",
         "none/all",
+        "periodic",
         "cli lost",
         "srv lost",
         s.slow_us
@@ -389,7 +444,7 @@ pub fn table(s: &TailsSummary) -> String {
         let of = |k: Kind| t.overlapping_pct(k);
         let _ = writeln!(
             out,
-            "{:>10.0} {:>8.1} {:>8.1} {:>9.1} {:>7.2}% | {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.3}% | {:>6.2}% {:>6.2}% | {}",
+            "{:>10.0} {:>8.1} {:>8.1} {:>9.1} {:>7.2}% | {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.0}% {:>6.3}% {:>7.0}% | {:>6.2}% {:>6.2}% | {}",
             t.offered_rps,
             t.p50_us,
             t.p99_us,
@@ -401,6 +456,7 @@ pub fn table(s: &TailsSummary) -> String {
             of(Kind::ServerBatch),
             pct(t.slow_unexplained, t.slow),
             100.0 * t.unexplained_share(),
+            pct(t.slow_meeting_a_train, t.slow),
             100.0 * t.client_lost_share,
             100.0 * t.server_lost_share,
             if t.p99_us <= s.slow_us {
@@ -414,7 +470,7 @@ pub fn table(s: &TailsSummary) -> String {
     }
     let _ = writeln!(
         out,
-        "(slow: over {} µs from scheduled arrival to response; the gap columns are shares of the slow requests that overlapped such a span, a request can count in several; none/all: slow with no span, as a share of all requests)",
+        "(slow: over {} µs from scheduled arrival to response; the gap columns are shares of the slow requests that overlapped such a span, a request can count in several; none/all: slow with no span, as a share of all requests; periodic: share of the slow requests that overlapped a gap recurring at a fixed period on either side, such as the scheduler tick)",
         s.slow_us
     );
     out
@@ -483,5 +539,33 @@ mod tests {
         };
         let text = table(&summary);
         assert!(text.contains("yes: every slow request but <1 % met a gap"), "{text}");
+    }
+
+    #[test]
+    fn slow_requests_that_met_a_periodic_gap_are_counted() {
+        // The load generator's loop loses 30 µs every 4 ms for a second (a
+        // tick); the server loses 100 µs twice, at no period.
+        let mut spans: Vec<Span> =
+            (0..250u64).map(|k| span(Kind::ClientGap, 1_000_000 + k * 4_000_000, 1_030_000 + k * 4_000_000)).collect();
+        spans.push(span(Kind::ServerGap, 2_500_000, 2_600_000));
+        spans.push(span(Kind::ServerGap, 333_700_000, 333_800_000));
+        // Slow requests: over two ticks, over a server gap, over nothing.
+        spans.push(span(Kind::Slow, 5_010_000, 5_070_000));
+        spans.push(span(Kind::Slow, 401_000_000, 401_060_000));
+        spans.push(span(Kind::Slow, 333_750_000, 333_820_000));
+        spans.push(span(Kind::Slow, 600_100_000, 600_160_000));
+        spans.sort_by_key(|s| (s.start_ns, s.end_ns));
+        let t = analyse(&point(100_000), &spans, 0, 1_002_000_000, 0);
+        assert_eq!((t.slow, t.slow_unexplained), (4, 1));
+        assert_eq!(t.slow_meeting_a_train, 2);
+        assert_eq!(t.client_trains.len(), 1, "{:?}", t.client_trains);
+        assert!((t.client_trains[0].period_us - 4000.0).abs() < 1.0, "{:?}", t.client_trains);
+        assert_eq!(t.client_trains[0].gaps, 250);
+        assert!(t.server_trains.is_empty(), "{:?}", t.server_trains);
+        assert!(
+            describe(&t).contains("50 % met a gap that recurs at a fixed period (client: every 4.000 ms"),
+            "{}",
+            describe(&t)
+        );
     }
 }
