@@ -290,19 +290,16 @@ pub fn p99_measures_the_machine(cores: &[crate::hiccup::CoreHiccups]) -> Option<
     let each: Vec<String> =
         cores.iter().map(|h| format!("core {} {:.2} %", h.core, 100.0 * h.lost_over_20us_share)).collect();
     let periodic: f64 = cores.iter().flat_map(|h| &h.trains).map(|t| t.lost_share).sum();
-    let periods = {
-        let mut ms: Vec<String> =
-            cores.iter().flat_map(|h| &h.trains).map(|t| format!("{:.0} ms", t.period_us / 1e3)).collect();
-        ms.dedup();
-        ms.sort();
-        ms.dedup();
-        ms
-    };
+    let mut periods_ms: Vec<u64> =
+        cores.iter().flat_map(|h| &h.trains).map(|t| (t.period_us / 1e3).round() as u64).collect();
+    periods_ms.sort_unstable();
+    periods_ms.dedup();
     let trains = if periodic > 0.0 {
+        let every: Vec<String> = periods_ms.iter().map(|ms| format!("{ms} ms")).collect();
         format!(
             " ({:.1} % in gaps that recur every {}: cf hiccup names them, such as the scheduler tick)",
             100.0 * periodic,
-            periods.join(" and ")
+            every.join(" and ")
         )
     } else {
         String::new()
@@ -815,6 +812,22 @@ mod tests {
         assert_eq!(super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.005)]), None);
         let why = super::p99_measures_the_machine(&[core(0, 0.004), core(1, 0.014)]).expect("1.8 % together");
         assert!(why.contains("core 1 1.40 %") && why.contains("1.8 % together"), "{why}");
+        assert!(!why.contains("recur"), "{why}");
+        let train = |period_us: f64, lost_share| crate::gap_trains::GapTrain {
+            period_us,
+            gaps: 250,
+            share_of_gaps: 0.5,
+            share_of_periods: 1.0,
+            lost_share,
+            median_us: 30.0,
+            source: None,
+        };
+        let mut ticking = core(1, 0.014);
+        ticking.trains = vec![train(10_000.4, 0.004), train(3_999.9, 0.006)];
+        let mut other = core(0, 0.004);
+        other.trains = vec![train(4_000.2, 0.002)];
+        let why = super::p99_measures_the_machine(&[other, ticking]).expect("1.8 % together");
+        assert!(why.contains("(1.2 % in gaps that recur every 4 ms and 10 ms"), "{why}");
     }
 
     #[test]
