@@ -24,6 +24,66 @@ use crate::RecvError;
 /// sleeps in 174 k requests), at 10 0.005 % (64 sleeps).
 const SPIN_GAPS: u64 = 10;
 
+/// The adaptive spin also lasts twice the longest idle gap of the last
+/// [`GAP_WINDOW`] to two (among those short enough to spin through, at most
+/// `max_spin`). Arrivals are not Poisson when the peer's core is taken
+/// away: on the 2-core guests every scheduler tick takes the load
+/// generator's core for 25-110 µs, 250 times a second, and a server that
+/// slept through each one (the 50 µs floor) woke 45-80 µs after the peer
+/// was back (`docs/results/2026-12-02-tick/`).
+const SPIN_LONGEST_GAPS: u64 = 2;
+
+/// How long an idle gap counts towards [`SPIN_LONGEST_GAPS`]: one to two
+/// windows of this length.
+const GAP_WINDOW: Duration = Duration::from_millis(250);
+
+/// The idle gaps (from a `wait` to the record that ended it) the adaptive
+/// spin follows.
+#[derive(Debug, Default)]
+pub(super) struct IdleGaps {
+    /// Moving average, ns.
+    mean_ns: u64,
+    /// The longest of the current [`GAP_WINDOW`] and of the one before, ns,
+    /// of those no longer than `max_spin`.
+    longest_ns: u64,
+    longest_before_ns: u64,
+    /// When the current window began (the first gap noted).
+    window_start: Option<Instant>,
+}
+
+impl IdleGaps {
+    /// How long to spin: [`SPIN_GAPS`] times the average idle gap or
+    /// [`SPIN_LONGEST_GAPS`] times the longest recent one, within `floor`
+    /// and `ceiling` ([`ShmConfig::spin`](super::ShmConfig::spin) and
+    /// [`ShmConfig::max_spin`](super::ShmConfig::max_spin)).
+    #[inline]
+    fn spin(&self, floor: Duration, ceiling: Duration) -> Duration {
+        let longest = self.longest_ns.max(self.longest_before_ns);
+        let ns = self.mean_ns.saturating_mul(SPIN_GAPS).max(longest.saturating_mul(SPIN_LONGEST_GAPS));
+        Duration::from_nanos(ns).clamp(floor, ceiling.max(floor))
+    }
+
+    /// Notes a gap from `start` to `now`: folded into the average (1/8
+    /// weight; capped at 10 ms so one long idle period does not dominate),
+    /// and into the window's longest when it was no longer than
+    /// `max_spin` (a longer one is idleness, which sleeping is for).
+    #[inline]
+    fn note(&mut self, start: Instant, now: Instant, max_spin: Duration) {
+        let gap = now.saturating_duration_since(start);
+        let capped = (gap.as_nanos() as u64).min(10_000_000);
+        self.mean_ns = self.mean_ns - self.mean_ns / 8 + capped / 8;
+        let window_start = *self.window_start.get_or_insert(now);
+        if now.saturating_duration_since(window_start) >= GAP_WINDOW {
+            self.longest_before_ns = self.longest_ns;
+            self.longest_ns = 0;
+            self.window_start = Some(now);
+        }
+        if gap <= max_spin {
+            self.longest_ns = self.longest_ns.max(capped);
+        }
+    }
+}
+
 impl ShmDatapath {
     /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
     /// from any thread. The first call makes an eventfd, which every later
@@ -51,7 +111,7 @@ impl ShmDatapath {
         let mut last_ns = 0;
         loop {
             if self.ready() {
-                self.note_idle_gap(start.elapsed());
+                self.note_idle_gap(start, Instant::now());
                 return Ok(true);
             }
             i = i.wrapping_add(1);
@@ -94,29 +154,22 @@ impl ShmDatapath {
                 timeline::record(Kind::ServerSleep, slept_at, timeline::now_ns());
             }
             if happened? || self.ready() {
-                self.note_idle_gap(start.elapsed());
+                self.note_idle_gap(start, Instant::now());
                 return Ok(true);
             }
         }
     }
 
-    /// How long to spin now: [`SPIN_GAPS`] times the average idle gap, within
-    /// [`ShmConfig::spin`](super::ShmConfig::spin) and
-    /// [`ShmConfig::max_spin`](super::ShmConfig::max_spin).
+    /// How long to spin now ([`IdleGaps::spin`]).
     #[inline]
     fn adaptive_spin(&self) -> Duration {
-        let floor = self.config.spin;
-        let ceiling = self.config.max_spin.max(floor);
-        Duration::from_nanos(self.idle_gap_ns.saturating_mul(SPIN_GAPS)).clamp(floor, ceiling)
+        self.idle_gaps.spin(self.config.spin, self.config.max_spin)
     }
 
-    /// Folds an idle gap that ended with a record into the average (1/8
-    /// weight); gaps are capped at 10 ms so one long idle period does not
-    /// dominate.
+    /// Notes an idle gap from `start` to `now` that ended with a record.
     #[inline]
-    fn note_idle_gap(&mut self, gap: Duration) {
-        let gap = (gap.as_nanos() as u64).min(10_000_000);
-        self.idle_gap_ns = self.idle_gap_ns - self.idle_gap_ns / 8 + gap / 8;
+    fn note_idle_gap(&mut self, start: Instant, now: Instant) {
+        self.idle_gaps.note(start, now, self.config.max_spin);
     }
 
     /// Takes a connection out of the table. With `report` (the peer went
@@ -361,4 +414,49 @@ pub(super) fn socket_alive(sock: &UnixStream) -> bool {
 
 pub(super) fn timespec(d: Duration) -> rustix::time::Timespec {
     rustix::time::Timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as i64, tv_nsec: d.subsec_nanos() as _ }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLOOR: Duration = Duration::from_micros(50);
+    const CEILING: Duration = Duration::from_millis(1);
+
+    /// Notes `n` gaps of `gap`, back to back from `*t`.
+    fn gaps(g: &mut IdleGaps, t: &mut Instant, n: usize, gap: Duration) {
+        for _ in 0..n {
+            let start = *t;
+            *t += gap;
+            g.note(start, *t, CEILING);
+        }
+    }
+
+    #[test]
+    fn the_spin_covers_twice_the_longest_recent_gap_and_forgets_it_after_two_windows() {
+        let mut g = IdleGaps::default();
+        let mut t = Instant::now();
+        assert_eq!(g.spin(FLOOR, CEILING), FLOOR, "nothing seen: the floor");
+        // Steady load: 1 µs gaps spin for the floor (10 x 1 µs is less).
+        gaps(&mut g, &mut t, 10_000, Duration::from_micros(1));
+        assert_eq!(g.spin(FLOOR, CEILING), FLOOR);
+        // The peer's core is taken for 110 µs once (a tick on the guests).
+        gaps(&mut g, &mut t, 1, Duration::from_micros(110));
+        gaps(&mut g, &mut t, 10_000, Duration::from_micros(1));
+        assert_eq!(g.spin(FLOOR, CEILING), Duration::from_micros(220));
+        // A gap longer than the ceiling is idleness: it counts only towards
+        // the average, which forgets it within a few hundred gaps.
+        gaps(&mut g, &mut t, 1, Duration::from_millis(3));
+        gaps(&mut g, &mut t, 200, Duration::from_micros(1));
+        assert_eq!(g.spin(FLOOR, CEILING), Duration::from_micros(220));
+        // Two windows later, with short gaps only, the spin is back down.
+        for _ in 0..3 {
+            gaps(&mut g, &mut t, 1, GAP_WINDOW);
+            gaps(&mut g, &mut t, 50, Duration::from_micros(1));
+        }
+        assert_eq!(g.spin(FLOOR, CEILING), FLOOR, "{g:?}");
+        // Within the ceiling always.
+        gaps(&mut g, &mut t, 1, Duration::from_micros(900));
+        assert_eq!(g.spin(FLOOR, CEILING), CEILING);
+    }
 }

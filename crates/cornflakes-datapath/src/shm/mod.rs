@@ -170,8 +170,9 @@
 //! # Credits, sleeping and waking (SocksDirect §4.2, §4.4)
 //!
 //! Credits are the ring's own (see [`ring`]): returned once per half ring.
-//! [`Datapath::wait`] busy-polls every inbound ring for
-//! [`ShmConfig::spin`] (50 µs by default), then sets the *sleeping* flag in
+//! [`Datapath::wait`] busy-polls every inbound ring for an adaptive spin
+//! (at least [`ShmConfig::spin`], 50 µs by default; longer under load and
+//! after the peer's short stalls, see its docs), then sets the *sleeping* flag in
 //! each inbound ring, checks the rings again (a `SeqCst` store then load:
 //! with the sender's publish, `SeqCst` fence, then flag load, at least one
 //! side sees the other, so no wake-up is lost), and sleeps in `poll` on the
@@ -258,9 +259,11 @@ pub struct ShmConfig {
     /// How long [`Datapath::wait`] busy-polls before sleeping, at least.
     /// Default 50 µs. The spin adapts to the traffic: it lasts 10x the
     /// recent average idle gap (the time from a `wait` to the record that
-    /// ended it), between `spin` and [`max_spin`](Self::max_spin), so a
-    /// server under steady load does not pay a wake-up per request while
-    /// an idle one still sleeps.
+    /// ended it) or twice the longest idle gap of the last 250-500 ms that
+    /// was no longer than `max_spin`, between `spin` and
+    /// [`max_spin`](Self::max_spin), so a server under load pays no
+    /// wake-up per request nor when its peer loses its core for a moment
+    /// (a scheduler tick), while an idle one still sleeps.
     pub spin: Duration,
     /// The longest adaptive spin. Default 1 ms.
     pub max_spin: Duration,
@@ -445,9 +448,9 @@ pub struct ShmDatapath {
     closing_polls: u32,
     /// Non-empty receive batches since the sockets were last looked at.
     busy_batches: u32,
-    /// Moving average of the idle gaps that ended with a record, ns: what
-    /// the adaptive spin follows.
-    idle_gap_ns: u64,
+    /// The idle gaps that ended with a record: what the adaptive spin
+    /// follows.
+    idle_gaps: liveness::IdleGaps,
     /// Accepted connections waiting for the peer's hello.
     accepting: Vec<setup::Accepting>,
     listener: Option<(UnixListener, PathBuf)>,
@@ -538,7 +541,7 @@ impl ShmDatapath {
             closing: Vec::new(),
             closing_polls: 0,
             busy_batches: 0,
-            idle_gap_ns: 0,
+            idle_gaps: Default::default(),
             accepting: Vec::new(),
             listener: None,
             waker: Default::default(),
