@@ -70,12 +70,18 @@ impl GapTrain {
         1e6 / self.period_us
     }
 
-    /// Names what recurs at this train's rate on `core`: the interrupt of
+    /// Names what recurs at this train's rate on `core` (nothing when
+    /// `counts` is empty: `/proc/interrupts` was not readable): the interrupt of
     /// `counts` whose rate is within 10 % of it (other timers add to the
     /// local timer's count), if any; the local timer
     /// interrupt (`LOC`) is named as the scheduler tick, with whether this
     /// kernel could stop it on a busy core.
     pub fn explain(&mut self, counts: &InterruptRates, core: usize) {
+        if counts.rates.is_empty() {
+            // /proc/interrupts could not be read: nothing to say.
+            self.source = None;
+            return;
+        }
         let rate = self.rate_hz();
         let matching = counts
             .rates
@@ -373,5 +379,7 @@ mod tests {
         let mut other = GapTrain { period_us: 10_000.0, ..tick.clone() };
         other.explain(&rates, 1);
         assert!(other.source.as_deref().is_some_and(|s| s.starts_with("no interrupt")), "{other:?}");
+        other.explain(&InterruptRates::default(), 1);
+        assert_eq!(other.source, None, "nothing read, nothing said");
     }
 }
