@@ -136,6 +136,7 @@ pub fn find_trains(gaps: &[(u64, u64)], seconds: f64) -> (Vec<GapTrain>, Vec<Opt
     }
     let mut order: Vec<usize> = (0..gaps.len()).collect();
     order.sort_by_key(|&i| gaps[i].0);
+    let seconds = seconds.max(f64::MIN_POSITIVE);
     while trains.len() < MAX_TRAINS {
         let left: Vec<u64> = order.iter().filter(|&&i| train_of[i].is_none()).map(|&i| gaps[i].0).collect();
         let Some(period) = strongest_period(&left) else { break };
@@ -148,7 +149,6 @@ pub fn find_trains(gaps: &[(u64, u64)], seconds: f64) -> (Vec<GapTrain>, Vec<Opt
         let first = members.first().map_or(0, |&i| gaps[i].0);
         let mut hit: Vec<u64> = members.iter().map(|&i| (gaps[i].0 - first + period / 2) / period).collect();
         hit.dedup();
-        let seconds = seconds.max(f64::MIN_POSITIVE);
         let share_of_periods = (hit.len() as f64 / (seconds * 1e9 / period as f64)).min(1.0);
         if members.len() < 20 || share_of_periods < MIN_SHARE_OF_PERIODS {
             break;
@@ -176,7 +176,9 @@ pub fn find_trains(gaps: &[(u64, u64)], seconds: f64) -> (Vec<GapTrain>, Vec<Opt
 /// The period of the strongest train among `starts` (sorted), ns.
 fn strongest_period(starts: &[u64]) -> Option<u64> {
     let bins = (MAX_PERIOD_NS / BIN_NS) as usize + 2;
-    let mut hist = vec![0u32; bins];
+    // Pairs and the sum of their lags, per bin: a peak's mean lag comes
+    // from the same pass.
+    let mut hist = vec![(0u32, 0u64); bins];
     let mut pairs = 0u64;
     for (i, &a) in starts.iter().enumerate() {
         for &b in &starts[i + 1..] {
@@ -185,53 +187,42 @@ fn strongest_period(starts: &[u64]) -> Option<u64> {
                 break;
             }
             if lag >= MIN_PERIOD_NS {
-                hist[(lag / BIN_NS) as usize] += 1;
+                let bin = &mut hist[(lag / BIN_NS) as usize];
+                bin.0 += 1;
+                bin.1 += lag;
                 pairs += 1;
             }
         }
     }
-    let window = |b: usize| hist[b.saturating_sub(1)] + hist[b] + hist[(b + 1).min(bins - 1)];
+    // Pairs and summed lags of bins `b - 1` to `b + 1`.
+    let window = |b: usize| {
+        let near = [b.saturating_sub(1), b, (b + 1).min(bins - 1)];
+        near.iter().fold((0u32, 0u64), |(n, sum), &k| (n + hist[k].0, sum + hist[k].1))
+    };
+    let mean = |b: usize| {
+        let (n, sum) = window(b);
+        sum.checked_div(u64::from(n)).unwrap_or(b as u64 * BIN_NS)
+    };
     let first = (MIN_PERIOD_NS / BIN_NS) as usize;
-    let peak = (first..bins - 1).max_by_key(|&b| (window(b), std::cmp::Reverse(b)))?;
+    let peak = (first..bins - 1).max_by_key(|&b| (window(b).0, std::cmp::Reverse(b)))?;
     let even = pairs as f64 * 3.0 * BIN_NS as f64 / (MAX_PERIOD_NS - MIN_PERIOD_NS) as f64;
-    let count = window(peak);
+    let count = window(peak).0;
     if count < 20 || f64::from(count) < 5.0 * even {
         return None;
     }
     // The shortest submultiple that peaks too is the period.
-    let lag = mean_lag(starts, peak);
+    let lag = mean(peak);
     let period = (2..=8u64)
         .rev()
         .map(|k| lag / k)
         .filter(|&p| p >= MIN_PERIOD_NS)
         .find(|&p| {
-            let at = window((p / BIN_NS) as usize);
+            let at = window((p / BIN_NS) as usize).0;
             4 * at >= count && at >= 20 && f64::from(at) >= 5.0 * even
         })
-        .map(|p| mean_lag(starts, (p / BIN_NS) as usize))
+        .map(|p| mean((p / BIN_NS) as usize))
         .unwrap_or(lag);
     Some(period)
-}
-
-/// The mean of the lags between `starts` that fall in bins `bin - 1` to
-/// `bin + 1`.
-fn mean_lag(starts: &[u64], bin: usize) -> u64 {
-    let lo = (bin as u64).saturating_sub(1) * BIN_NS;
-    let hi = (bin as u64 + 2) * BIN_NS;
-    let (mut sum, mut n) = (0u128, 0u128);
-    for (i, &a) in starts.iter().enumerate() {
-        for &b in &starts[i + 1..] {
-            let lag = b - a;
-            if lag >= hi {
-                break;
-            }
-            if lag >= lo {
-                sum += u128::from(lag);
-                n += 1;
-            }
-        }
-    }
-    sum.checked_div(n).map_or(lo + BIN_NS, |mean| mean as u64)
 }
 
 /// Whether a gap of `starts` (sorted) lies 1 to [`NEIGHBOURS`] periods
