@@ -94,14 +94,39 @@ fn copy_without_slow_rep_movsb() {
     eprintln!("cf: could not re-run with GLIBC_TUNABLES={tunables} ({err}); going on with glibc's copies as they are");
 }
 
+/// Whether a panic is `println!`'s on a closed standard output (`cf hiccup |
+/// head`): the reader has what it wanted, which is no error of the run.
+fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.starts_with("failed printing to stdout") && text.contains("Broken pipe")
+}
+
+/// The shell's status for a program stopped by a broken pipe (128 + SIGPIPE).
+const BROKEN_PIPE_STATUS: u8 = 141;
+
 fn main() -> std::process::ExitCode {
     copy_without_slow_rep_movsb();
     let cli = Cli::parse();
-    match run(&cli) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
+    // Rust ignores SIGPIPE, so a closed pipe makes `println!` panic. Stop
+    // quietly instead, but by unwinding, so that the guards of a run (its
+    // child processes, its pools) are dropped as on any other error.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_broken_pipe(info.payload()) {
+            report(info);
+        }
+    }));
+    match std::panic::catch_unwind(|| run(&cli)) {
+        Ok(Ok(())) => std::process::ExitCode::SUCCESS,
+        Ok(Err(e)) => {
             eprintln!("error: {e}");
             e.exit_code()
         }
+        Err(payload) if is_broken_pipe(payload.as_ref()) => std::process::ExitCode::from(BROKEN_PIPE_STATUS),
+        Err(payload) => std::panic::resume_unwind(payload),
     }
 }

@@ -243,6 +243,22 @@ fn hiccup_watches_each_core_it_is_given() {
 }
 
 #[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    // `cf hiccup | head -0`: the reader is gone before the first line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cf"))
+        .args(["hiccup", "--seconds", "0.2", "--cores", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cf runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("cf ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
+#[test]
 fn compare_over_tcp() {
     let out = std::env::temp_dir().join(format!("cf-compare-tcp-test-{}", std::process::id()));
     cf(&[
