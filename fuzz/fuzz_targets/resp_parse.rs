@@ -14,23 +14,26 @@
 //!   to the same command and length;
 //! - it did not end sooner: the stream cut one byte short of it (and half
 //!   way) is not a command yet;
-//! - its arguments, written back as a multibulk command, parse to
+//! - its arguments, written back as a multibulk command (by the reply
+//!   writer, `Reply::array` and `Reply::bulk`), parse to
 //!   themselves with roomy limits, and with the input's limits exactly when
 //!   there are at most `max_args` of them and none is longer than
 //!   `max_bulk_len`.
 #![no_main]
 
 use cornflakes_resp::parse::{parse_command, Limits};
+use cornflakes_resp::Reply;
 use libfuzzer_sys::fuzz_target;
 
+/// `args` as a multibulk request: a RESP array of bulk strings, which is
+/// what the server's reply writer writes for an array of copied values.
 fn multibulk(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    let mut out: Reply<&[u8]> = Reply::new(usize::MAX);
+    out.array(args.len());
     for a in args {
-        out.extend(format!("${}\r\n", a.len()).bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        out.bulk(a);
     }
-    out
+    out.to_vec()
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -320,10 +320,10 @@ const MAX_RETRIES: usize = 3;
 
 /// A point not kept up with while neither the server nor the load
 /// generator was busy for this share of it did not meet the system's limit
-/// (at a maximum the busier side is usually busy 56-97 % of the time on the 2-core
-/// guests) but a stall of the machine: a 179 ms median at 40 % of the probe,
-/// twice in a row, ended one Google 1-8 sweep of Cornflakes at 381 k
-/// against its other repeats' 722-828 k.
+/// (at a maximum the busier side is usually busy 56-97 % of the time on
+/// the 2-core guests) but a stall of the machine: a 179 ms median at 40 % of
+/// the probe, twice in a row, ended one Google 1-8 sweep of Cornflakes at
+/// 381 k against its other repeats' 722-828 k.
 const IDLE_FAILURE_SHARE: f64 = 0.5;
 
 /// Such points tried again per sweep, beyond [`MAX_RETRIES`].
