@@ -956,7 +956,7 @@ pub(crate) struct ServerArgs {
     /// Zero-copy threshold of the hybrid systems (cornflakes,
     /// cornflakes-no-sas) and of RESP replies: bytes, `never`, or `adaptive`
     /// (measured and followed while serving; not with --protocol resp);
-    /// `interleaved` or `turns:<bytes|never>,...` take turns of 2048
+    /// `interleaved` or `turns:<bytes|never>[-no-sas],...` take turns of 2048
     /// requests and report each one's busy time when stopped (`cf
     /// thresholds --interleaved`, `cf calibrate`).
     /// Default: this machine's calibration for the transport (`cf calibrate`
@@ -1316,9 +1316,12 @@ pub(crate) struct ThresholdsArgs {
     /// With --interleaved: only these thresholds take turns (bytes or
     /// `never`, comma-separated), each compared with the first. E.g.
     /// `--turns 512,0,never` sets the hybrid at 512 B against sending every
-    /// field zero-copy (only-sg) and copying every one (only-copy).
-    #[arg(long, value_delimiter = ',', value_parser = cornflakes_eval::report::parse_bytes_or_never, requires = "interleaved")]
-    turns: Vec<usize>,
+    /// field zero-copy (only-sg) and copying every one (only-copy). A
+    /// threshold followed by `-no-sas` takes its turns without
+    /// serialize-and-send (as cornflakes-no-sas sends): `--turns
+    /// 512,512-no-sas` measures what serialize-and-send saves the server.
+    #[arg(long, value_delimiter = ',', value_parser = cornflakes_eval::report::parse_turn, requires = "interleaved")]
+    turns: Vec<cornflakes_kv::server::TurnMode>,
     /// Hugepages for the servers' pools, as `cf compare --hugepages`.
     #[arg(long, default_value = "auto")]
     hugepages: HugepagePolicy,

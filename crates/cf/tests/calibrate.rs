@@ -93,7 +93,8 @@ fn thresholds_in_turns_measure_each_one_in_one_server() {
             "--interleaved",
             "0.5",
         ])
-        .args(["--turns", "128,0,never"])
+        // The last one without serialize-and-send.
+        .args(["--turns", "128,0,never,128-no-sas"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -106,9 +107,15 @@ fn thresholds_in_turns_measure_each_one_in_one_server() {
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .filter(|w| w.len() >= 5 && (w[0] == "never" || w.get(1) == Some(&"B")))
         .collect();
-    let names: Vec<String> =
-        rows.iter().map(|w| if w[0] == "never" { "never".into() } else { w[0..2].join(" ") }).collect();
-    assert_eq!(names, ["128 B", "0 B", "never"], "{stdout}");
+    let names: Vec<String> = rows
+        .iter()
+        .map(|w| match (w[0], w[2]) {
+            ("never", _) => "never".into(),
+            (_, "no-sas") => w[0..3].join(" "),
+            _ => w[0..2].join(" "),
+        })
+        .collect();
+    assert_eq!(names, ["128 B", "0 B", "never", "128 B no-sas"], "{stdout}");
     for w in &rows {
         let requests: u64 = w[w.len() - 4].parse().unwrap();
         let ns: f64 = w[w.len() - 3].parse().unwrap();

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cornflakes::field::{calibration_path, Threshold, ThresholdSource, ONLY_COPY, ONLY_ZERO_COPY};
-use cornflakes_kv::server::TurnCost;
+use cornflakes_kv::server::{TurnCost, TurnMode};
 use cornflakes_kv::System;
 use cornflakes_workloads::WorkloadSpec;
 use serde::{Deserialize, Serialize};
@@ -205,7 +205,7 @@ pub fn run(cfg: &CalibrateConfig) -> Result<CalibrationReport, Error> {
             bytes_text(ws)
         );
         let mut cell = Cell { entries, total, element, working_set: ws, ..Default::default() };
-        let turns = [ONLY_ZERO_COPY, ONLY_COPY];
+        let turns = [ONLY_ZERO_COPY.into(), ONLY_COPY.into()];
         match turn_costs(&cfg.bench(), &spec, cfg.seconds.max(0.05) * 4.0, &turns) {
             Ok((point, costs)) => {
                 cell.errors += point.errors;
@@ -406,14 +406,14 @@ pub fn turn_costs(
     cfg: &Bench,
     spec: &WorkloadSpec,
     seconds: f64,
-    turns: &[usize],
+    turns: &[TurnMode],
 ) -> Result<(crate::loadgen::PointResult, Vec<TurnCost>), Error> {
     use crate::child::KvServer;
     use crate::loadgen::run_point;
     let choice = if turns.is_empty() {
         "interleaved".to_owned()
     } else {
-        let list: Vec<String> = turns.iter().map(|&t| threshold_arg(t)).collect();
+        let list: Vec<String> = turns.iter().map(|&t| crate::report::turn_arg(t)).collect();
         format!("turns:{}", list.join(","))
     };
     let addr = crate::transport::local_server_addr(cfg.transport);
@@ -458,14 +458,14 @@ pub fn interleaved_thresholds(
     cfg: &Bench,
     spec: &WorkloadSpec,
     seconds: f64,
-    turns: &[usize],
+    turns: &[TurnMode],
 ) -> Result<Vec<(String, u64, f64)>, Error> {
     eprintln!("interleaved: {seconds} s of closed-loop load on {spec}");
     let (point, costs) = turn_costs(cfg, spec, seconds, turns)?;
     let rows: Vec<(String, u64, f64)> = costs
         .iter()
         .map(|t| {
-            let name = t.threshold.map_or("adaptive".to_owned(), threshold_text);
+            let name = t.mode().map_or("adaptive".to_owned(), crate::report::turn_text);
             (name, t.requests, t.busy_ns as f64 / t.requests.max(1) as f64)
         })
         .collect();
@@ -478,12 +478,12 @@ pub fn interleaved_thresholds(
         crate::kv::INTERLEAVE_SLICE
     );
     println!(
-        "{:>10} {:>10} {:>12} {:>16} {:>11}",
+        "{:>14} {:>10} {:>12} {:>16} {:>11}",
         "threshold", "requests", "ns/request", "server capacity", "x of first"
     );
     let first_ns = rows.first().map_or(f64::NAN, |r| r.2);
     for (name, requests, ns) in &rows {
-        println!("{name:>10} {requests:>10} {ns:>12.0} {:>16.0} {:>11.3}", 1e9 / ns, first_ns / ns);
+        println!("{name:>14} {requests:>10} {ns:>12.0} {:>16.0} {:>11.3}", 1e9 / ns, first_ns / ns);
     }
     let statics: Vec<&(String, u64, f64)> =
         rows.iter().zip(&costs).filter(|(_, c)| c.threshold.is_some()).map(|(r, _)| r).collect();

@@ -291,7 +291,7 @@ fn serve<D: Datapath>(
             format!("every candidate and adaptive in turns of {INTERLEAVE_SLICE} requests (--threshold)"),
         ),
         Some(ThresholdChoice::Turns(thresholds)) => {
-            let names: Vec<String> = thresholds.iter().map(|&t| threshold_text(t)).collect();
+            let names: Vec<String> = thresholds.iter().map(|&t| crate::report::turn_text(t)).collect();
             let in_use = format!("{} in turns of {INTERLEAVE_SLICE} requests (--threshold)", names.join(", "));
             (ThresholdPolicy::in_turns(INTERLEAVE_SLICE, thresholds.clone(), None), in_use)
         }

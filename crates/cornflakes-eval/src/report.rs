@@ -7,6 +7,7 @@
 //! are not JSON: fields that can lack a value are `Option`s, and
 //! [`finite`] turns a computed `f64` into one.
 
+use cornflakes_kv::server::TurnMode;
 use cornflakes_kv::{ServerStats, System};
 use serde::{Deserialize, Serialize};
 
@@ -43,14 +44,15 @@ pub enum ThresholdChoice {
     /// Every candidate and the adaptive controller in turns, each turn's
     /// cost counted (`cf thresholds --interleaved`).
     Interleaved,
-    /// These thresholds in turns, each turn's cost counted (`cf
-    /// calibrate`: zero-copy against copy in one server).
-    Turns(Vec<usize>),
+    /// These thresholds (each with or without serialize-and-send) in
+    /// turns, each turn's cost counted (`cf calibrate`: zero-copy against
+    /// copy in one server).
+    Turns(Vec<TurnMode>),
 }
 
 /// Parses a zero-copy threshold given on the command line: bytes, `never`
 /// (copy every field), `adaptive`, `interleaved`, or `turns:` and a
-/// comma-separated list of bytes or `never`.
+/// comma-separated list of turns as [`parse_turn`] reads them.
 ///
 /// # Examples
 ///
@@ -58,7 +60,7 @@ pub enum ThresholdChoice {
 /// use cornflakes_eval::report::{parse_threshold, ThresholdChoice};
 ///
 /// assert_eq!(parse_threshold("512"), Ok(ThresholdChoice::Fixed(512)));
-/// assert_eq!(parse_threshold("turns:0,never"), Ok(ThresholdChoice::Turns(vec![0, usize::MAX])));
+/// assert_eq!(parse_threshold("turns:0,never"), Ok(ThresholdChoice::Turns(vec![0.into(), usize::MAX.into()])));
 /// assert!(parse_threshold("turns:").is_err());
 /// assert!(parse_threshold("lots").is_err());
 /// ```
@@ -69,7 +71,7 @@ pub fn parse_threshold(s: &str) -> Result<ThresholdChoice, String> {
         "interleaved" => Ok(ThresholdChoice::Interleaved),
         _ => match s.strip_prefix("turns:") {
             Some(list) if !list.is_empty() => {
-                list.split(',').map(bytes).collect::<Result<_, _>>().map(ThresholdChoice::Turns)
+                list.split(',').map(parse_turn).collect::<Result<_, _>>().map(ThresholdChoice::Turns)
             }
             Some(_) => Err("`turns:` needs thresholds, e.g. `turns:0,never`".into()),
             None => bytes(s).map(ThresholdChoice::Fixed).map_err(|_| {
@@ -85,6 +87,53 @@ pub fn threshold_arg(threshold: usize) -> String {
         "never".to_owned()
     } else {
         threshold.to_string()
+    }
+}
+
+/// Parses one turn of `turns:` or `cf thresholds --turns`: a threshold as
+/// [`parse_bytes_or_never`] reads it, with serialize-and-send, or followed
+/// by `-no-sas` without it (responses through an intermediate buffer and a
+/// segment list, as `cornflakes-no-sas` sends them).
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_eval::report::{parse_turn, turn_arg};
+/// use cornflakes_kv::server::TurnMode;
+///
+/// let without = TurnMode { threshold: 512, serialize_and_send: false };
+/// assert_eq!(parse_turn("512"), Ok(512.into()));
+/// assert_eq!(parse_turn("512-no-sas"), Ok(without));
+/// assert_eq!(parse_turn(&turn_arg(without)), Ok(without));
+/// assert!(parse_turn("-no-sas").is_err());
+/// ```
+pub fn parse_turn(s: &str) -> Result<TurnMode, String> {
+    let (threshold, serialize_and_send) = match s.strip_suffix("-no-sas") {
+        Some(t) => (t, false),
+        None => (s, true),
+    };
+    let threshold = parse_bytes_or_never(threshold)
+        .map_err(|_| format!("`{s}` is not a byte count or `never`, optionally followed by `-no-sas`"))?;
+    Ok(TurnMode { threshold, serialize_and_send })
+}
+
+/// A turn as [`parse_turn`] reads it back.
+pub fn turn_arg(m: TurnMode) -> String {
+    let t = threshold_arg(m.threshold);
+    if m.serialize_and_send {
+        t
+    } else {
+        format!("{t}-no-sas")
+    }
+}
+
+/// A turn for a table: `512 B`, `512 B no-sas`.
+pub fn turn_text(m: TurnMode) -> String {
+    let t = threshold_text(m.threshold);
+    if m.serialize_and_send {
+        t
+    } else {
+        format!("{t} no-sas")
     }
 }
 

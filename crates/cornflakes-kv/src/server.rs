@@ -221,8 +221,8 @@ pub enum ThresholdPolicy {
         /// the next one measured 3-4 % slower than the same threshold in
         /// another position).
         settle_requests: u64,
-        /// The fixed thresholds that take turns, in this order.
-        thresholds: Vec<usize>,
+        /// The fixed settings that take turns, in this order.
+        thresholds: Vec<TurnMode>,
         /// The controller's settings, when it takes a turn too.
         adaptive: Option<AdaptiveConfig>,
     },
@@ -231,13 +231,33 @@ pub enum ThresholdPolicy {
 impl ThresholdPolicy {
     /// `thresholds` (then the controller, when `adaptive`) in turns of
     /// `slice_requests`, the first eighth of each turn not counted.
-    pub fn in_turns(slice_requests: u64, thresholds: Vec<usize>, adaptive: Option<AdaptiveConfig>) -> Self {
+    pub fn in_turns(slice_requests: u64, thresholds: Vec<TurnMode>, adaptive: Option<AdaptiveConfig>) -> Self {
         ThresholdPolicy::Interleaved { slice_requests, settle_requests: slice_requests / 8, thresholds, adaptive }
     }
 
     /// Every candidate of the adaptive controller, then the controller.
     pub fn every_candidate_and_adaptive(slice_requests: u64) -> Self {
-        Self::in_turns(slice_requests, ADAPTIVE_CANDIDATES.to_vec(), Some(AdaptiveConfig::default()))
+        let every = ADAPTIVE_CANDIDATES.iter().map(|&t| TurnMode::from(t)).collect();
+        Self::in_turns(slice_requests, every, Some(AdaptiveConfig::default()))
+    }
+}
+
+/// A fixed setting that takes turns: a zero-copy threshold, with or
+/// without serialize-and-send (without: the response goes through an
+/// intermediate buffer and a segment list, as `cornflakes-no-sas` sends
+/// it), so that the two paths can be compared in one server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnMode {
+    /// Bytes (`usize::MAX`: never zero-copy).
+    pub threshold: usize,
+    /// Whether responses go out with serialize-and-send.
+    pub serialize_and_send: bool,
+}
+
+impl From<usize> for TurnMode {
+    /// `threshold` with serialize-and-send.
+    fn from(threshold: usize) -> Self {
+        TurnMode { threshold, serialize_and_send: true }
     }
 }
 
@@ -247,13 +267,30 @@ pub struct TurnCost {
     /// The threshold in bytes, or `None` for the adaptive controller's
     /// turns.
     pub threshold: Option<usize>,
+    /// Whether its responses went out with serialize-and-send (the
+    /// controller's always do).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub serialize_and_send: bool,
     /// Requests handled in its turns.
     pub requests: u64,
     /// Busy nanoseconds of its turns.
     pub busy_ns: u64,
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
+}
+
 impl TurnCost {
+    /// The setting of these turns (`None`: the adaptive controller's).
+    pub fn mode(&self) -> Option<TurnMode> {
+        self.threshold.map(|threshold| TurnMode { threshold, serialize_and_send: self.serialize_and_send })
+    }
+
     /// Requests per second of busy time in these turns (`None` before any).
     pub fn capacity_rps(&self) -> Option<f64> {
         (self.requests > 0 && self.busy_ns > 0).then(|| self.requests as f64 * 1e9 / self.busy_ns as f64)
@@ -288,12 +325,17 @@ impl Turns {
     /// Turns of `slice` requests for `thresholds`, then for the controller
     /// when `adaptive`; batches that start within a turn's first `settle`
     /// requests are not counted.
-    fn new(slice: u64, settle: u64, thresholds: &[usize], adaptive: bool) -> Self {
+    fn new(slice: u64, settle: u64, thresholds: &[TurnMode], adaptive: bool) -> Self {
         let costs: Vec<TurnCost> = thresholds
             .iter()
-            .map(|&t| Some(t))
+            .map(|&m| Some(m))
             .chain(adaptive.then_some(None))
-            .map(|threshold| TurnCost { threshold, requests: 0, busy_ns: 0 })
+            .map(|mode| TurnCost {
+                threshold: mode.map(|m| m.threshold),
+                serialize_and_send: mode.is_none_or(|m| m.serialize_and_send),
+                requests: 0,
+                busy_ns: 0,
+            })
             .collect();
         let order = (0..costs.len()).collect();
         Turns { costs, order, pos: 0, in_slice: 0, slice: slice.max(1), settle, shuffle: 0 }
@@ -308,8 +350,8 @@ impl Turns {
         self
     }
 
-    fn current(&self) -> Option<usize> {
-        self.costs[self.order[self.pos]].threshold
+    fn current(&self) -> Option<TurnMode> {
+        self.costs[self.order[self.pos]].mode()
     }
 
     /// The next round's order: a Fisher-Yates shuffle with xorshift64.
@@ -326,9 +368,9 @@ impl Turns {
         }
     }
 
-    /// Records a batch; the next turn's threshold (`None` inside: the
+    /// Records a batch; the next turn's setting (`None` inside: the
     /// controller's) when the turn ends.
-    fn record(&mut self, requests: u64, busy_ns: u64) -> Option<Option<usize>> {
+    fn record(&mut self, requests: u64, busy_ns: u64) -> Option<Option<TurnMode>> {
         if self.in_slice >= self.settle {
             let c = &mut self.costs[self.order[self.pos]];
             (c.requests, c.busy_ns) = (c.requests + requests, c.busy_ns + busy_ns);
@@ -358,11 +400,11 @@ pub fn serve_with_policy<D: Datapath>(
     mut keep_going: impl FnMut(&ServerStats) -> bool,
 ) -> Result<(ServerStats, PolicyOutcome), RecvError> {
     let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
-    let (threshold, mut adaptive, mut turns) = match policy {
-        ThresholdPolicy::Fixed(t) => (t, None, None),
+    let (first, mut adaptive, mut turns) = match policy {
+        ThresholdPolicy::Fixed(t) => (t.into(), None, None),
         ThresholdPolicy::Adaptive(config) if hybrid => {
             let a = AdaptiveThreshold::new(config);
-            (a.threshold(), Some(a), None)
+            (a.threshold().into(), Some(a), None)
         }
         ThresholdPolicy::Interleaved { slice_requests, settle_requests, thresholds, adaptive } if hybrid => {
             let turns = Turns::new(slice_requests, settle_requests, &thresholds, adaptive.is_some())
@@ -371,13 +413,16 @@ pub fn serve_with_policy<D: Datapath>(
                 return Err(RecvError::Io(std::io::Error::other("interleaved turns need at least one threshold")));
             }
             let adaptive = adaptive.map(AdaptiveThreshold::new);
-            let first = turns.current().unwrap_or_else(|| adaptive.as_ref().map_or(0, AdaptiveThreshold::threshold));
+            let first =
+                turns.current().unwrap_or_else(|| adaptive.as_ref().map_or(0, AdaptiveThreshold::threshold).into());
             (first, adaptive, Some(turns))
         }
-        ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0, None, None),
+        ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0.into(), None, None),
     };
+    // Only the turns change serialize-and-send; otherwise the system says.
+    let sas = turns.is_some().then_some(first.serialize_and_send);
     let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut() };
-    let stats = serve_system(dp, store, system, threshold, control, &mut keep_going)?;
+    let stats = serve_system(dp, store, system, first.threshold, sas, control, &mut keep_going)?;
     Ok((stats, PolicyOutcome { adaptive, turns: turns.map(|t| t.costs).unwrap_or_default() }))
 }
 
@@ -388,10 +433,10 @@ struct Control<'a> {
 }
 
 impl Control<'_> {
-    /// After a batch: the threshold to use from now on, when it changes.
-    fn after_batch(&mut self, requests: u64, busy_ns: u64) -> Option<usize> {
+    /// After a batch: the setting to use from now on, when it changes.
+    fn after_batch(&mut self, requests: u64, busy_ns: u64) -> Option<TurnMode> {
         let Some(turns) = self.turns.as_deref_mut() else {
-            return self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns));
+            return self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns)).map(TurnMode::from);
         };
         // The controller learns only from its own turns.
         let changed = if turns.current().is_none() {
@@ -401,8 +446,8 @@ impl Control<'_> {
         };
         match turns.record(requests, busy_ns) {
             Some(Some(fixed)) => Some(fixed),
-            Some(None) => self.adaptive.as_deref().map(AdaptiveThreshold::threshold),
-            None => changed,
+            Some(None) => self.adaptive.as_deref().map(|a| a.threshold().into()),
+            None => changed.map(TurnMode::from),
         }
     }
 }
@@ -412,6 +457,7 @@ fn serve_system<D: Datapath>(
     store: &mut Store,
     system: System,
     threshold: usize,
+    sas: Option<bool>,
     control: Control<'_>,
     mut keep_going: &mut dyn FnMut(&ServerStats) -> bool,
 ) -> Result<ServerStats, RecvError> {
@@ -421,7 +467,9 @@ fn serve_system<D: Datapath>(
     let pool = dp.pool().clone();
     let scratch = dp.scratch_pool().clone();
     match system {
-        System::Cornflakes => run(dp, store, CornflakesServer::new(&pool, threshold, true), &mut keep_going, control),
+        System::Cornflakes => {
+            run(dp, store, CornflakesServer::new(&pool, threshold, sas.unwrap_or(true)), &mut keep_going, control)
+        }
         System::CornflakesOnlySg => {
             run(dp, store, CornflakesServer::new(&pool, ONLY_ZERO_COPY, true), &mut keep_going, control)
         }
@@ -429,7 +477,7 @@ fn serve_system<D: Datapath>(
             run(dp, store, CornflakesServer::new(&pool, ONLY_COPY, true), &mut keep_going, control)
         }
         System::CornflakesNoSas => {
-            run(dp, store, CornflakesServer::new(&pool, threshold, false), &mut keep_going, control)
+            run(dp, store, CornflakesServer::new(&pool, threshold, sas.unwrap_or(false)), &mut keep_going, control)
         }
         System::Raw => run(dp, store, RawEchoServer, &mut keep_going, control),
         System::CornflakesProtobuf => {
@@ -504,8 +552,11 @@ fn run<D: Datapath, C: ServerCodec>(
             last_ns = start_ns + busy;
         }
         stats.busy_ns += busy;
-        if let Some(t) = control.after_batch(batch, busy) {
-            codec.set_threshold(t);
+        if let Some(m) = control.after_batch(batch, busy) {
+            codec.set_threshold(m.threshold);
+            if control.turns.is_some() {
+                codec.set_serialize_and_send(m.serialize_and_send);
+            }
         }
     }
     Ok(stats)
@@ -513,13 +564,22 @@ fn run<D: Datapath, C: ServerCodec>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Control, ServerStats, TurnCost, Turns};
+    use super::{Control, ServerStats, TurnCost, TurnMode, Turns};
     use cornflakes::field::{AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES, ONLY_COPY, ONLY_ZERO_COPY};
+
+    /// Fixed turns with serialize-and-send.
+    fn modes(thresholds: &[usize]) -> Vec<TurnMode> {
+        thresholds.iter().map(|&t| t.into()).collect()
+    }
+
+    fn sas(threshold: usize) -> Option<TurnMode> {
+        Some(threshold.into())
+    }
 
     #[test]
     fn interleaved_turns_go_round_and_the_controller_learns_only_from_its_own() {
         let mut adaptive = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 8, hold_epochs: 2, margin: 0.02 });
-        let mut turns = Turns::new(10, 0, &ADAPTIVE_CANDIDATES, true);
+        let mut turns = Turns::new(10, 0, &modes(&ADAPTIVE_CANDIDATES), true);
         let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns) };
         // Two rounds of 11 turns, one batch of 10 requests each; a turn's
         // cost is its position, so each total is identifiable.
@@ -533,9 +593,9 @@ mod tests {
         // Each fixed turn hands over to the next candidate; the last fixed
         // one to the controller's current threshold (its survey starts at
         // the smallest); the controller's turn back to the first.
-        assert_eq!(seen[0], Some(ADAPTIVE_CANDIDATES[1]));
-        assert_eq!(seen[ADAPTIVE_CANDIDATES.len() - 1], Some(ADAPTIVE_CANDIDATES[0]));
-        assert_eq!(seen[ADAPTIVE_CANDIDATES.len()], Some(ADAPTIVE_CANDIDATES[0]));
+        assert_eq!(seen[0], sas(ADAPTIVE_CANDIDATES[1]));
+        assert_eq!(seen[ADAPTIVE_CANDIDATES.len() - 1], sas(ADAPTIVE_CANDIDATES[0]));
+        assert_eq!(seen[ADAPTIVE_CANDIDATES.len()], sas(ADAPTIVE_CANDIDATES[0]));
         let costs = &turns.costs;
         assert_eq!(costs.len(), ADAPTIVE_CANDIDATES.len() + 1);
         assert!(costs.iter().all(|c| c.requests == 20), "{costs:?}");
@@ -551,28 +611,48 @@ mod tests {
     #[test]
     fn turns_without_the_controller_alternate_between_the_thresholds() {
         // Turns of 4 requests, of which the first 2 settle uncounted.
-        let mut turns = Turns::new(4, 2, &[ONLY_ZERO_COPY, ONLY_COPY], false);
+        let mut turns = Turns::new(4, 2, &modes(&[ONLY_ZERO_COPY, ONLY_COPY]), false);
         let mut control = Control { adaptive: None, turns: Some(&mut turns) };
         assert_eq!(control.after_batch(2, 5), None, "half a turn, settling");
-        assert_eq!(control.after_batch(2, 7), Some(ONLY_COPY));
+        assert_eq!(control.after_batch(2, 7), sas(ONLY_COPY));
         assert_eq!(control.after_batch(1, 1000), None, "settling");
-        assert_eq!(control.after_batch(4, 40), Some(ONLY_ZERO_COPY), "started within the settling: not counted");
+        assert_eq!(control.after_batch(4, 40), sas(ONLY_ZERO_COPY), "started within the settling: not counted");
         assert_eq!(control.after_batch(1, 1000), None);
         assert_eq!(control.after_batch(1, 1000), None);
-        assert_eq!(control.after_batch(5, 6), Some(ONLY_COPY), "a batch past the slice ends the turn");
+        assert_eq!(control.after_batch(5, 6), sas(ONLY_COPY), "a batch past the slice ends the turn");
         let expected = [(Some(ONLY_ZERO_COPY), 7, 13), (Some(ONLY_COPY), 0, 0)]
-            .map(|(threshold, requests, busy_ns)| TurnCost { threshold, requests, busy_ns });
+            .map(|(threshold, requests, busy_ns)| TurnCost { threshold, serialize_and_send: true, requests, busy_ns });
         assert_eq!(turns.costs, expected);
     }
 
     #[test]
+    fn one_threshold_takes_turns_with_and_without_serialize_and_send() {
+        let without = TurnMode { threshold: 512, serialize_and_send: false };
+        let mut turns = Turns::new(2, 0, &[512.into(), without], false);
+        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
+        assert_eq!(control.after_batch(2, 10), Some(without), "the second turn switches it off");
+        assert_eq!(control.after_batch(2, 30), sas(512), "and the next round on again");
+        let costs = &turns.costs;
+        assert_eq!((costs[0].mode(), costs[0].busy_ns), (sas(512), 10));
+        assert_eq!((costs[1].mode(), costs[1].busy_ns), (Some(without), 30));
+        // In the servers' JSON lines a turn without it says so; one with it
+        // reads as it did before the field existed.
+        let with = serde_json::to_string(&costs[0]).unwrap();
+        assert!(!with.contains("serialize_and_send"), "{with}");
+        let off = serde_json::to_string(&costs[1]).unwrap();
+        assert!(off.contains(r#""serialize_and_send":false"#), "{off}");
+        let back: Vec<TurnCost> = serde_json::from_str(&format!("[{with},{off}]")).unwrap();
+        assert_eq!(&back, costs);
+    }
+
+    #[test]
     fn shuffled_rounds_give_every_turn_its_slice_in_a_new_order() {
-        let mut turns = Turns::new(1, 0, &[1, 2, 3, 4, 5], false).shuffled(7);
+        let mut turns = Turns::new(1, 0, &modes(&[1, 2, 3, 4, 5]), false).shuffled(7);
         let mut rounds = Vec::new();
         for _ in 0..20 {
             let round: Vec<usize> = (0..5)
                 .map(|_| {
-                    let t = turns.current().unwrap();
+                    let t = turns.current().unwrap().threshold;
                     turns.record(1, t as u64);
                     t
                 })

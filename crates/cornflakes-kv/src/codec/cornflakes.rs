@@ -115,6 +115,10 @@ impl ServerCodec for CornflakesServer {
     fn set_threshold(&mut self, threshold: usize) {
         self.arena.set_threshold(threshold);
     }
+
+    fn set_serialize_and_send(&mut self, on: bool) {
+        self.serialize_and_send = on;
+    }
 }
 
 /// Without serialize-and-send: header and copied data go into a separate

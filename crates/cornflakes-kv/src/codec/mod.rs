@@ -55,6 +55,10 @@ pub trait ServerCodec {
     /// Changes the zero-copy threshold of fields set from now on (hybrid
     /// codecs; the others have none).
     fn set_threshold(&mut self, _threshold: usize) {}
+
+    /// Switches serialize-and-send on or off for responses sent from now on
+    /// (the Cornflakes codec; the others have one send path).
+    fn set_serialize_and_send(&mut self, _on: bool) {}
 }
 
 /// The client half of a serializer.
