@@ -400,6 +400,7 @@ pub fn serve_with_policy<D: Datapath>(
     mut keep_going: impl FnMut(&ServerStats) -> bool,
 ) -> Result<(ServerStats, PolicyOutcome), RecvError> {
     let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
+    let sas_possible = system != System::CornflakesNoSas;
     let (first, mut adaptive, mut turns) = match policy {
         ThresholdPolicy::Fixed(t) => (t.into(), None, None),
         ThresholdPolicy::Adaptive(config) if hybrid => {
@@ -407,8 +408,12 @@ pub fn serve_with_policy<D: Datapath>(
             (a.threshold().into(), Some(a), None)
         }
         ThresholdPolicy::Interleaved { slice_requests, settle_requests, thresholds, adaptive } if hybrid => {
-            let turns = Turns::new(slice_requests, settle_requests, &thresholds, adaptive.is_some())
+            let mut turns = Turns::new(slice_requests, settle_requests, &thresholds, adaptive.is_some())
                 .shuffled(0x9e37_79b9_7f4a_7c15);
+            if !sas_possible {
+                // cornflakes-no-sas never sends with it, whatever the turn says.
+                turns.costs.iter_mut().for_each(|c| c.serialize_and_send = false);
+            }
             if turns.costs.is_empty() {
                 return Err(RecvError::Io(std::io::Error::other("interleaved turns need at least one threshold")));
             }
@@ -420,8 +425,8 @@ pub fn serve_with_policy<D: Datapath>(
         ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0.into(), None, None),
     };
     // Only the turns change serialize-and-send; otherwise the system says.
-    let sas = turns.is_some().then_some(first.serialize_and_send);
-    let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut() };
+    let sas = turns.is_some().then_some(first.serialize_and_send && sas_possible);
+    let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut(), sas_possible };
     let stats = serve_system(dp, store, system, first.threshold, sas, control, &mut keep_going)?;
     Ok((stats, PolicyOutcome { adaptive, turns: turns.map(|t| t.costs).unwrap_or_default() }))
 }
@@ -430,11 +435,19 @@ pub fn serve_with_policy<D: Datapath>(
 struct Control<'a> {
     adaptive: Option<&'a mut AdaptiveThreshold>,
     turns: Option<&'a mut Turns>,
+    /// False for a system without serialize-and-send: no turn switches it on.
+    sas_possible: bool,
 }
 
 impl Control<'_> {
     /// After a batch: the setting to use from now on, when it changes.
     fn after_batch(&mut self, requests: u64, busy_ns: u64) -> Option<TurnMode> {
+        let sas_possible = self.sas_possible;
+        self.next_setting(requests, busy_ns)
+            .map(|m| TurnMode { serialize_and_send: m.serialize_and_send && sas_possible, ..m })
+    }
+
+    fn next_setting(&mut self, requests: u64, busy_ns: u64) -> Option<TurnMode> {
         let Some(turns) = self.turns.as_deref_mut() else {
             return self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns)).map(TurnMode::from);
         };
@@ -580,7 +593,7 @@ mod tests {
     fn interleaved_turns_go_round_and_the_controller_learns_only_from_its_own() {
         let mut adaptive = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 8, hold_epochs: 2, margin: 0.02 });
         let mut turns = Turns::new(10, 0, &modes(&ADAPTIVE_CANDIDATES), true);
-        let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns) };
+        let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns), sas_possible: true };
         // Two rounds of 11 turns, one batch of 10 requests each; a turn's
         // cost is its position, so each total is identifiable.
         let mut seen = Vec::new();
@@ -612,7 +625,7 @@ mod tests {
     fn turns_without_the_controller_alternate_between_the_thresholds() {
         // Turns of 4 requests, of which the first 2 settle uncounted.
         let mut turns = Turns::new(4, 2, &modes(&[ONLY_ZERO_COPY, ONLY_COPY]), false);
-        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
+        let mut control = Control { adaptive: None, turns: Some(&mut turns), sas_possible: true };
         assert_eq!(control.after_batch(2, 5), None, "half a turn, settling");
         assert_eq!(control.after_batch(2, 7), sas(ONLY_COPY));
         assert_eq!(control.after_batch(1, 1000), None, "settling");
@@ -629,12 +642,16 @@ mod tests {
     fn one_threshold_takes_turns_with_and_without_serialize_and_send() {
         let without = TurnMode { threshold: 512, serialize_and_send: false };
         let mut turns = Turns::new(2, 0, &[512.into(), without], false);
-        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
+        let mut control = Control { adaptive: None, turns: Some(&mut turns), sas_possible: true };
         assert_eq!(control.after_batch(2, 10), Some(without), "the second turn switches it off");
         assert_eq!(control.after_batch(2, 30), sas(512), "and the next round on again");
         let costs = &turns.costs;
         assert_eq!((costs[0].mode(), costs[0].busy_ns), (sas(512), 10));
         assert_eq!((costs[1].mode(), costs[1].busy_ns), (Some(without), 30));
+        // A system without serialize-and-send is never switched to it.
+        let mut never = Turns::new(2, 0, &[without, 512.into()], false);
+        let mut control = Control { adaptive: None, turns: Some(&mut never), sas_possible: false };
+        assert_eq!(control.after_batch(2, 10), Some(TurnMode { threshold: 512, serialize_and_send: false }));
         // In the servers' JSON lines a turn without it says so; one with it
         // reads as it did before the field existed.
         let with = serde_json::to_string(&costs[0]).unwrap();
