@@ -121,10 +121,11 @@ pub(crate) enum Command {
     /// (deserialize, store, set value, serialize & send, flush), while the
     /// load generator offers --rate from the other core over shm. With
     /// `--side client`, the load generator runs under callgrind instead
-    /// (steps: arrive, send_backlog, receive: the datapath's gather, on_response: the check, expire). Prints and
-    /// writes, per system and step, instructions, simulated cache misses,
-    /// simulated branch mispredictions and estimated cycles per request
-    /// (OUT/table.md, phases.json, phases.png, and each callgrind file for
+    /// (steps: arrive, send_backlog, receive: the datapath's gather,
+    /// on_response: the check, expire). Prints and writes, per system and
+    /// step, instructions, simulated cache misses, simulated branch
+    /// mispredictions and estimated cycles per request (OUT/table.md,
+    /// phases.json, phases.png, and each callgrind file for
     /// `callgrind_annotate`). Counts are exact and repeatable, unlike times
     /// on a machine without cycle counters. Valgrind has no AVX-512: code
     /// that uses it where the CPU has it (short copies) takes its fallback

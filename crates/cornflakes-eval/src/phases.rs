@@ -53,8 +53,8 @@ const GLIBC_NO_REP_STRINGS: &str =
 pub enum Side {
     /// The key-value server: the steps of [`cornflakes_kv::phase`].
     Server,
-    /// The load generator: queueing arrivals, sending, receiving and checking each
-    /// response, expiring (the server runs natively).
+    /// The load generator: queueing arrivals, sending, receiving and
+    /// checking each response, expiring (the server runs natively).
     Client,
 }
 
