@@ -354,6 +354,20 @@ impl Turns {
         self.costs[self.order[self.pos]].mode()
     }
 
+    /// The current turn's setting; in the controller's turn, `threshold`
+    /// (the controller's) with that turn's send path.
+    fn setting(&self, threshold: usize) -> TurnMode {
+        let c = &self.costs[self.order[self.pos]];
+        TurnMode { threshold: c.threshold.unwrap_or(threshold), serialize_and_send: c.serialize_and_send }
+    }
+
+    /// Every turn, the controller's too, without serialize-and-send (a
+    /// system that has none: no turn switches it on).
+    fn without_sas(mut self) -> Self {
+        self.costs.iter_mut().for_each(|c| c.serialize_and_send = false);
+        self
+    }
+
     /// The next round's order: a Fisher-Yates shuffle with xorshift64.
     fn reshuffle(&mut self) {
         if self.shuffle == 0 {
@@ -400,7 +414,6 @@ pub fn serve_with_policy<D: Datapath>(
     mut keep_going: impl FnMut(&ServerStats) -> bool,
 ) -> Result<(ServerStats, PolicyOutcome), RecvError> {
     let hybrid = matches!(system, System::Cornflakes | System::CornflakesNoSas);
-    let sas_possible = system != System::CornflakesNoSas;
     let (first, mut adaptive, mut turns) = match policy {
         ThresholdPolicy::Fixed(t) => (t.into(), None, None),
         ThresholdPolicy::Adaptive(config) if hybrid => {
@@ -410,23 +423,21 @@ pub fn serve_with_policy<D: Datapath>(
         ThresholdPolicy::Interleaved { slice_requests, settle_requests, thresholds, adaptive } if hybrid => {
             let mut turns = Turns::new(slice_requests, settle_requests, &thresholds, adaptive.is_some())
                 .shuffled(0x9e37_79b9_7f4a_7c15);
-            if !sas_possible {
-                // cornflakes-no-sas never sends with it, whatever the turn says.
-                turns.costs.iter_mut().for_each(|c| c.serialize_and_send = false);
+            if system == System::CornflakesNoSas {
+                turns = turns.without_sas();
             }
             if turns.costs.is_empty() {
                 return Err(RecvError::Io(std::io::Error::other("interleaved turns need at least one threshold")));
             }
             let adaptive = adaptive.map(AdaptiveThreshold::new);
-            let first =
-                turns.current().unwrap_or_else(|| adaptive.as_ref().map_or(0, AdaptiveThreshold::threshold).into());
+            let first = turns.setting(adaptive.as_ref().map_or(0, AdaptiveThreshold::threshold));
             (first, adaptive, Some(turns))
         }
         ThresholdPolicy::Adaptive(_) | ThresholdPolicy::Interleaved { .. } => (0.into(), None, None),
     };
     // Only the turns change serialize-and-send; otherwise the system says.
-    let sas = turns.is_some().then_some(first.serialize_and_send && sas_possible);
-    let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut(), sas_possible };
+    let sas = turns.is_some().then_some(first.serialize_and_send);
+    let control = Control { adaptive: adaptive.as_mut(), turns: turns.as_mut() };
     let stats = serve_system(dp, store, system, first.threshold, sas, control, &mut keep_going)?;
     Ok((stats, PolicyOutcome { adaptive, turns: turns.map(|t| t.costs).unwrap_or_default() }))
 }
@@ -435,19 +446,11 @@ pub fn serve_with_policy<D: Datapath>(
 struct Control<'a> {
     adaptive: Option<&'a mut AdaptiveThreshold>,
     turns: Option<&'a mut Turns>,
-    /// False for a system without serialize-and-send: no turn switches it on.
-    sas_possible: bool,
 }
 
 impl Control<'_> {
     /// After a batch: the setting to use from now on, when it changes.
     fn after_batch(&mut self, requests: u64, busy_ns: u64) -> Option<TurnMode> {
-        let sas_possible = self.sas_possible;
-        self.next_setting(requests, busy_ns)
-            .map(|m| TurnMode { serialize_and_send: m.serialize_and_send && sas_possible, ..m })
-    }
-
-    fn next_setting(&mut self, requests: u64, busy_ns: u64) -> Option<TurnMode> {
         let Some(turns) = self.turns.as_deref_mut() else {
             return self.adaptive.as_deref_mut().and_then(|a| a.observe(requests, busy_ns)).map(TurnMode::from);
         };
@@ -459,8 +462,9 @@ impl Control<'_> {
         };
         match turns.record(requests, busy_ns) {
             Some(Some(fixed)) => Some(fixed),
-            Some(None) => self.adaptive.as_deref().map(|a| a.threshold().into()),
-            None => changed.map(TurnMode::from),
+            Some(None) => self.adaptive.as_deref().map(|a| turns.setting(a.threshold())),
+            // Only in the controller's turn.
+            None => changed.map(|t| turns.setting(t)),
         }
     }
 }
@@ -593,7 +597,7 @@ mod tests {
     fn interleaved_turns_go_round_and_the_controller_learns_only_from_its_own() {
         let mut adaptive = AdaptiveThreshold::new(AdaptiveConfig { epoch_requests: 8, hold_epochs: 2, margin: 0.02 });
         let mut turns = Turns::new(10, 0, &modes(&ADAPTIVE_CANDIDATES), true);
-        let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns), sas_possible: true };
+        let mut control = Control { adaptive: Some(&mut adaptive), turns: Some(&mut turns) };
         // Two rounds of 11 turns, one batch of 10 requests each; a turn's
         // cost is its position, so each total is identifiable.
         let mut seen = Vec::new();
@@ -625,7 +629,7 @@ mod tests {
     fn turns_without_the_controller_alternate_between_the_thresholds() {
         // Turns of 4 requests, of which the first 2 settle uncounted.
         let mut turns = Turns::new(4, 2, &modes(&[ONLY_ZERO_COPY, ONLY_COPY]), false);
-        let mut control = Control { adaptive: None, turns: Some(&mut turns), sas_possible: true };
+        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
         assert_eq!(control.after_batch(2, 5), None, "half a turn, settling");
         assert_eq!(control.after_batch(2, 7), sas(ONLY_COPY));
         assert_eq!(control.after_batch(1, 1000), None, "settling");
@@ -642,15 +646,15 @@ mod tests {
     fn one_threshold_takes_turns_with_and_without_serialize_and_send() {
         let without = TurnMode { threshold: 512, serialize_and_send: false };
         let mut turns = Turns::new(2, 0, &[512.into(), without], false);
-        let mut control = Control { adaptive: None, turns: Some(&mut turns), sas_possible: true };
+        let mut control = Control { adaptive: None, turns: Some(&mut turns) };
         assert_eq!(control.after_batch(2, 10), Some(without), "the second turn switches it off");
         assert_eq!(control.after_batch(2, 30), sas(512), "and the next round on again");
         let costs = &turns.costs;
         assert_eq!((costs[0].mode(), costs[0].busy_ns), (sas(512), 10));
         assert_eq!((costs[1].mode(), costs[1].busy_ns), (Some(without), 30));
         // A system without serialize-and-send is never switched to it.
-        let mut never = Turns::new(2, 0, &[without, 512.into()], false);
-        let mut control = Control { adaptive: None, turns: Some(&mut never), sas_possible: false };
+        let mut never = Turns::new(2, 0, &[without, 512.into()], false).without_sas();
+        let mut control = Control { adaptive: None, turns: Some(&mut never) };
         assert_eq!(control.after_batch(2, 10), Some(TurnMode { threshold: 512, serialize_and_send: false }));
         // In the servers' JSON lines a turn without it says so; one with it
         // reads as it did before the field existed.
