@@ -99,31 +99,20 @@ pub(crate) struct Twitter {
     puts: f64,
     scatter: Scatter,
     ranks: Arc<ZipfRanks>,
-    /// Bit `r`: whether rank `r` holds a list value, for the hottest ranks,
-    /// so that most draws skip computing the size.
-    hot_lists: Arc<[u64]>,
     /// Each key's value size (before chunking), worked out once here: the
-    /// load generator checks every response against it, and computing it
-    /// (an inverse normal CDF and an `exp`) was 6 % of its time at its
+    /// load generator checks every response against it and the generator
+    /// reads whether a key holds a list from it; computing it (an inverse
+    /// normal CDF and an `exp`) was 6 % of the load generator's time at its
     /// Twitter maximum. Four bytes per key, about 1 % of a key's value.
-    size_by_key: Box<[u32]>,
+    size_by_key: Arc<[u32]>,
 }
-
-/// Ranks whose list-or-not is kept in a bitset (most requests go to them).
-const HOT_RANKS: u32 = 4096;
 
 impl Twitter {
     pub(crate) fn new(keys: u32, puts: f64) -> Self {
-        let mut hot_lists = vec![0u64; HOT_RANKS as usize / 64];
-        for rank in 0..keys.min(HOT_RANKS) {
-            if object_size(rank) > CHUNK {
-                hot_lists[rank as usize / 64] |= 1 << (rank % 64);
-            }
-        }
         let ranks = Arc::new(ZipfRanks::new(keys, zipf_alpha()));
         let scatter = Scatter::new(keys);
         let size_by_key = (0..keys).map(|key| object_size(scatter.rank_of(key))).collect();
-        Twitter { keys, puts, scatter, ranks, hot_lists: hot_lists.into(), size_by_key }
+        Twitter { keys, puts, scatter, ranks, size_by_key }
     }
 }
 
@@ -166,7 +155,7 @@ impl Workload for Twitter {
         Box::new(TwitterGen {
             rng: SmallRng::seed_from_u64(seed),
             ranks: Arc::clone(&self.ranks),
-            hot_lists: Arc::clone(&self.hot_lists),
+            size_by_key: Arc::clone(&self.size_by_key),
             puts: self.puts,
             scatter: self.scatter,
         })
@@ -176,34 +165,32 @@ impl Workload for Twitter {
 struct TwitterGen {
     rng: SmallRng,
     ranks: Arc<ZipfRanks>,
-    hot_lists: Arc<[u64]>,
+    size_by_key: Arc<[u32]>,
     puts: f64,
     scatter: Scatter,
 }
 
 impl TwitterGen {
-    /// Whether rank `rank` holds a list value (more than one chunk).
+    /// Whether key `key` (below the key count: `key_of` made it) holds a
+    /// list value (more than one chunk).
     #[inline]
-    fn is_list(&self, rank: u32) -> bool {
-        match self.hot_lists.get(rank as usize / 64) {
-            Some(bits) => (bits >> (rank % 64)) & 1 == 1,
-            None => object_size(rank) > CHUNK,
-        }
+    fn is_list(&self, key: u32) -> bool {
+        self.size_by_key.get(key as usize).is_some_and(|&size| size > CHUNK)
     }
 }
 
 impl Generator for TwitterGen {
     fn next(&mut self, out: &mut Transaction) {
-        let rank = self.ranks.sample(&mut self.rng);
+        let key = self.scatter.key_of(self.ranks.sample(&mut self.rng));
         let op = if self.rng.random::<f64>() < self.puts {
             Op::Put
-        } else if self.is_list(rank) {
+        } else if self.is_list(key) {
             Op::GetList
         } else {
             Op::Get
         };
         out.requests.clear();
-        out.requests.push(Request::one(op, self.scatter.key_of(rank)));
+        out.requests.push(Request::one(op, key));
     }
 }
 
