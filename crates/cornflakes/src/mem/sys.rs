@@ -16,9 +16,9 @@ use std::ptr::NonNull;
 use rustix::fs::ftruncate;
 #[cfg(not(miri))]
 use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-use rustix::mm::{mlock, mmap, MapFlags, ProtFlags};
 #[cfg(not(miri))]
-use rustix::mm::{mmap_anonymous, munmap};
+use rustix::mm::mmap_anonymous;
+use rustix::mm::{mlock, mmap, mremap_fixed, munmap, MapFlags, MremapFlags, ProtFlags};
 
 use super::REGION_SIZE;
 
@@ -146,18 +146,35 @@ pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offs
     let Some(fd) = fd else {
         return Ok(());
     };
-    // SAFETY: the caller guarantees `at` is unused reserved space, so
-    // MAP_FIXED replaces only our own PROT_NONE pages.
-    unsafe {
+    // Not `mmap(MAP_FIXED)` onto the reservation: when that fails (a
+    // hugetlb memfd with no free hugepages: ENOMEM), Linux has already
+    // unmapped the reserved pages, and the hole can be handed to another
+    // thread's `mmap` before `Reservation::drop` unmaps the whole range,
+    // taking that mapping with it (a SIGSEGV seen in `shm_overload`, whose
+    // tests create `HugePages::Auto` pools in parallel). So the region is
+    // mapped where the kernel likes, where a failure changes nothing, and
+    // then moved over the reservation, which `mremap` does in one step.
+    // SAFETY: a new mapping at an address of the kernel's choosing cannot
+    // alias any existing Rust object.
+    let tmp = unsafe {
         mmap(
-            at.as_ptr().cast(),
+            std::ptr::null_mut(),
             REGION_SIZE,
             ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED | MapFlags::FIXED | MapFlags::POPULATE,
+            MapFlags::SHARED | MapFlags::POPULATE,
             fd.as_fd(),
             file_offset as u64,
         )
     }?;
+    // SAFETY: `tmp` is the fresh mapping above (nothing references it);
+    // the caller guarantees `at` is unused reserved space of ours, so the
+    // move replaces only our own PROT_NONE pages.
+    let moved = unsafe { mremap_fixed(tmp, REGION_SIZE, REGION_SIZE, MremapFlags::MAYMOVE, at.as_ptr().cast()) };
+    if let Err(e) = moved {
+        // SAFETY: `tmp` was not moved; it is ours alone.
+        let _ = unsafe { munmap(tmp, REGION_SIZE) };
+        return Err(e.into());
+    }
     Ok(())
 }
 
