@@ -154,8 +154,9 @@ pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offs
     // tests create `HugePages::Auto` pools in parallel). So the region is
     // mapped where the kernel likes, where a failure changes nothing, and
     // then moved over the reservation, which `mremap` does in one step.
-    // SAFETY: a new mapping at an address of the kernel's choosing cannot
-    // alias any existing Rust object.
+    // A new mapping at an address of the kernel's choosing cannot alias
+    // any existing Rust object.
+    // SAFETY: no MAP_FIXED, so nothing existing is replaced or aliased.
     let tmp = unsafe {
         mmap(
             std::ptr::null_mut(),
@@ -166,9 +167,9 @@ pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offs
             file_offset as u64,
         )
     }?;
-    // SAFETY: `tmp` is the fresh mapping above (nothing references it);
-    // the caller guarantees `at` is unused reserved space of ours, so the
-    // move replaces only our own PROT_NONE pages.
+    // `tmp` is the fresh mapping above (nothing references it); the
+    // caller guarantees `at` is unused reserved space of ours.
+    // SAFETY: the move replaces only our own PROT_NONE pages at `at`.
     let moved = unsafe { mremap_fixed(tmp, REGION_SIZE, REGION_SIZE, MremapFlags::MAYMOVE, at.as_ptr().cast()) };
     if let Err(e) = moved {
         // SAFETY: `tmp` was not moved; it is ours alone.
