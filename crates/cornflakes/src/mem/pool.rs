@@ -223,7 +223,7 @@ pub(crate) struct PoolInner {
     locked_regions: Cell<usize>,
     live_slots: Cell<usize>,
     // Dropped last: unmaps the memory.
-    _reservation: Reservation,
+    reservation: Reservation,
 }
 
 /// A pool of pinned, reference-counted buffers.
@@ -329,7 +329,7 @@ impl Pool {
                 lock: config.lock,
                 locked_regions: Cell::new(0),
                 live_slots: Cell::new(0),
-                _reservation: reservation,
+                reservation,
             }),
         };
         let inner_ptr = Rc::as_ptr(&pool.inner);
@@ -548,12 +548,24 @@ impl Pool {
         if idx >= inner.regions.len() {
             return Err(AllocError::Exhausted { reserved: inner.reserved });
         }
+        if inner.reservation.is_abandoned() {
+            return Err(AllocError::Map(std::io::Error::other(
+                "an earlier region failed to map and its address space may be another mapping's now; \
+                 this pool grows no more (create a new pool)",
+            )));
+        }
         let region = &inner.regions[idx];
         let file_offset = idx * REGION_SIZE;
         sys::grow_backing(inner.backing.as_ref(), file_offset + REGION_SIZE).map_err(AllocError::Map)?;
         // SAFETY: region `idx` is the first unmapped region of our own
-        // reservation, so nothing references its addresses.
-        unsafe { sys::map_region(region.base, inner.backing.as_ref(), file_offset) }.map_err(AllocError::Map)?;
+        // reservation, so nothing references its addresses, and no region
+        // was abandoned (checked above), so the reservation is whole there.
+        unsafe { sys::map_region(region.base, inner.backing.as_ref(), file_offset) }.map_err(|failure| {
+            if !failure.reservation_intact {
+                inner.reservation.abandon(region.base);
+            }
+            AllocError::Map(failure.error)
+        })?;
         if inner.lock && sys::lock_region(region.base) {
             inner.locked_regions.set(inner.locked_regions.get() + 1);
         }

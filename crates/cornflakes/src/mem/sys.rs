@@ -1,8 +1,10 @@
 //! The system calls behind the pools: reserve address space, create the
 //! backing memfd, map regions into the reservation, lock them.
 //!
-//! Every function here is a thin wrapper over one rustix call; the unsafe
-//! ones state what the caller must uphold.
+//! Every function here is a thin wrapper over rustix calls; the unsafe
+//! ones state what the caller must uphold. Mapping a region never leaves a
+//! hole in a reservation that `Drop` could later unmap from under another
+//! mapping: see [`map_region`] and [`MapFailure`].
 //!
 //! Under Miri, which cannot run `mmap` of a memfd, the reservation is one
 //! zeroed heap allocation aligned to `REGION_SIZE` and capped at
@@ -10,15 +12,14 @@
 //! region does nothing: the pool's own logic (slots, counts, `recover`,
 //! `RcBuf`) is what Miri checks.
 
+use std::cell::Cell;
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 
 use rustix::fs::ftruncate;
 #[cfg(not(miri))]
 use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-#[cfg(not(miri))]
-use rustix::mm::mmap_anonymous;
-use rustix::mm::{mlock, mmap, mremap_fixed, munmap, MapFlags, MremapFlags, ProtFlags};
+use rustix::mm::{mlock, mmap, mmap_anonymous, mremap_fixed, munmap, MapFlags, MremapFlags, ProtFlags};
 
 use super::REGION_SIZE;
 
@@ -41,6 +42,23 @@ pub(crate) struct Reservation {
     raw: NonNull<u8>,
     raw_len: usize,
     base: NonNull<u8>,
+    /// A region whose mapping failed in a way that may have left a hole
+    /// another thread's `mmap` can fill: `drop` leaves its range alone,
+    /// and the pool maps nothing more (see [`MapFailure`]).
+    abandoned: Cell<Option<NonNull<u8>>>,
+}
+
+impl Reservation {
+    /// Gives up the region at `at` for good: nothing is mapped there again
+    /// and `drop` does not unmap it (its 2 MiB of address space leak).
+    pub(crate) fn abandon(&self, at: NonNull<u8>) {
+        self.abandoned.set(Some(at));
+    }
+
+    /// Whether a region was abandoned; a pool then grows no more.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.get().is_some()
+    }
 }
 
 #[cfg(miri)]
@@ -53,7 +71,7 @@ impl Reservation {
         // SAFETY: the layout has a non-zero size (a pool has at least one region).
         let raw = unsafe { std::alloc::alloc_zeroed(Self::layout(len)) };
         let raw = NonNull::new(raw).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-        Ok(Self { raw, raw_len: len, base: raw })
+        Ok(Self { raw, raw_len: len, base: raw, abandoned: Cell::new(None) })
     }
 
     pub(crate) fn base(&self) -> NonNull<u8> {
@@ -84,7 +102,7 @@ impl Reservation {
         let skip = if misalign == 0 { 0 } else { REGION_SIZE - misalign };
         // SAFETY: `skip < REGION_SIZE`, so the result stays inside the mapping.
         let base = unsafe { NonNull::new_unchecked(raw.as_ptr().add(skip)) };
-        Ok(Self { raw, raw_len, base })
+        Ok(Self { raw, raw_len, base, abandoned: Cell::new(None) })
     }
 
     pub(crate) fn base(&self) -> NonNull<u8> {
@@ -95,9 +113,21 @@ impl Reservation {
 #[cfg(not(miri))]
 impl Drop for Reservation {
     fn drop(&mut self) {
-        // SAFETY: the pool owning this reservation is being destroyed, and it
-        // is destroyed only once no buffer references its memory.
-        let _ = unsafe { munmap(self.raw.as_ptr().cast(), self.raw_len) };
+        let start = self.raw.as_ptr() as usize;
+        let end = start + self.raw_len;
+        // An abandoned region's range may hold another thread's mapping now.
+        let (hole_start, hole_end) = match self.abandoned.get() {
+            Some(at) => (at.as_ptr() as usize, at.as_ptr() as usize + REGION_SIZE),
+            None => (end, end),
+        };
+        for (from, to) in [(start, hole_start), (hole_end, end)] {
+            if from < to {
+                // SAFETY: the pool owning this reservation is being destroyed,
+                // only once no buffer references its memory, and [from, to)
+                // is ours: the reservation minus any abandoned region.
+                let _ = unsafe { munmap(from as *mut std::ffi::c_void, to - from) };
+            }
+        }
     }
 }
 
@@ -134,6 +164,17 @@ pub(crate) fn grow_backing(fd: Option<&OwnedFd>, len: usize) -> std::io::Result<
     }
 }
 
+/// Why a region could not be mapped, and whether the reservation is still
+/// whole where it was to go.
+#[derive(Debug)]
+pub(crate) struct MapFailure {
+    pub(crate) error: std::io::Error,
+    /// `false` when the region's range may no longer be ours: the caller
+    /// must [`Reservation::abandon`] it, never map there again and never
+    /// unmap it.
+    pub(crate) reservation_intact: bool,
+}
+
 /// Maps `REGION_SIZE` bytes of `fd` at `file_offset` onto `at`, read-write and
 /// shared, replacing the `PROT_NONE` reservation there.
 ///
@@ -142,7 +183,7 @@ pub(crate) fn grow_backing(fd: Option<&OwnedFd>, len: usize) -> std::io::Result<
 /// `at` must be a `REGION_SIZE`-aligned address inside a live [`Reservation`]
 /// that no other region occupies, so that no Rust reference can point there.
 /// Without a file (under Miri) the reservation's memory is used as it is.
-pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offset: usize) -> std::io::Result<()> {
+pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offset: usize) -> Result<(), MapFailure> {
     let Some(fd) = fd else {
         return Ok(());
     };
@@ -166,17 +207,63 @@ pub(crate) unsafe fn map_region(at: NonNull<u8>, fd: Option<&OwnedFd>, file_offs
             fd.as_fd(),
             file_offset as u64,
         )
-    }?;
+    }
+    .map_err(|e| MapFailure { error: e.into(), reservation_intact: true })?;
     // `tmp` is the fresh mapping above (nothing references it); the
     // caller guarantees `at` is unused reserved space of ours.
     // SAFETY: the move replaces only our own PROT_NONE pages at `at`.
-    let moved = unsafe { mremap_fixed(tmp, REGION_SIZE, REGION_SIZE, MremapFlags::MAYMOVE, at.as_ptr().cast()) };
-    if let Err(e) = moved {
-        // SAFETY: `tmp` was not moved; it is ours alone.
-        let _ = unsafe { munmap(tmp, REGION_SIZE) };
-        return Err(e.into());
+    let moved = unsafe { move_onto(tmp, at) };
+    let Err(error) = moved else {
+        return Ok(());
+    };
+    // SAFETY: `tmp` was not moved; it is ours alone.
+    let _ = unsafe { munmap(tmp, REGION_SIZE) };
+    // `mremap(MREMAP_FIXED)` unmaps the target before it moves, so a move
+    // that fails late (ENOMEM) leaves the same hole as above. Fill it again
+    // if it is a hole; when anything is there, it may be ours or another
+    // thread's, and the caller must give the range up.
+    Err(MapFailure { error, reservation_intact: refill(at) })
+}
+
+/// `mremap(MREMAP_FIXED)` of the fresh mapping `tmp` onto `at`.
+///
+/// # Safety
+///
+/// As `mremap`: `at` must hold nothing but our own reservation.
+unsafe fn move_onto(tmp: *mut std::ffi::c_void, at: NonNull<u8>) -> std::io::Result<()> {
+    #[cfg(test)]
+    if let Some(fault) = fault::take() {
+        // SAFETY: as this function's contract.
+        return unsafe { fault::inject(fault, at) };
     }
+    // SAFETY: as this function's contract.
+    unsafe { mremap_fixed(tmp, REGION_SIZE, REGION_SIZE, MremapFlags::MAYMOVE, at.as_ptr().cast()) }?;
     Ok(())
+}
+
+/// Maps `PROT_NONE` reserved space at `at` again if nothing is mapped
+/// anywhere in its region; true when it did.
+fn refill(at: NonNull<u8>) -> bool {
+    // SAFETY: MAP_FIXED_NOREPLACE fails rather than replace any mapping, so
+    // it can only fill a hole; nothing references a hole.
+    let filled = unsafe {
+        mmap_anonymous(
+            at.as_ptr().cast(),
+            REGION_SIZE,
+            ProtFlags::empty(),
+            MapFlags::PRIVATE | MapFlags::NORESERVE | MapFlags::FIXED_NOREPLACE,
+        )
+    };
+    match filled {
+        Ok(p) if p == at.as_ptr().cast() => true,
+        Ok(p) => {
+            // A kernel before 4.17 takes the flag as a hint and maps elsewhere.
+            // SAFETY: `p` is the fresh mapping just made; nothing references it.
+            let _ = unsafe { munmap(p, REGION_SIZE) };
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// Locks one region in memory; fails without `CAP_IPC_LOCK` or enough
@@ -187,4 +274,74 @@ pub(crate) fn lock_region(at: NonNull<u8>) -> bool {
     }
     // SAFETY: mlock only changes paging policy of our own mapped region.
     unsafe { mlock(at.as_ptr().cast(), REGION_SIZE) }.is_ok()
+}
+
+/// Failures of `mremap` injected by tests: the kernel's own need memory
+/// pressure or a full map count to happen.
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+    use std::ptr::NonNull;
+
+    use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+
+    use crate::mem::REGION_SIZE;
+
+    /// How the next move onto a reservation fails, on this thread.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) enum MremapFault {
+        /// Before touching the target (bad arguments, say).
+        BeforeUnmap,
+        /// After unmapping the target, leaving a hole.
+        AfterUnmap,
+        /// After unmapping the target, and another thread's `mmap` gets a
+        /// page in the hole at once: the page's address is returned by
+        /// [`taken_page`].
+        AfterUnmapHoleTaken,
+    }
+
+    thread_local! {
+        static NEXT: Cell<Option<MremapFault>> = const { Cell::new(None) };
+        static TAKEN: Cell<Option<NonNull<u8>>> = const { Cell::new(None) };
+    }
+
+    /// Makes the next move onto a reservation on this thread fail.
+    pub(crate) fn fail_next_mremap(fault: MremapFault) {
+        NEXT.with(|n| n.set(Some(fault)));
+    }
+
+    /// The page that [`MremapFault::AfterUnmapHoleTaken`] mapped, if any.
+    pub(crate) fn taken_page() -> Option<NonNull<u8>> {
+        TAKEN.with(|t| t.take())
+    }
+
+    pub(super) fn take() -> Option<MremapFault> {
+        NEXT.with(|n| n.take())
+    }
+
+    /// Fails as `fault` says, doing to `at` what the kernel would.
+    ///
+    /// # Safety
+    ///
+    /// As [`super::move_onto`]: `at` holds nothing but our own reservation.
+    pub(super) unsafe fn inject(fault: MremapFault, at: NonNull<u8>) -> std::io::Result<()> {
+        if let MremapFault::AfterUnmap | MremapFault::AfterUnmapHoleTaken = fault {
+            // SAFETY: as the kernel would: the target is our own PROT_NONE
+            // reservation, which nothing references.
+            unsafe { munmap(at.as_ptr().cast(), REGION_SIZE) }?;
+        }
+        if let MremapFault::AfterUnmapHoleTaken = fault {
+            // SAFETY: NOREPLACE fills only the hole just made.
+            let page = unsafe {
+                mmap_anonymous(
+                    at.as_ptr().cast(),
+                    4096,
+                    ProtFlags::READ | ProtFlags::WRITE,
+                    MapFlags::PRIVATE | MapFlags::FIXED_NOREPLACE,
+                )
+            }?;
+            TAKEN.with(|t| t.set(NonNull::new(page.cast())));
+        }
+        Err(std::io::ErrorKind::OutOfMemory.into())
+    }
 }

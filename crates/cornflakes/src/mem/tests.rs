@@ -423,3 +423,69 @@ fn copy_short_copies_exactly_the_bytes() {
         }
     }
 }
+
+/// Whether any mapping of this process covers `addr` (`/proc/self/maps`).
+fn is_mapped(addr: usize) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    maps.lines().any(|line| {
+        let range = line.split_whitespace().next().unwrap_or("");
+        let (lo, hi) = range.split_once('-').unwrap_or(("0", "0"));
+        let (lo, hi) = (usize::from_str_radix(lo, 16).unwrap(), usize::from_str_radix(hi, 16).unwrap());
+        (lo..hi).contains(&addr)
+    })
+}
+
+/// A small-page pool whose next region (region 1) fails to map with `fault`;
+/// returns the pool and region 1's address.
+fn pool_failing_its_second_region(fault: sys::fault::MremapFault) -> (Pool, usize) {
+    let pool = Pool::with_config(PoolConfig { max_bytes: 8 << 20, hugepages: HugePages::Never, lock: false }).unwrap();
+    assert_eq!(pool.region_count(), 1);
+    // Regions lie in a row in one reservation.
+    let second = pool.regions().next().unwrap().addr as usize + REGION_SIZE;
+    sys::fault::fail_next_mremap(fault);
+    // Another size class than the first region's: it needs a new region.
+    let err = pool.alloc(4096).unwrap_err();
+    assert!(matches!(err, AllocError::Map(_)), "{err}");
+    (pool, second)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "pools map no memfd under Miri")]
+fn a_hole_left_by_a_failed_move_is_filled_and_the_pool_grows_on() {
+    let (pool, second) = pool_failing_its_second_region(sys::fault::MremapFault::AfterUnmap);
+    assert!(is_mapped(second), "the hole is reserved space again");
+    let buf = pool.alloc_copy(&[5u8; 4096]).expect("the region maps on the next try");
+    assert_eq!(pool.recover(&buf[..8]).unwrap()[..], [5u8; 8]);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "pools map no memfd under Miri")]
+fn another_mapping_in_the_hole_survives_the_pool() {
+    let (pool, second) = pool_failing_its_second_region(sys::fault::MremapFault::AfterUnmapHoleTaken);
+    let page = sys::fault::taken_page().expect("the fault put a page in the hole");
+    assert_eq!(page.as_ptr() as usize, second);
+    // SAFETY: the test's own private read-write page, mapped by the fault.
+    unsafe { page.as_ptr().write(0xab) };
+    let err = pool.alloc(4096).unwrap_err();
+    assert!(err.to_string().contains("grows no more"), "the pool must not map over it: {err}");
+    assert!(pool.alloc(64).is_ok(), "the first region still serves");
+    drop(pool);
+    assert!(is_mapped(second), "dropping the pool must not unmap another's page");
+    // SAFETY: still mapped (checked above) and ours.
+    assert_eq!(unsafe { page.as_ptr().read() }, 0xab);
+    // SAFETY: the test's page, no longer used.
+    unsafe { rustix::mm::munmap(page.as_ptr().cast(), 4096) }.unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "pools map no memfd under Miri")]
+fn a_region_that_may_not_be_ours_is_given_up_not_retried() {
+    let (pool, second) = pool_failing_its_second_region(sys::fault::MremapFault::BeforeUnmap);
+    // The reservation is whole, but a failed move cannot tell that apart
+    // from another mapping in a hole: the range is given up.
+    assert!(pool.alloc(4096).is_err());
+    drop(pool);
+    assert!(is_mapped(second), "the given-up range is left mapped (leaked)");
+    // SAFETY: the leaked PROT_NONE range is ours and referenced by nothing.
+    unsafe { rustix::mm::munmap(second as *mut std::ffi::c_void, REGION_SIZE) }.unwrap();
+}
