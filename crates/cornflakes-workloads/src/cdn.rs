@@ -27,7 +27,7 @@ use std::sync::{Arc, OnceLock};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::util::{mix64, pad_letters, push_decimal, weyl, Scatter, GOLDEN_STEP};
+use crate::util::{mix64, pad_letters, push_decimal, weyl, KeyTable, Scatter, GOLDEN_STEP, KEY_TABLE_MAX};
 use crate::zipf::ZipfRanks;
 use crate::{Generator, Op, Request, Transaction, Workload};
 
@@ -127,15 +127,21 @@ pub(crate) struct Cdn {
     /// draw of each transaction look it up instead of repeating the
     /// key-to-rank modulo and the binary search over [`SizeTable`] (5 % of
     /// the load generator's time at its CDN maximum when they did). Two
-    /// bytes per object against its 21.75 KB of values.
-    kb_by_key: Arc<[u16]>,
+    /// bytes per object against its 21.75 KB of values (for the first
+    /// [`KEY_TABLE_MAX`](crate::util::KEY_TABLE_MAX) objects).
+    kb_by_key: KeyTable<u16>,
 }
 
 impl Cdn {
     pub(crate) fn new(objects: u32) -> Self {
+        Self::with_table_max(objects, KEY_TABLE_MAX)
+    }
+
+    /// With sizes tabled for at most `max` objects.
+    fn with_table_max(objects: u32, max: u32) -> Self {
         let ranks = Arc::new(ZipfRanks::new(objects, ZIPF_ALPHA));
         let (scatter, table) = (Scatter::new(objects), size_table());
-        let kb_by_key = (0..objects).map(|key| capped_kb(table, scatter.rank_of(key))).collect();
+        let kb_by_key = KeyTable::new(objects, max, |key| capped_kb(table, scatter.rank_of(key)));
         Cdn { objects, scatter, table, ranks, kb_by_key }
     }
 
@@ -143,12 +149,14 @@ impl Cdn {
     /// always did).
     #[inline]
     fn bytes_of(&self, key: u32) -> u32 {
-        let kb = match self.kb_by_key.get(key as usize) {
-            Some(&kb) => kb,
-            None => capped_kb(self.table, self.scatter.rank_of(key)),
-        };
-        u32::from(kb) * KB
+        bytes_of(&self.kb_by_key, self.table, &self.scatter, key)
     }
+}
+
+/// Bytes of object `key`: from the table, else from its rank.
+#[inline]
+fn bytes_of(kb_by_key: &KeyTable<u16>, table: &SizeTable, scatter: &Scatter, key: u32) -> u32 {
+    u32::from(kb_by_key.get_or(key, |key| capped_kb(table, scatter.rank_of(key)))) * KB
 }
 
 /// Size in KB of the object of popularity rank `rank`, capped (fits in
@@ -200,7 +208,8 @@ impl Workload for Cdn {
             rng: SmallRng::seed_from_u64(seed),
             ranks: Arc::clone(&self.ranks),
             scatter: self.scatter,
-            kb_by_key: Arc::clone(&self.kb_by_key),
+            table: self.table,
+            kb_by_key: self.kb_by_key.clone(),
         })
     }
 
@@ -213,16 +222,15 @@ struct CdnGen {
     rng: SmallRng,
     ranks: Arc<ZipfRanks>,
     scatter: Scatter,
-    kb_by_key: Arc<[u16]>,
+    table: &'static SizeTable,
+    kb_by_key: KeyTable<u16>,
 }
 
 impl Generator for CdnGen {
     fn next(&mut self, out: &mut Transaction) {
         let rank = self.ranks.sample(&mut self.rng);
         let object = self.scatter.key_of(rank);
-        // `key_of` is below the object count, the table's length.
-        let kb = self.kb_by_key.get(object as usize).map_or(0, |&kb| u32::from(kb));
-        let segments = (kb * KB).div_ceil(SEGMENT);
+        let segments = bytes_of(&self.kb_by_key, self.table, &self.scatter, object).div_ceil(SEGMENT);
         out.requests.clear();
         out.requests.extend((0..segments).map(|j| Request::at(Op::GetFromList, object, j)));
     }
@@ -307,6 +315,30 @@ mod tests {
         let past = w.num_keys() + 7;
         w.value_sizes(past, &mut sizes);
         assert_eq!(sizes.iter().sum::<u32>(), raw_size_kb(w.table, w.scatter.rank_of(past)).min(CAP_KB) * KB);
+    }
+
+    #[test]
+    fn objects_past_the_size_table_are_worked_out() {
+        let full = Cdn::new(5_000);
+        let w = Cdn::with_table_max(5_000, 300);
+        assert_eq!((full.kb_by_key.len(), w.kb_by_key.len()), (5_000, 300));
+        let (mut sizes, mut want) = (Vec::new(), Vec::new());
+        for i in 0..w.num_keys() {
+            w.value_sizes(i, &mut sizes);
+            full.value_sizes(i, &mut want);
+            assert_eq!(sizes, want, "object {i}");
+        }
+        // The generator, too: every transaction fetches its whole object.
+        let (mut g, mut t) = (w.generator(5), Transaction::default());
+        let mut past_table = 0;
+        for _ in 0..20_000 {
+            g.next(&mut t);
+            let object = t.requests[0].keys[0];
+            full.value_sizes(object, &mut want);
+            assert_eq!(t.requests.len(), want.len(), "object {object}");
+            past_table += u32::from(object >= 300);
+        }
+        assert!(past_table > 1_000, "the draws reach past the table: {past_table}");
     }
 
     #[test]

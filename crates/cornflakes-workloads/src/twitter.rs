@@ -31,7 +31,9 @@ use std::sync::{Arc, OnceLock};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::util::{mix64, norm_inv, pad_letters, push_decimal, weyl, Scatter, GOLDEN_STEP, SQRT3_STEP};
+use crate::util::{
+    mix64, norm_inv, pad_letters, push_decimal, weyl, KeyTable, Scatter, GOLDEN_STEP, KEY_TABLE_MAX, SQRT3_STEP,
+};
 use crate::zipf::ZipfRanks;
 use crate::{Generator, Op, Request, Transaction, Workload};
 
@@ -103,15 +105,21 @@ pub(crate) struct Twitter {
     /// load generator checks every response against it and the generator
     /// reads whether a key holds a list from it; computing it (an inverse
     /// normal CDF and an `exp`) was 6 % of the load generator's time at its
-    /// Twitter maximum. Four bytes per key, about 1 % of a key's value.
-    size_by_key: Arc<[u32]>,
+    /// Twitter maximum. Four bytes per key, about 1 % of a key's value
+    /// (for the first [`KEY_TABLE_MAX`](crate::util::KEY_TABLE_MAX) keys).
+    size_by_key: KeyTable<u32>,
 }
 
 impl Twitter {
     pub(crate) fn new(keys: u32, puts: f64) -> Self {
+        Self::with_table_max(keys, puts, KEY_TABLE_MAX)
+    }
+
+    /// With sizes tabled for at most `max` keys.
+    fn with_table_max(keys: u32, puts: f64, max: u32) -> Self {
         let ranks = Arc::new(ZipfRanks::new(keys, zipf_alpha()));
         let scatter = Scatter::new(keys);
-        let size_by_key = (0..keys).map(|key| object_size(scatter.rank_of(key))).collect();
+        let size_by_key = KeyTable::new(keys, max, |key| object_size(scatter.rank_of(key)));
         Twitter { keys, puts, scatter, ranks, size_by_key }
     }
 }
@@ -139,10 +147,7 @@ impl Workload for Twitter {
 
     fn value_sizes(&self, i: u32, out: &mut Vec<u32>) {
         // (A key past the last one wraps around, as it always did.)
-        let mut left = match self.size_by_key.get(i as usize) {
-            Some(&size) => size,
-            None => object_size(self.scatter.rank_of(i)),
-        };
+        let mut left = self.size_by_key.get_or(i, |i| object_size(self.scatter.rank_of(i)));
         out.clear();
         while left > 0 {
             let chunk = left.min(CHUNK);
@@ -155,7 +160,7 @@ impl Workload for Twitter {
         Box::new(TwitterGen {
             rng: SmallRng::seed_from_u64(seed),
             ranks: Arc::clone(&self.ranks),
-            size_by_key: Arc::clone(&self.size_by_key),
+            size_by_key: self.size_by_key.clone(),
             puts: self.puts,
             scatter: self.scatter,
         })
@@ -165,7 +170,7 @@ impl Workload for Twitter {
 struct TwitterGen {
     rng: SmallRng,
     ranks: Arc<ZipfRanks>,
-    size_by_key: Arc<[u32]>,
+    size_by_key: KeyTable<u32>,
     puts: f64,
     scatter: Scatter,
 }
@@ -175,7 +180,7 @@ impl TwitterGen {
     /// list value (more than one chunk).
     #[inline]
     fn is_list(&self, key: u32) -> bool {
-        self.size_by_key.get(key as usize).is_some_and(|&size| size > CHUNK)
+        self.size_by_key.get_or(key, |key| object_size(self.scatter.rank_of(key))) > CHUNK
     }
 }
 
@@ -351,6 +356,35 @@ mod tests {
         assert!((mean / 2439.0 - 1.0).abs() < 0.08, "{mean}");
         assert!((key_mean - 67.0).abs() < 1.5, "{key_mean}");
         assert!(multi > 0);
+    }
+
+    #[test]
+    fn keys_past_the_size_table_are_worked_out() {
+        let full = Twitter::new(20_000, DEFAULT_PUTS);
+        let w = Twitter::with_table_max(20_000, DEFAULT_PUTS, 1_000);
+        assert_eq!((full.size_by_key.len(), w.size_by_key.len()), (20_000, 1_000));
+        let (mut sizes, mut want) = (Vec::new(), Vec::new());
+        for i in 0..w.num_keys() {
+            w.value_sizes(i, &mut sizes);
+            full.value_sizes(i, &mut want);
+            assert_eq!(sizes, want, "key {i}");
+        }
+        // The generator's list or not, too, for keys on both sides.
+        let (mut g, mut t) = (w.generator(3), Transaction::default());
+        let (mut past_table, mut lists) = (0, 0);
+        for _ in 0..50_000 {
+            g.next(&mut t);
+            let r = &t.requests[0];
+            full.value_sizes(r.keys[0], &mut want);
+            match r.op {
+                Op::Get => assert_eq!(want.len(), 1, "key {}", r.keys[0]),
+                Op::GetList => assert!(want.len() > 1, "key {}", r.keys[0]),
+                _ => continue,
+            }
+            past_table += u32::from(r.keys[0] >= 1_000);
+            lists += u32::from(r.op == Op::GetList && r.keys[0] >= 1_000);
+        }
+        assert!(past_table > 5_000 && lists > 0, "draws past the table: {past_table}, lists among them {lists}");
     }
 
     #[test]

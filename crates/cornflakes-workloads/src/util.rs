@@ -262,3 +262,37 @@ mod tests {
         assert!(hits.iter().all(|&h| (900..1100).contains(&h)), "{hits:?}");
     }
 }
+
+/// Keys a [`KeyTable`] holds at most: 16 Mi, 32 MiB of CDN sizes or 64 MiB
+/// of Twitter ones, built in under a second; keys past it are worked out
+/// each time (as every key was before the tables).
+pub(crate) const KEY_TABLE_MAX: u32 = 1 << 24;
+
+/// A per-key quantity worked out once, for the first [`KEY_TABLE_MAX`]
+/// keys: the load generator looks it up for every response it checks.
+/// Shared by the generators of every thread.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyTable<T>(std::sync::Arc<[T]>);
+
+impl<T: Copy> KeyTable<T> {
+    /// `of(key)` for the keys below `keys`, at most `max` of them
+    /// ([`KEY_TABLE_MAX`] but in tests).
+    pub(crate) fn new(keys: u32, max: u32, of: impl Fn(u32) -> T) -> Self {
+        KeyTable((0..keys.min(max)).map(of).collect())
+    }
+
+    /// The value for `key`: looked up, or `of(key)` for a key past the table.
+    #[inline]
+    pub(crate) fn get_or(&self, key: u32, of: impl FnOnce(u32) -> T) -> T {
+        match self.0.get(key as usize) {
+            Some(&v) => v,
+            None => of(key),
+        }
+    }
+
+    /// Keys held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
