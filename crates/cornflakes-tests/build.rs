@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &["../cornflakes-build/tests/golden"],
     )?;
     cornflakes_build::compile_protos(&["proto/wide.proto"], &["proto"])?;
+    // One schema before and after a change (tests/evolution.rs).
+    cornflakes_build::compile_protos(&["proto/evolution/v1.proto", "proto/evolution/v2.proto"], &["proto"])?;
     // The protobuf-wire interop schema, generated with `Wire::Protobuf`.
     cornflakes_build::Config::new()
         .wire(cornflakes_build::Wire::Protobuf)

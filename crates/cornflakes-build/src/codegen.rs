@@ -334,10 +334,19 @@ impl Gen<'_> {
     fn emit_message(&mut self, m: &MessageDef, package: &[String], parents: &[String]) -> Result<(), Error> {
         let module: Vec<String> = package.iter().cloned().chain(parents.iter().map(|p| to_snake(p))).collect();
         let name = upper_camel(&m.name);
-        let n = m.fields.len();
+        // Ordinals: fields and the reserved numbers below the highest one,
+        // in number order (docs/wire-format.md).
+        let n = m.fields.len() + m.reserved_slots.len();
         let words = n.div_ceil(32);
+        let ordinal = |i: usize, f: &FieldDef| i + m.reserved_slots.partition_point(|&r| r < f.number);
         let fields: Vec<FieldCode> =
-            m.fields.iter().enumerate().map(|(i, f)| self.field_code(f, i, m, &module)).collect();
+            m.fields.iter().enumerate().map(|(i, f)| self.field_code(f, ordinal(i, f), m, &module)).collect();
+        let reserved: Vec<String> = m
+            .reserved_slots
+            .iter()
+            .enumerate()
+            .map(|(j, &r)| format!("({}, {r})", j + m.fields.partition_point(|f| f.number < r)))
+            .collect();
         let rel: Vec<String> = parents.iter().map(|p| to_snake(p)).chain(std::iter::once(name.clone())).collect();
         self.messages.push(rel.join("::"));
         if self.options.wire == crate::Wire::Protobuf {
@@ -518,6 +527,9 @@ impl Gen<'_> {
             let _ = writeln!(code, "let mut bitmap = [0u32; 0];\nlet start = r.enter_object(at, &mut bitmap, 0)?;\nr.leave_object(start, start)?;\n::core::result::Result::Ok(Self::new_in(r.arena()))\n}}\n}}\n");
         } else {
             let _ = writeln!(code, "let mut m = Self::new_in(r.arena());\nlet mut bitmap = [0u32; {words}];\nlet start = r.enter_object(at, &mut bitmap, {n})?;\nlet mut pos = start;");
+            if !reserved.is_empty() {
+                let _ = writeln!(code, "{PRIV}::refuse_reserved(&bitmap, &[{}])?;", reserved.join(", "));
+            }
             for f in &fields {
                 let (i, mem, codec) = (f.index, &f.member, &f.codec);
                 let _ = match f.shape {

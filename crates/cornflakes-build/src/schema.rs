@@ -116,6 +116,13 @@ pub(crate) struct MessageDef {
     pub(crate) name: String,
     /// Fields in field-number order: the order of bitmap bits and entries.
     pub(crate) fields: Vec<FieldDef>,
+    /// The `reserved` numbers below the highest field number, ascending:
+    /// each keeps an ordinal (a bitmap bit, never set by an encoder), so
+    /// that deleting a field and reserving its number leaves the ordinals
+    /// of the others as they were, and a decoder can refuse a message that
+    /// still has the deleted field instead of misreading every entry after
+    /// it.
+    pub(crate) reserved_slots: Vec<i32>,
     /// Real (not synthetic) oneofs.
     pub(crate) oneofs: Vec<OneofDef>,
     pub(crate) nested: Vec<MessageDef>,
@@ -282,6 +289,7 @@ const MSG_FIELD: i32 = 2;
 const MSG_NESTED: i32 = 3;
 const MSG_EXTENSION_RANGE: i32 = 5;
 const MSG_EXTENSION: i32 = 6;
+const MSG_RESERVED_RANGE: i32 = 9;
 
 fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<SchemaFile, Unsupported> {
     let locs = Locations::new(fd.source_code_info.as_ref());
@@ -433,10 +441,45 @@ fn convert_message(
         });
     }
     fields.sort_by_key(|f| f.number);
+    let reserved_slots = reserved_slots(m, &fields).map_err(|(k, detail)| {
+        locs.unsupported(file, &at(&[MSG_RESERVED_RANGE, k as i32]), "a large reserved range", detail)
+    })?;
     let mut nested = Vec::new();
     for (k, n) in m.nested_type.iter().enumerate() {
         nested.push(convert_message(n, &at(&[MSG_NESTED, k as i32]), file, locs, known)?);
     }
     let enums = m.enum_type.iter().map(convert_enum).collect();
-    Ok(MessageDef { name: m.name().to_owned(), fields, oneofs, nested, enums, location: locs.at(path) })
+    Ok(MessageDef { name: m.name().to_owned(), fields, oneofs, nested, enums, reserved_slots, location: locs.at(path) })
+}
+
+/// Most reserved numbers below a message's highest field number: each is a
+/// bitmap bit in every header of the message.
+const MAX_RESERVED_SLOTS: usize = 1024;
+
+/// The reserved numbers of `m` below its highest field number, ascending;
+/// or the index of the range that makes them too many, and why.
+fn reserved_slots(m: &DescriptorProto, fields: &[FieldDef]) -> Result<Vec<i32>, (usize, String)> {
+    let Some(highest) = fields.last().map(|f| f.number) else {
+        return Ok(Vec::new());
+    };
+    let mut slots = Vec::new();
+    for (k, range) in m.reserved_range.iter().enumerate() {
+        // `end` is exclusive in descriptors (protox writes `to max` as 2^29).
+        let (start, end) = (range.start(), range.end().min(highest));
+        if end - start > (MAX_RESERVED_SLOTS - slots.len().min(MAX_RESERVED_SLOTS)) as i32 {
+            return Err((
+                k,
+                format!(
+                    "message {} reserves more than {MAX_RESERVED_SLOTS} numbers below its highest field number \
+                     {highest}; on the Cornflakes wire each one keeps a presence bit in every header: reserve \
+                     fewer, or give the fields lower numbers",
+                    m.name()
+                ),
+            ));
+        }
+        slots.extend(start..end);
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    Ok(slots)
 }

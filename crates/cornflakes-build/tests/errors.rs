@@ -167,3 +167,24 @@ fn extern_paths_map_packages_to_rust_paths() {
     assert!(code.contains("::acme_types::common::Id<'a>"), "{code}");
     assert!(code.contains("::acme_types::common::id::Sub<'a>"), "{code}");
 }
+
+#[test]
+fn reserved_numbers_below_the_highest_field_keep_their_bits_up_to_a_limit() {
+    // Reserved below the highest field: slots (here two bitmap words for
+    // 33 ordinals); above it, and `to max`, nothing.
+    let files = generate(
+        "syntax = \"proto3\";\nmessage M {\n  reserved 2 to 32, 200 to max;\n  uint32 a = 1;\n  uint32 b = 40;\n}\n",
+    )
+    .unwrap();
+    let code = &files[0].code;
+    assert!(code.contains("__cf_bitmap: [u32; 2]"), "{code}");
+    let flat: String = code.split_whitespace().collect();
+    assert!(flat.contains("refuse_reserved(&bitmap,&[(1,2),(2,3),"), "{code}");
+    assert!(flat.contains("(31,32),]") || flat.contains("(31,32)]"), "the last reserved slot: {code}");
+    assert!(!flat.contains("(32,200)"), "nothing above the highest field: {code}");
+    let u = unsupported(
+        "syntax = \"proto3\";\nmessage M {\n  uint32 a = 1;\n  reserved 2 to 5000;\n  uint32 b = 6000;\n}\n",
+    );
+    assert_eq!((u.line, u.feature), (4, "a large reserved range"));
+    assert!(u.detail.contains("more than 1024 numbers below its highest field number 6000"), "{u}");
+}

@@ -13,6 +13,18 @@ pub mod wide {
     include!(concat!(env!("OUT_DIR"), "/wide.rs"));
 }
 
+/// One schema before (`v1`) and after (`v2`) deleting a field.
+pub mod evolution {
+    #[allow(missing_docs)]
+    pub mod v1 {
+        include!(concat!(env!("OUT_DIR"), "/evolution.v1.rs"));
+    }
+    #[allow(missing_docs)]
+    pub mod v2 {
+        include!(concat!(env!("OUT_DIR"), "/evolution.v2.rs"));
+    }
+}
+
 /// Types generated from `proto/protowire/pwtest.proto` with the protobuf
 /// wire format (`Wire::Protobuf`).
 #[allow(missing_docs)]

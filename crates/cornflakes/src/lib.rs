@@ -63,7 +63,7 @@ pub mod __private {
     pub use crate::protowire::private as pw;
     pub use crate::wire::field::{Field, Scalar};
     pub use crate::wire::object::{
-        bitmap_words, header_prefix_len, read_into, read_member, read_option, read_single, MessageImpl,
+        bitmap_words, header_prefix_len, read_into, read_member, read_option, read_single, refuse_reserved, MessageImpl,
     };
     pub use crate::wire::reader::Reader;
     pub use crate::wire::writer::Writer;

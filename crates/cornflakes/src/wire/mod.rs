@@ -123,6 +123,16 @@ pub enum DecodeError {
     /// limit allows (offsets pointing back into visited headers or data).
     #[error("message visits more than {0} bytes of headers and data (traversal limit)")]
     TraversalLimit(usize),
+    /// The message has a field that the decoder's schema `reserved`: it
+    /// was encoded with an older schema that still had the field. Its
+    /// entry cannot be skipped (entries carry no type), so the message is
+    /// refused rather than misread.
+    #[error(
+        "the message has field number {0}, which this schema reserves: the sender's schema still has the field; \
+         on the Cornflakes wire a deleted field's entry cannot be skipped, so keep deleted fields in the schema \
+         (marked `[deprecated = true]`) until no sender sets them"
+    )]
+    ReservedField(u32),
     /// A bool holds something other than 0 or 1.
     #[error("invalid bool byte {value} at offset {at}")]
     InvalidBool {

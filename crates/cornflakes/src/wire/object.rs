@@ -108,6 +108,22 @@ pub fn read_into<'a, T: Field<'a>>(
     Ok(())
 }
 
+/// Refuses an object whose bitmap has the bit of a reserved field number:
+/// `reserved` lists (ordinal, field number) of the numbers the schema
+/// reserves below its highest field number, which keep their ordinals so
+/// that the fields after them keep theirs.
+///
+/// # Errors
+///
+/// [`DecodeError::ReservedField`] with the first such number.
+#[inline(never)]
+pub fn refuse_reserved(bitmap: &[u32], reserved: &[(usize, u32)]) -> Result<(), DecodeError> {
+    match reserved.iter().find(|&&(i, _)| bit(bitmap, i)) {
+        Some(&(_, number)) => Err(DecodeError::ReservedField(number)),
+        None => Ok(()),
+    }
+}
+
 /// Reads field `i` when its bit is set into `slot` as `Some`.
 ///
 /// # Errors
