@@ -384,19 +384,22 @@ fn wake(c: &mut Conn, shm: &mut ShmStats) {
     }
 }
 
-/// Reads and discards pending bytes (wake-ups); false at end of stream or
-/// on an error other than "nothing more".
+/// Reads and discards pending bytes (wake-ups), at most
+/// `DRAIN_READS` reads of 4 KiB, so that a peer flooding its socket cannot
+/// keep the caller here (what is left is read next time); false at end of
+/// stream or on an error other than "nothing more".
 fn drain_socket(sock: &UnixStream) -> bool {
-    let mut buf = [0u8; 64];
-    loop {
+    const DRAIN_READS: usize = 16;
+    let mut buf = [0u8; 4096];
+    for _ in 0..DRAIN_READS {
         match rustix::net::recv(sock, &mut buf, RecvFlags::DONTWAIT) {
             Ok((0, _)) => return false,
-            Ok(_) => continue,
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
             Err(rustix::io::Errno::AGAIN) => return true,
-            Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return false,
         }
     }
+    true
 }
 
 /// Non-blocking check that the peer has not closed its end.

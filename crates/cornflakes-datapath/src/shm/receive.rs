@@ -487,7 +487,12 @@ impl ShmDatapath {
             lease: self.config.receive_in_place,
         };
         let mut got = 0;
-        while got < max && !c.corrupt {
+        // Dropped records count against `max` too: a peer that keeps the
+        // ring full of malformed records must not keep this call from
+        // returning (and the other connections from being served).
+        let mut taken = 0;
+        while taken < max && !c.corrupt {
+            taken += 1;
             let rec = match c.rx.peek() {
                 Ok(Some(rec)) => rec,
                 Ok(None) => break,

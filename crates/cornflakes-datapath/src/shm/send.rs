@@ -374,6 +374,31 @@ fn unpark(
     Ok(())
 }
 
+/// Most buffers one connection may hold for a peer that has not
+/// acknowledged them: an honest peer acknowledges what it has copied and
+/// holds at most its lease bound (1024 by default) in place, so this is
+/// reached only by one that consumes records and never acknowledges, whose
+/// table would otherwise grow (and pin pool buffers) without bound.
+pub(super) const MAX_UNACKED: usize = 1 << 16;
+
+/// Back-pressure ([`SendError::Backlogged`]) while `c` holds
+/// [`MAX_UNACKED`] buffers its peer has not acknowledged, after taking the
+/// acknowledgements there are. `inflight_sends` is the datapath's count.
+#[inline(always)]
+fn check_unacked(c: &mut Conn, id: ConnId, inflight_sends: &mut usize, shm: &mut ShmStats) -> Result<(), SendError> {
+    if c.inflight.len() < MAX_UNACKED {
+        return Ok(());
+    }
+    let before = c.inflight.len();
+    c.release_acked();
+    *inflight_sends -= before - c.inflight.len();
+    if c.inflight.len() < MAX_UNACKED {
+        return Ok(());
+    }
+    shm.backlogged += 1;
+    Err(SendError::Backlogged(id))
+}
+
 /// The live connection `id`, for sending.
 #[inline(always)]
 fn send_conn(slots: &mut [Slot], id: ConnId) -> Result<&mut Conn, SendError> {
@@ -399,6 +424,7 @@ impl ShmDatapath {
         let n = layout.zero_copy_entries;
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
+        check_unacked(c, conn, &mut self.inflight_sends, &mut self.shm)?;
         if !c.parked.is_empty() {
             unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
@@ -471,6 +497,7 @@ impl ShmDatapath {
     ) -> Result<(), SendError> {
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
+        check_unacked(c, conn, &mut self.inflight_sends, &mut self.shm)?;
         if !c.parked.is_empty() {
             unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
