@@ -19,5 +19,5 @@
 pub mod parse;
 pub mod reply;
 
-pub use parse::{parse_command, Args, Command, Limits, ProtocolError};
+pub use parse::{next_command, parse_command, Args, Command, Limits, Next, ProtocolError};
 pub use reply::{Part, Reply};

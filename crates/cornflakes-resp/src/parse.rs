@@ -104,28 +104,69 @@ pub enum ProtocolError {
 /// assert_eq!(parse_command(b"*2\r\n$3\r\nGE", &Limits::default()), Ok(None));
 /// ```
 pub fn parse_command<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Command<'a>, usize)>, ProtocolError> {
+    Ok(match next_command(buf, limits)? {
+        Next::Command(cmd, used) => Some((cmd, used)),
+        Next::Incomplete { .. } => None,
+    })
+}
+
+/// What [`next_command`] found at the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next<'a> {
+    /// A command, and the bytes it took (as [`parse_command`]).
+    Command(Command<'a>, usize),
+    /// No complete command yet, and nothing can complete before the buffer
+    /// holds `need` bytes: a server that keeps the bytes of an unfinished
+    /// command need not parse them again until then (a 1 MiB argument read
+    /// 64 KiB at a time would otherwise be parsed from its start sixteen
+    /// times).
+    Incomplete {
+        /// The least length of the buffer at which a command can be complete.
+        need: usize,
+    },
+}
+
+/// [`parse_command`], also saying how many bytes an unfinished command
+/// needs at least.
+///
+/// # Errors
+///
+/// As [`parse_command`].
+///
+/// # Examples
+///
+/// ```
+/// use cornflakes_resp::parse::{next_command, Next};
+/// use cornflakes_resp::Limits;
+///
+/// // A 10-byte argument of which 2 bytes have arrived: 8 more and the `\r\n`.
+/// let buf = b"*1\r\n$10\r\nab";
+/// assert_eq!(next_command(buf, &Limits::default()), Ok(Next::Incomplete { need: buf.len() + 10 }));
+/// ```
+pub fn next_command<'a>(buf: &'a [u8], limits: &Limits) -> Result<Next<'a>, ProtocolError> {
     let mut at = 0;
     loop {
         let rest = &buf[at..];
         if rest.is_empty() {
-            return Ok(None);
+            return Ok(Next::Incomplete { need: buf.len() + 1 });
         }
         let parsed = if rest[0] == b'*' { multibulk(rest, limits)? } else { inline(rest, limits)? };
         match parsed {
-            Parsed::Incomplete => {
+            Parsed::Incomplete(need) => {
                 if rest.len() > limits.max_query_buffer {
                     return Err(ProtocolError::QueryBufferFull(rest.len()));
                 }
-                return Ok(None);
+                return Ok(Next::Incomplete { need: at + need });
             }
             Parsed::Empty(used) => at += used,
-            Parsed::Command(args, used) => return Ok(Some((Command { args }, at + used))),
+            Parsed::Command(args, used) => return Ok(Next::Command(Command { args }, at + used)),
         }
     }
 }
 
 enum Parsed<'a> {
-    Incomplete,
+    /// No complete command: it needs a buffer of at least this length.
+    Incomplete(usize),
     /// A command without arguments (`*0`, `*-1`, a blank line): skipped.
     Empty(usize),
     Command(Args<'a>, usize),
@@ -178,7 +219,7 @@ fn multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolE
         return if buf.len() > limits.max_inline_len {
             Err(ProtocolError::TooBigMultibulkCount)
         } else {
-            Ok(Parsed::Incomplete)
+            Ok(Parsed::Incomplete(buf.len() + 1))
         };
     };
     let count = integer(&count_line[1..]).ok_or(ProtocolError::InvalidMultibulkLength)?;
@@ -192,7 +233,7 @@ fn multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolE
     for _ in 0..count {
         let rest = &buf[at..];
         if rest.is_empty() {
-            return Ok(Parsed::Incomplete);
+            return Ok(Parsed::Incomplete(at + 1));
         }
         if rest[0] != b'$' {
             return Err(ProtocolError::ExpectedDollar(rest[0] as char));
@@ -201,7 +242,7 @@ fn multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolE
             return if rest.len() > limits.max_inline_len {
                 Err(ProtocolError::TooBigBulkCount)
             } else {
-                Ok(Parsed::Incomplete)
+                Ok(Parsed::Incomplete(buf.len() + 1))
             };
         };
         let len = integer(&len_line[1..]).ok_or(ProtocolError::InvalidBulkLength)?;
@@ -211,9 +252,11 @@ fn multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolE
         }
         let start = at + used;
         // The value and its `\r\n` (which Redis skips without looking).
-        let Some(end) = start.checked_add(len).filter(|e| e.saturating_add(2) <= buf.len()) else {
-            return Ok(Parsed::Incomplete);
-        };
+        let end = start.checked_add(len).ok_or(ProtocolError::InvalidBulkLength)?;
+        let need = end.checked_add(2).ok_or(ProtocolError::InvalidBulkLength)?;
+        if need > buf.len() {
+            return Ok(Parsed::Incomplete(need));
+        }
         args.push(Cow::Borrowed(&buf[start..end]));
         at = end + 2;
     }
@@ -225,7 +268,7 @@ fn inline<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolErro
         return if buf.len() > limits.max_inline_len {
             Err(ProtocolError::TooBigInline)
         } else {
-            Ok(Parsed::Incomplete)
+            Ok(Parsed::Incomplete(buf.len() + 1))
         };
     };
     if nl > limits.max_inline_len {
@@ -389,6 +432,34 @@ mod tests {
         for end in 0..inline.len() {
             assert_eq!(one(&inline[..end]), Ok(None), "inline prefix of {end} bytes");
         }
+    }
+
+    #[test]
+    fn an_unfinished_command_never_asks_for_more_than_completes_it() {
+        // A server waits for `need` bytes before parsing again: asking for
+        // one byte more than the command has would hang it.
+        let commands: [&[u8]; 4] = [
+            b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n",
+            b"*0\r\n\r\n*2\r\n$4\r\nECHO\r\n$12\r\nhello\r\nworld\r\n",
+            b"SET key value\r\n",
+            b"*1\r\n$0\r\n\r\n",
+        ];
+        for buf in commands {
+            for end in 0..buf.len() {
+                match next_command(&buf[..end], &Limits::default()) {
+                    Ok(Next::Incomplete { need }) => {
+                        assert!(need > end && need <= buf.len(), "{buf:?} cut at {end}: need {need}")
+                    }
+                    other => panic!("{buf:?} cut at {end}: {other:?}"),
+                }
+            }
+            assert!(matches!(next_command(buf, &Limits::default()), Ok(Next::Command(_, used)) if used == buf.len()));
+        }
+        // Inside a large argument, the need is its end.
+        let head = b"*2\r\n$3\r\nSET\r\n$1000000\r\n";
+        let mut buf = head.to_vec();
+        buf.extend([7u8; 4096]);
+        assert_eq!(next_command(&buf, &Limits::default()), Ok(Next::Incomplete { need: head.len() + 1_000_002 }));
     }
 
     #[test]

@@ -455,7 +455,13 @@ impl RespDb {
             None => None,
             Some((ms, n)) => match integer_arg(n) {
                 None => return reply.error(NOT_INTEGER),
-                Some(n) if n <= 0 || (!ms && n > i64::MAX / 1000) => {
+                // As Redis: the deadline in Unix milliseconds must fit in
+                // an i64 (TTL and PTTL report it), else the time is invalid.
+                Some(n)
+                    if n <= 0
+                        || (!ms && n > i64::MAX / 1000)
+                        || (if ms { n } else { n * 1000 }) > i64::MAX - unix_ms() =>
+                {
                     return reply.error("ERR invalid expire time in 'set' command")
                 }
                 Some(n) => {
@@ -729,4 +735,9 @@ fn hello(args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mut
     }
     reply.bulk(b"modules");
     reply.array(0);
+}
+
+/// Now, in milliseconds since the Unix epoch (0 if the clock is before it).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use cornflakes::RcBuf;
 use cornflakes_datapath::tcp::TcpDatapath;
 use cornflakes_datapath::{ConnId, Datapath, Received, RecvError, Segment, SendError};
-use cornflakes_resp::{parse_command, Limits, Part, ProtocolError, Reply};
+use cornflakes_resp::{next_command, Limits, Next, Part, ProtocolError, Reply};
 use hashbrown::HashMap;
 
 use super::{After, RespDb, Session};
@@ -105,6 +105,10 @@ impl RespStats {
 struct Conn {
     /// The start of a command that has not fully arrived.
     pending: Vec<u8>,
+    /// The length `pending` must reach before that command can be complete
+    /// (a large argument arrives in many reads: it is parsed once it is
+    /// all there, not once per read).
+    need: usize,
     session: Session,
     /// Set once the connection is to close after its replies leave.
     closing: bool,
@@ -305,19 +309,20 @@ fn handle_input(
     reply: &mut Reply<RcBuf>,
     stats: &mut RespStats,
 ) -> Option<End> {
-    let joined;
-    let buf: &[u8] = if conn.pending.is_empty() {
-        input
-    } else {
+    if !conn.pending.is_empty() {
         conn.pending.extend_from_slice(input);
-        joined = std::mem::take(&mut conn.pending);
-        &joined
-    };
+        if conn.pending.len() < conn.need {
+            // Nothing can be complete yet; the limit still holds.
+            return (conn.pending.len() > limits.max_query_buffer).then_some(End::QueryBufferFull);
+        }
+    }
+    let owned = (!conn.pending.is_empty()).then(|| std::mem::take(&mut conn.pending));
+    let buf: &[u8] = owned.as_deref().unwrap_or(input);
     let mut at = 0;
     let mut end = None;
     loop {
-        match parse_command(&buf[at..], limits) {
-            Ok(Some((cmd, used))) => {
+        match next_command(&buf[at..], limits) {
+            Ok(Next::Command(cmd, used)) => {
                 at += used;
                 stats.commands += 1;
                 if db.execute(&cmd, &mut conn.session, reply) == After::Close {
@@ -325,7 +330,10 @@ fn handle_input(
                     break;
                 }
             }
-            Ok(None) => break,
+            Ok(Next::Incomplete { need }) => {
+                conn.need = need;
+                break;
+            }
             Err(ProtocolError::QueryBufferFull(_)) => {
                 end = Some(End::QueryBufferFull);
                 break;
@@ -338,8 +346,15 @@ fn handle_input(
         }
     }
     if end.is_none() && at < buf.len() {
-        conn.pending.clear();
-        conn.pending.extend_from_slice(&buf[at..]);
+        // Keep the unfinished command: the buffer itself when nothing was
+        // taken from it (no copy of a large argument per read).
+        match owned {
+            Some(mut kept) => {
+                kept.drain(..at);
+                conn.pending = kept;
+            }
+            None => conn.pending.extend_from_slice(&input[at..]),
+        }
     }
     end
 }

@@ -92,3 +92,16 @@ fn glob_patterns_match_as_redis_does() {
     assert!(!glob_match(b"save", b"saves"));
     assert!(!glob_match(b"x*", b"save"));
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // reads the wall clock
+fn expire_times_past_what_an_i64_of_unix_milliseconds_holds_are_invalid() {
+    let mut d = db();
+    let invalid = "-ERR invalid expire time in 'set' command\r\n";
+    // Accepted before, after which TTL answered -9223372036854775.
+    assert_eq!(answer(&mut d, "SET t v PX 9223372036854775807\r\n"), invalid);
+    assert_eq!(answer(&mut d, "SET t v EX 9223372036854775\r\n"), invalid);
+    assert_eq!(answer(&mut d, "EXISTS t\r\n"), ":0\r\n");
+    // A far but representable deadline is kept, and TTL reports it.
+    assert_eq!(answer(&mut d, "SET t v EX 100000000000\r\nTTL t\r\n"), "+OK\r\n:100000000000\r\n");
+}
