@@ -53,7 +53,7 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
             }
             for m in &file.messages {
                 items.add_type(&upper_camel(&m.name), &file.name, m.location)?;
-                items.add_type(&format!("{}Owned", upper_camel(&m.name)), &file.name, m.location)?;
+                items.add_type(&owned_name(&upper_camel(&m.name)), &file.name, m.location)?;
                 if has_module(m) {
                     items.add_module(&to_snake(&m.name), &file.name, m.location)?;
                 }
@@ -143,6 +143,13 @@ pub(crate) fn to_snake(name: &str) -> String {
 /// `to_upper_camel` makes it (`HTTPServer` becomes `HttpServer`).
 pub(crate) fn upper_camel(name: &str) -> String {
     ident(&name.to_upper_camel_case())
+}
+
+/// The owned form of message type `name` (from [`upper_camel`]):
+/// `MOwned`, and `SelfOwned` for a message `Self` (escaped `Self_`), which
+/// `Self_Owned` would make a non-camel-case name that warns.
+fn owned_name(name: &str) -> String {
+    format!("{}Owned", name.strip_suffix('_').unwrap_or(name))
 }
 
 /// The Rust module path of a type's parent scope, from the crate root of
@@ -557,13 +564,14 @@ impl Gen<'_> {
         }
 
         // The owned form: message, packet and arena in one value.
+        let owned = owned_name(&name);
         let _ = writeln!(
             code,
-            "{PRIV}::self_cell!(\n/// A decoded [`{name}`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`{name}Owned::with`].\npub struct {name}Owned {{\nowner: {RT}::PacketOwner,\n#[not_covariant]\ndependent: {name},\n}}\nimpl {{Debug}}\n);"
+            "{PRIV}::self_cell!(\n/// A decoded [`{name}`] together with the packet and arena it borrows from: one owned value, which can outlive the function that received the packet. Read it with [`{owned}::with`].\npub struct {owned} {{\nowner: {RT}::PacketOwner,\n#[not_covariant]\ndependent: {name},\n}}\nimpl {{Debug}}\n);"
         );
         let _ = writeln!(
             code,
-            "impl {name}Owned {{\n/// Decodes `pkt` into `arena` (as [`{RT}::Message::deserialize`]) and keeps all three together.\n///\n/// # Errors\n///\n/// The [`{RT}::DecodeError`] of the decode; the packet and arena are dropped.\npub fn decode(pkt: {RT}::RcBuf, arena: {RT}::Arena) -> ::core::result::Result<Self, {RT}::DecodeError> {{ Self::try_new({RT}::PacketOwner::new(pkt, arena), |o| <{name}<'_> as {RT}::Message<'_>>::deserialize(o.packet(), o.arena())) }}\n/// Calls `f` with the message.\npub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&{name}<'a>) -> R) -> R {{ self.with_dependent(|_, m| f(m)) }}\n/// Drops the message and returns the packet and the arena (to reset and reuse).\npub fn into_parts(self) -> ({RT}::RcBuf, {RT}::Arena) {{ self.into_owner().into_parts() }}\n}}\n"
+            "impl {owned} {{\n/// Decodes `pkt` into `arena` (as [`{RT}::Message::deserialize`]) and keeps all three together.\n///\n/// # Errors\n///\n/// The [`{RT}::DecodeError`] of the decode; the packet and arena are dropped.\npub fn decode(pkt: {RT}::RcBuf, arena: {RT}::Arena) -> ::core::result::Result<Self, {RT}::DecodeError> {{ Self::try_new({RT}::PacketOwner::new(pkt, arena), |o| <{name}<'_> as {RT}::Message<'_>>::deserialize(o.packet(), o.arena())) }}\n/// Calls `f` with the message.\npub fn with<R>(&self, f: impl for<'a> ::core::ops::FnOnce(&{name}<'a>) -> R) -> R {{ self.with_dependent(|_, m| f(m)) }}\n/// Drops the message and returns the packet and the arena (to reset and reuse).\npub fn into_parts(self) -> ({RT}::RcBuf, {RT}::Arena) {{ self.into_owner().into_parts() }}\n}}\n"
         );
 
         if has_module(m) {
@@ -583,7 +591,7 @@ impl Gen<'_> {
             }
             for nested in &m.nested {
                 items.add_type(&upper_camel(&nested.name), self.file, nested.location)?;
-                items.add_type(&format!("{}Owned", upper_camel(&nested.name)), self.file, nested.location)?;
+                items.add_type(&owned_name(&upper_camel(&nested.name)), self.file, nested.location)?;
                 if has_module(nested) {
                     items.add_module(&to_snake(&nested.name), self.file, nested.location)?;
                 }
@@ -725,7 +733,10 @@ fn emit_proto_impl(code: &mut String, name: &str, m: &MessageDef, fields: &[Fiel
 
     let _ = writeln!(code, "impl<'a> {PW}::ProtoImpl<'a> for {name}<'a> {{");
     // Size pass.
-    let _ = writeln!(code, "#[inline]\nfn pw_size(&self, tally: &mut {PW}::Tally) -> usize {{\nlet mut len = 0usize;");
+    // (`mut` only when there is something to add: a message without fields
+    // would warn, failing crates that deny warnings.)
+    let binding = if units.is_empty() { "let len" } else { "let mut len" };
+    let _ = writeln!(code, "#[inline]\nfn pw_size(&self, tally: &mut {PW}::Tally) -> usize {{\n{binding} = 0usize;");
     for (_, unit) in &units {
         if unit[0].shape == Shape::Oneof {
             let _ = writeln!(code, "match &self.{} {{", unit[0].member);
@@ -759,8 +770,14 @@ fn emit_proto_impl(code: &mut String, name: &str, m: &MessageDef, fields: &[Fiel
     // Merge.
     let _ = writeln!(
         code,
-        "#[inline]\nfn pw_merge_field(&mut self, r: &mut {PW}::Reader<'a>, number: u32, wire: {RT}::protowire::WireType) -> ::core::result::Result<(), {PW}::DecodeError> {{\nmatch number {{"
+        "#[inline]\nfn pw_merge_field(&mut self, r: &mut {PW}::Reader<'a>, number: u32, wire: {RT}::protowire::WireType) -> ::core::result::Result<(), {PW}::DecodeError> {{"
     );
+    if fields.is_empty() {
+        // A `match` with only the wildcard arm is a clippy warning.
+        code.push_str("r.skip(number, wire)\n}\n}\n\n");
+        return;
+    }
+    code.push_str("match number {\n");
     for f in fields {
         let (n, mem, c, i) = (f.def.number, &f.member, f.def.codec, f.index);
         let arm = match (f.shape, &f.def.kind) {

@@ -26,8 +26,10 @@ pub mod evolution {
 }
 
 /// Types generated from `proto/protowire/pwtest.proto` with the protobuf
-/// wire format (`Wire::Protobuf`).
+/// wire format (`Wire::Protobuf`). Generated code must not warn: crates
+/// that deny warnings include it too.
 #[allow(missing_docs)]
+#[deny(warnings)]
 pub mod pwtest {
     include!(concat!(env!("OUT_DIR"), "/pwtest.rs"));
 }
