@@ -21,7 +21,8 @@
 //! (and so custom options): scalars, `string`, `bytes`, nested messages,
 //! `repeated`, `optional`, enums (open, as prost: unknown values are kept as
 //! `i32`), `oneof` (one Rust enum per oneof), `map<K, V>`, imports across
-//! packages, and the well-known types (`google/protobuf/*.proto`, bundled by
+//! packages (imported files are generated too, as prost-build does, unless
+//! an extern path covers them), and the well-known types (`google/protobuf/*.proto`, bundled by
 //! protox), which map to `::cornflakes::well_known`. proto2 files (and with
 //! them groups) and `extend` are errors naming the file, line and feature.
 //!

@@ -141,7 +141,8 @@ pub(crate) struct SchemaFile {
 }
 
 pub(crate) struct Parsed {
-    /// The files asked for, in order (imports are resolved but not emitted).
+    /// The files asked for, and the files they import that no extern path
+    /// covers (as prost-build generates them too), in protox's order.
     pub(crate) files: Vec<SchemaFile>,
     /// Every schema file read, for `rerun-if-changed`.
     pub(crate) source_paths: Vec<PathBuf>,
@@ -164,14 +165,37 @@ pub(crate) fn parse(
     let known: HashMap<String, TypeInfo> = collect_types(&fds.file, extern_paths);
     let mut files = Vec::new();
     for fd in &fds.file {
-        // Only the files asked for are converted and checked: an import
-        // contributes the types it names (resolved through `known`), so an
-        // unused import, or one that uses features Cornflakes lacks, is fine.
         if requested.iter().any(|r| r == fd.name()) {
             files.push(convert_file(fd, &known)?);
+        } else if !is_extern(fd, extern_paths) {
+            // An import is generated too, so that the types the requested
+            // files name from it exist (prost-build does the same). One that
+            // uses features Cornflakes lacks is left out, not an error: an
+            // unused import, or one of a proto2 package, stays harmless.
+            if let Ok(file) = convert_file(fd, &known) {
+                files.push(file);
+            }
         }
     }
     Ok(Parsed { files, source_paths })
+}
+
+/// Whether an extern path covers `fd`'s package, or a type in it (then the
+/// package is the application's to provide, as it chose).
+fn is_extern(fd: &FileDescriptorProto, extern_paths: &[(String, String)]) -> bool {
+    let package = if fd.package().is_empty() { String::new() } else { format!(".{}", fd.package()) };
+    let types: Vec<String> = fd
+        .message_type
+        .iter()
+        .map(|m| m.name())
+        .chain(fd.enum_type.iter().map(|e| e.name()))
+        .map(|name| format!("{package}.{name}"))
+        .collect();
+    extern_paths.iter().any(|(proto, _)| {
+        let covers_package = !package.is_empty() && (package == *proto || package.starts_with(&format!("{proto}.")));
+        let covers_a_type = types.iter().any(|t| proto == t || proto.starts_with(&format!("{t}.")));
+        covers_package || covers_a_type
+    })
 }
 
 struct TypeInfo {

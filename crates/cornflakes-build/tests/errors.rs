@@ -188,3 +188,27 @@ fn reserved_numbers_below_the_highest_field_keep_their_bits_up_to_a_limit() {
     assert_eq!((u.line, u.feature), (4, "a large reserved range"));
     assert!(u.detail.contains("more than 1024 numbers below its highest field number 6000"), "{u}");
 }
+
+#[test]
+fn imported_files_are_generated_unless_extern_or_unusable() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("common.proto", "syntax = \"proto3\";\npackage acme.common;\nmessage Meta { string id = 1; }\n");
+    write("legacy.proto", "syntax = \"proto2\";\npackage acme.legacy;\nmessage Old { optional int32 x = 1; }\n");
+    write(
+        "store.proto",
+        "syntax = \"proto3\";\npackage acme.store;\nimport \"common.proto\";\nimport \"legacy.proto\";\nmessage Item { acme.common.Meta meta = 1; }\n",
+    );
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false);
+    // Only the top-level file is listed, as with prost-build.
+    let files = config.generate(&[dir.join("store.proto")], &[&dir]).unwrap();
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["acme.common.rs", "acme.store.rs"], "the proto2 import is left out, not an error");
+    assert!(files[0].code.contains("pub struct Meta<'a>"), "{}", files[0].code);
+    // An extern path says the application provides the package.
+    config.extern_path(".acme.common", "::acme_common");
+    let files = config.generate(&[dir.join("store.proto")], &[&dir]).unwrap();
+    assert_eq!(files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["acme.store.rs"]);
+    assert!(files[0].code.contains("::acme_common::Meta<'a>"), "{}", files[0].code);
+}
