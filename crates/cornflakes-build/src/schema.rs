@@ -156,7 +156,25 @@ pub(crate) fn parse(
     let mut compiler =
         protox::Compiler::new(includes.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
     compiler.include_imports(true).include_source_info(true);
-    compiler.open_files(protos.iter().map(|p| p.as_ref())).map_err(|e| Error::Parse(format!("{e:?}")))?;
+    compiler.open_files(protos.iter().map(|p| p.as_ref())).map_err(|e| {
+        let text = format!("{e:?}");
+        // protox says a file that does not exist "is not in any include path".
+        let missing = protos.iter().map(|p| p.as_ref()).find(|p| {
+            !p.exists() && !includes.iter().any(|i| i.as_ref().join(p).exists()) && text.contains(&*p.to_string_lossy())
+        });
+        if let Some(missing) = missing {
+            Error::Parse(format!(
+                "{}: no such file (looked for it as given and under each include path)",
+                missing.display()
+            ))
+        } else if text.contains("found 'edition'") {
+            Error::Parse(format!(
+                "protobuf editions (`edition = ...`) are not supported by Cornflakes: write `syntax = \"proto3\";` ({text})"
+            ))
+        } else {
+            Error::Parse(text)
+        }
+    })?;
     let fds = compiler.file_descriptor_set();
 
     let requested: Vec<String> = compiler.files().filter(|f| !f.is_import()).map(|f| f.name().to_owned()).collect();

@@ -212,3 +212,15 @@ fn imported_files_are_generated_unless_extern_or_unusable() {
     assert_eq!(files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["acme.store.rs"]);
     assert!(files[0].code.contains("::acme_common::Meta<'a>"), "{}", files[0].code);
 }
+
+#[test]
+fn a_missing_file_and_an_edition_get_errors_that_say_so() {
+    let dir = tempdir();
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false);
+    let err = config.generate(&[dir.join("nope.proto")], &[&dir]).unwrap_err();
+    assert!(err.to_string().contains("nope.proto: no such file"), "{err}");
+    std::fs::write(dir.join("e.proto"), "edition = \"2023\";\nmessage M { int32 x = 1; }\n").unwrap();
+    let err = config.generate(&[dir.join("e.proto")], &[&dir]).unwrap_err();
+    assert!(err.to_string().contains("protobuf editions (`edition = ...`) are not supported"), "{err}");
+}
