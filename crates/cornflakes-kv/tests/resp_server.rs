@@ -147,6 +147,52 @@ fn replies_larger_than_one_send_arrive_whole() {
 }
 
 #[test]
+fn a_reply_larger_than_the_send_queue_goes_out_as_the_client_reads() {
+    // 70 x 1 MiB from one MGET (and 100 pipelined GETs of it) is more than
+    // the connection's 64 MiB queue: the server used to close the client
+    // with nothing sent; Redis sends it all.
+    let server = Server::start(ServeOptions::default());
+    let mut c = connect(server.addr);
+    let value = vec![b'v'; 1 << 20];
+    c.write_all(&command(&[b"SET", b"big", &value])).unwrap();
+    assert_eq!(read_n(&mut c, 5), b"+OK\r\n");
+    let mut mget: Vec<&[u8]> = vec![b"MGET"];
+    mget.extend(std::iter::repeat_n(&b"big"[..], 70));
+    let mut input = command(&mget);
+    input.extend(b"GET big\r\n".repeat(100));
+    input.extend(b"PING\r\n");
+    c.write_all(&input).unwrap();
+    let one = bulk(&value);
+    let mut want = b"*70\r\n".to_vec();
+    // The MGET's 70 elements, then the 100 GETs' replies: the same bulk.
+    for _ in 0..170 {
+        want.extend(&one);
+    }
+    want.extend(b"+PONG\r\n");
+    // Read slowly at first: the queue fills and the rest must wait.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(read_n(&mut c, want.len()) == want, "the replies differ");
+    let stats = server.stop();
+    assert_eq!(stats.reply_dropped, 0);
+}
+
+#[test]
+fn a_client_that_reads_nothing_of_a_large_reply_is_disconnected_in_time() {
+    let server = Server::start(ServeOptions { not_reading: Duration::from_millis(300), ..ServeOptions::default() });
+    let mut c = connect(server.addr);
+    let value = vec![b'v'; 1 << 20];
+    c.write_all(&command(&[b"SET", b"big", &value])).unwrap();
+    assert_eq!(read_n(&mut c, 5), b"+OK\r\n");
+    c.write_all(&b"GET big\r\n".repeat(200)).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut other = connect(server.addr);
+    other.write_all(b"PING\r\n").unwrap();
+    assert_eq!(read_n(&mut other, 7), b"+PONG\r\n", "the others are served meanwhile");
+    let stats = server.stop();
+    assert_eq!(stats.reply_dropped, 1, "{stats:?}");
+}
+
+#[test]
 fn a_set_while_replies_holding_the_old_value_wait_does_not_change_them() {
     let server = Server::start(ServeOptions::default());
     let old = vec![b'o'; 64 << 10];

@@ -24,6 +24,16 @@
 //!
 //! Expiry is lazy (checked when a key is touched), as Redis does without
 //! its active cycle.
+//!
+//! Connections ([`ServeOptions`]): a command of up to 64 MiB may arrive in
+//! any number of reads (parsed again only once the bytes it needs are
+//! there); a reply of any size goes out as the client reads it, while the
+//! client's further input waits; a client that takes nothing of its reply
+//! for 30 s is disconnected (Redis keeps it).
+//! Not implemented, answered `unknown command`: DECR, INCRBY, DECRBY, KEYS,
+//! SCAN, TYPE, EXPIRE, hashes and sets, persistence (SAVE), AUTH; so
+//! `redis-cli --bigkeys` (SCAN) does not work, and `--stat` prints
+//! nonsense (INFO has the Server and Keyspace sections only).
 
 mod serve;
 #[cfg(test)]

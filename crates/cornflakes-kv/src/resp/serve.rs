@@ -14,8 +14,9 @@
 //! A client that sends what Redis would refuse (see
 //! [`cornflakes_resp::ProtocolError`]) gets Redis's error and is
 //! disconnected; one whose incomplete command exceeds the query buffer
-//! limit, or that does not read its replies (its queue in the datapath is
-//! at its bound), is disconnected without one. Each is counted; the others
+//! limit, or that reads nothing of its replies for
+//! [`ServeOptions::not_reading`] (a reply larger than the datapath's queue
+//! waits and goes out as the client reads), is disconnected without one. Each is counted; the others
 //! are served on.
 
 use std::time::{Duration, Instant};
@@ -58,6 +59,12 @@ pub struct ServeOptions {
     /// How long a connection being closed after its last reply (QUIT, a
     /// protocol error) waits for that reply to leave.
     pub close_linger: Duration,
+    /// How long a client may leave a reply unread (the datapath's queue for
+    /// it full, nothing taken) before it is disconnected; it holds the
+    /// reply's values and its unread input meanwhile. Redis has no such
+    /// bound for ordinary clients; a reply larger than the queue is sent as
+    /// the client reads, however large.
+    pub not_reading: Duration,
 }
 
 impl Default for ServeOptions {
@@ -69,6 +76,7 @@ impl Default for ServeOptions {
         ServeOptions {
             limits: Limits { max_bulk_len: 1 << 20, max_query_buffer: 64 << 20, ..Limits::default() },
             close_linger: Duration::from_secs(1),
+            not_reading: Duration::from_secs(30),
         }
     }
 }
@@ -112,6 +120,35 @@ struct Conn {
     session: Session,
     /// Set once the connection is to close after its replies leave.
     closing: bool,
+    /// The rest of a reply the datapath's queue had no room for: sent as
+    /// the client reads; its input waits in `pending` meanwhile.
+    out: Option<Outbox>,
+}
+
+/// A reply being sent as room appears, from `at` on.
+struct Outbox {
+    reply: Reply<RcBuf>,
+    at: Cursor,
+    /// When a part of it last left (the client read).
+    progress: Instant,
+}
+
+/// A position in a reply: the part, and for a copied part the byte in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Cursor {
+    part: usize,
+    byte: usize,
+}
+
+/// How far [`send_reply`] got.
+#[derive(Debug, PartialEq, Eq)]
+enum Sent {
+    /// All of it is queued (or the client has gone).
+    Done,
+    /// The queue is full from the cursor on: send the rest later.
+    Blocked,
+    /// The datapath refused it for another reason (no buffer): close.
+    Failed,
 }
 
 /// Largest message one reply is sent as; longer replies go as several
@@ -128,6 +165,8 @@ struct RespLoop {
     rx: Vec<Received>,
     reply: Reply<RcBuf>,
     next_id: u64,
+    /// Connections with a reply waiting for room ([`Conn::out`]).
+    outboxes: usize,
 }
 
 impl RespLoop {
@@ -139,6 +178,7 @@ impl RespLoop {
             rx: Vec::with_capacity(64),
             reply: Reply::new(threshold),
             next_id: 1,
+            outboxes: 0,
         }
     }
 
@@ -152,13 +192,16 @@ impl RespLoop {
         let batch_start = Instant::now();
         let n = match dp.recv_batch(&mut self.rx, 64) {
             Ok(0) => {
-                close_finished(dp, &mut self.conns, &mut self.closing, options);
                 let _ = dp.poll_completions();
+                self.send_outboxes(dp, db, options);
+                close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes);
                 return Ok(0);
             }
             Ok(n) => n,
             Err(RecvError::Closed(conn)) => {
-                self.conns.remove(&conn);
+                if self.conns.remove(&conn).is_some_and(|c| c.out.is_some()) {
+                    self.outboxes -= 1;
+                }
                 return Ok(0);
             }
             Err(e) => return Err(e),
@@ -173,13 +216,37 @@ impl RespLoop {
             if conn.closing {
                 continue;
             }
+            if conn.out.is_some() {
+                // Its reply is still leaving: the input waits (bounded).
+                if conn.pending.is_empty() {
+                    conn.need = 0;
+                }
+                conn.pending.extend_from_slice(&r.payload);
+                if conn.pending.len() > options.limits.max_query_buffer {
+                    stats.query_buffer_full += 1;
+                    dp.close_conn(r.conn);
+                    self.conns.remove(&r.conn);
+                }
+                continue;
+            }
             reply.clear();
             let end = handle_input(db, conn, &r.payload, &options.limits, reply, stats);
-            if !reply.is_empty() && !send_reply(dp, r.conn, reply) {
-                stats.reply_dropped += 1;
-                dp.close_conn(r.conn);
-                self.conns.remove(&r.conn);
-                continue;
+            if !reply.is_empty() {
+                let mut at = Cursor::default();
+                match send_reply(dp, r.conn, reply, &mut at) {
+                    Sent::Done => {}
+                    Sent::Blocked => {
+                        let reply = std::mem::replace(reply, Reply::new(db.threshold()));
+                        conn.out = Some(Outbox { reply, at, progress: Instant::now() });
+                        self.outboxes += 1;
+                    }
+                    Sent::Failed => {
+                        stats.reply_dropped += 1;
+                        dp.close_conn(r.conn);
+                        self.conns.remove(&r.conn);
+                        continue;
+                    }
+                }
             }
             if let Some(end) = end {
                 match end {
@@ -194,9 +261,80 @@ impl RespLoop {
         }
         let _ = dp.flush();
         let _ = dp.poll_completions();
-        close_finished(dp, &mut self.conns, &mut self.closing, options);
-        stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        self.send_outboxes(dp, db, options);
+        close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes);
+        self.stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
         Ok(n)
+    }
+
+    /// Sends more of each reply left waiting for room; once one has all
+    /// left, runs the input that waited behind it. Disconnects a client
+    /// that has read nothing for [`ServeOptions::not_reading`].
+    fn send_outboxes<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, options: &ServeOptions) {
+        if self.outboxes == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let (stats, reply) = (&mut self.stats, &mut self.reply);
+        let mut dropped = Vec::new();
+        for (&id, conn) in self.conns.iter_mut() {
+            while let Some(out) = conn.out.as_mut() {
+                let before = out.at;
+                match send_reply(dp, id, &out.reply, &mut out.at) {
+                    Sent::Done => {
+                        conn.out = None;
+                        self.outboxes -= 1;
+                    }
+                    Sent::Blocked => {
+                        if out.at != before {
+                            out.progress = now;
+                        } else if now.duration_since(out.progress) > options.not_reading {
+                            stats.reply_dropped += 1;
+                            dropped.push(id);
+                        }
+                        break;
+                    }
+                    Sent::Failed => {
+                        stats.reply_dropped += 1;
+                        dropped.push(id);
+                        break;
+                    }
+                }
+                // The input that waited: its commands now, their replies
+                // perhaps blocked again.
+                if conn.pending.is_empty() || conn.closing {
+                    break;
+                }
+                reply.clear();
+                let end = handle_input(db, conn, &[], &options.limits, reply, stats);
+                if !reply.is_empty() {
+                    let out = Outbox {
+                        reply: std::mem::replace(reply, Reply::new(db.threshold())),
+                        at: Cursor::default(),
+                        progress: now,
+                    };
+                    conn.out = Some(out);
+                    self.outboxes += 1;
+                }
+                if let Some(end) = end {
+                    match end {
+                        End::Quit => stats.quit += 1,
+                        End::Protocol => stats.protocol_errors += 1,
+                        End::QueryBufferFull => stats.query_buffer_full += 1,
+                    }
+                    conn.closing = true;
+                    conn.pending = Vec::new();
+                    self.closing.push((id, now + options.close_linger));
+                }
+            }
+        }
+        for id in dropped {
+            dp.close_conn(id);
+            if self.conns.remove(&id).is_some_and(|c| c.out.is_some()) {
+                self.outboxes -= 1;
+            }
+        }
+        let _ = dp.flush();
     }
 
     fn wait_time(&self) -> Duration {
@@ -345,6 +483,9 @@ fn handle_input(
             }
         }
     }
+    if end.is_none() && at >= buf.len() {
+        conn.need = 0;
+    }
     if end.is_none() && at < buf.len() {
         // Keep the unfinished command: the buffer itself when nothing was
         // taken from it (no copy of a large argument per read).
@@ -359,48 +500,62 @@ fn handle_input(
     end
 }
 
-/// Queues `reply` on `conn` as one message per [`CHUNK`]; false when the
-/// connection must be closed (it does not read, or no buffer).
-fn send_reply<D: Datapath>(dp: &mut D, conn: ConnId, reply: &Reply<RcBuf>) -> bool {
-    let mut segments: Vec<Segment<'_>> = Vec::with_capacity(reply.parts().len());
+/// Queues `reply` on `conn` from `at` on, as one message per [`CHUNK`],
+/// moving `at` past what was queued; [`Sent::Blocked`] when the queue is
+/// full (a client reading slower than its replies come, or one huge reply:
+/// the rest goes as the client reads).
+fn send_reply<D: Datapath>(dp: &mut D, conn: ConnId, reply: &Reply<RcBuf>, at: &mut Cursor) -> Sent {
+    let mut segments: Vec<Segment<'_>> = Vec::with_capacity(reply.parts().len().min(64));
     let mut len = 0;
-    let push = |dp: &mut D, segments: &mut Vec<Segment<'_>>| -> bool {
+    // Where the segments not yet pushed start, and where the walk is.
+    let mut walk = *at;
+    let push = |dp: &mut D, segments: &mut Vec<Segment<'_>>| -> Sent {
         let result = dp.push_segments(conn, 0, segments);
         segments.clear();
         match result {
-            Ok(()) => true,
             // The client has gone: nothing to do.
-            Err(SendError::Closed(_)) => true,
-            Err(_) => false,
+            Ok(()) | Err(SendError::Closed(_)) => Sent::Done,
+            Err(SendError::Full | SendError::Backlogged(_)) => Sent::Blocked,
+            Err(_) => Sent::Failed,
         }
     };
-    for part in reply.parts() {
-        match part {
+    while let Some(part) = reply.parts().get(walk.part) {
+        let (piece, next) = match part {
             Part::Copied(range) => {
-                for piece in reply.copied()[range.clone()].chunks(CHUNK) {
-                    if len + piece.len() > CHUNK && !segments.is_empty() {
-                        if !push(dp, &mut segments) {
-                            return false;
-                        }
-                        len = 0;
-                    }
-                    segments.push(Segment::Copy(piece));
-                    len += piece.len();
-                }
+                let run = &reply.copied()[range.clone()][walk.byte..];
+                let piece = &run[..run.len().min(CHUNK)];
+                let next = if piece.len() == run.len() {
+                    Cursor { part: walk.part + 1, byte: 0 }
+                } else {
+                    Cursor { part: walk.part, byte: walk.byte + piece.len() }
+                };
+                (Segment::Copy(piece), next)
             }
-            Part::Value(v) => {
-                if len + v.len() > CHUNK && !segments.is_empty() {
-                    if !push(dp, &mut segments) {
-                        return false;
-                    }
-                    len = 0;
-                }
-                segments.push(Segment::ZeroCopy(v.clone()));
-                len += v.len();
+            Part::Value(v) => (Segment::ZeroCopy(v.clone()), Cursor { part: walk.part + 1, byte: 0 }),
+        };
+        let piece_len = match &piece {
+            Segment::Copy(b) => b.len(),
+            Segment::ZeroCopy(b) => b.len(),
+        };
+        if len + piece_len > CHUNK && !segments.is_empty() {
+            match push(dp, &mut segments) {
+                Sent::Done => *at = walk,
+                other => return other,
             }
+            len = 0;
         }
+        segments.push(piece);
+        len += piece_len;
+        walk = next;
     }
-    segments.is_empty() || push(dp, &mut segments)
+    if segments.is_empty() {
+        return Sent::Done;
+    }
+    let sent = push(dp, &mut segments);
+    if sent == Sent::Done {
+        *at = walk;
+    }
+    sent
 }
 
 /// Closes the connections whose last replies have left (or that waited
@@ -409,16 +564,20 @@ fn close_finished<D: RawTransport>(
     dp: &mut D,
     conns: &mut HashMap<ConnId, Conn>,
     closing: &mut Vec<(ConnId, Instant)>,
-    _options: &ServeOptions,
+    outboxes: &mut usize,
 ) {
     if closing.is_empty() {
         return;
     }
     let now = Instant::now();
     closing.retain(|&(conn, deadline)| {
-        if dp.queued_on(conn) == 0 || now >= deadline {
+        // A reply still waiting for room has not left either.
+        let waiting = conns.get(&conn).is_some_and(|c| c.out.is_some());
+        if (dp.queued_on(conn) == 0 && !waiting) || now >= deadline {
             dp.close_conn(conn);
-            conns.remove(&conn);
+            if conns.remove(&conn).is_some_and(|c| c.out.is_some()) {
+                *outboxes -= 1;
+            }
             false
         } else {
             true
