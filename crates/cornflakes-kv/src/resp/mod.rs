@@ -276,6 +276,11 @@ impl RespDb {
             })
             .and_then(|n| COMMANDS.iter().find(|c| c.0.as_bytes() == n))
         else {
+            // An HTTP request sent to this port (a browser, or a page making
+            // one cross-protocol): closed without a reply, as Redis does.
+            if name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:") {
+                return After::Close;
+            }
             reply.error(&unknown_command(cmd));
             return After::Continue;
         };

@@ -105,3 +105,16 @@ fn expire_times_past_what_an_i64_of_unix_milliseconds_holds_are_invalid() {
     // A far but representable deadline is kept, and TTL reports it.
     assert_eq!(answer(&mut d, "SET t v EX 100000000000\r\nTTL t\r\n"), "+OK\r\n:100000000000\r\n");
 }
+
+#[test]
+fn http_requests_are_closed_without_a_reply_as_redis_does() {
+    let mut d = db();
+    for line in ["POST / HTTP/1.1", "Host: example.com"] {
+        let input = format!("{line}\r\n");
+        let (cmd, _) = parse_command(input.as_bytes(), &Limits::default()).unwrap().unwrap();
+        let mut reply = Reply::new(d.threshold());
+        assert!(d.execute(&cmd, &mut Session::default(), &mut reply) == After::Close, "{line}");
+        assert!(reply.is_empty(), "{line}");
+    }
+    assert_eq!(answer(&mut d, "GET / HTTP/1.1\r\n"), "-ERR wrong number of arguments for 'get' command\r\n");
+}
