@@ -161,3 +161,31 @@ fn a_peer_that_never_acknowledges_gets_back_pressure_not_an_unbounded_table() {
     assert_eq!(value.ref_count(), 1 + (1 << 16));
     let _ = &peer.pool;
 }
+
+#[test]
+fn a_hello_sent_a_byte_at_a_time_cannot_hold_accept_past_the_handshake_timeout() {
+    let config = ShmConfig { handshake_timeout: Duration::from_millis(200), ..ShmConfig::default() };
+    let path = socket_path("slow-hello");
+    let mut server = ShmDatapath::listen(&path, config).unwrap();
+    let peer = std::thread::spawn(move || {
+        let sock = UnixStream::connect(&path).unwrap();
+        let rx = RingConsumer::create(4096).unwrap();
+        let pool = sparse_pool(4096);
+        let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 }.encode();
+        send_fds(&sock, &hello[..1], &[rx.memfd(), pool.as_fd()]).unwrap();
+        // Each byte within the handshake timeout of the one before.
+        for b in &hello[1..] {
+            std::thread::sleep(Duration::from_millis(150));
+            if (&sock).write_all(std::slice::from_ref(b)).is_err() {
+                break; // refused: the server gave up
+            }
+        }
+    });
+    let t = Instant::now();
+    let r = server.accept(Duration::from_millis(100));
+    let took = t.elapsed();
+    assert!(r.is_err(), "{r:?}");
+    // Before, each read had the timeout: 63 more bytes, 9.5 s.
+    assert!(took < Duration::from_secs(2), "accept took {took:?}");
+    peer.join().unwrap();
+}

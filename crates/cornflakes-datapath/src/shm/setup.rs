@@ -64,9 +64,19 @@ impl Default for HelloRead {
 }
 
 /// Reads the rest of a hello from `sock`; `Ok(false)` when the socket has
-/// nothing more now (non-blocking) or its read timeout passed (blocking).
-fn read_hello(sock: &UnixStream, r: &mut HelloRead) -> Result<bool, ShmError> {
+/// nothing more now (non-blocking) or, on a blocking socket, `deadline`
+/// passed: the whole hello must arrive by then, however the peer spaces
+/// its bytes (a per-read timeout let one byte per timeout hold the caller
+/// for 64 of them).
+fn read_hello(sock: &UnixStream, r: &mut HelloRead, deadline: Option<Instant>) -> Result<bool, ShmError> {
     while r.got < HELLO_LEN {
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            sock.set_read_timeout(Some(left))?;
+        }
         match recv_fds(sock, &mut r.buf[r.got..]) {
             Ok((0, _)) => return Err(ShmError::Handshake("peer closed the socket during set-up")),
             Ok((n, more)) => {
@@ -334,7 +344,7 @@ impl ShmDatapath {
         let mut k = 0;
         while k < self.accepting.len() {
             let a = &mut self.accepting[k];
-            match read_hello(&a.pending.sock, &mut a.hello) {
+            match read_hello(&a.pending.sock, &mut a.hello, None) {
                 Ok(false) if Instant::now() < a.deadline => {
                     k += 1;
                     continue;
@@ -377,7 +387,8 @@ impl ShmDatapath {
     /// its ring and shared pool, adds the connection.
     fn finish_handshake(&mut self, pending: PendingConn) -> Result<ConnId, ShmError> {
         let mut hello = HelloRead::default();
-        if !read_hello(&pending.sock, &mut hello)? {
+        let deadline = Instant::now() + self.config.handshake_timeout.max(Duration::from_millis(1));
+        if !read_hello(&pending.sock, &mut hello, Some(deadline))? {
             return Err(ShmError::Handshake("timed out waiting for the peer's hello"));
         }
         self.complete_handshake(pending, hello)
