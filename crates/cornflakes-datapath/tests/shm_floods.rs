@@ -15,7 +15,7 @@ use cornflakes_datapath::shm::proto::{Desc, Hello, DESC_LEN, DESC_POOL, HELLO_LE
 use cornflakes_datapath::shm::ring::{RingConsumer, RingProducer};
 use cornflakes_datapath::shm::{recv_fds, send_fds, ShmConfig, ShmDatapath};
 use cornflakes_datapath::{write_packet_header, ConnId, Datapath, Segment, SendError};
-use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+use rustix::fs::{fcntl_add_seals, fstat, ftruncate, memfd_create, MemfdFlags, SealFlags};
 
 fn socket_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("cf-shm-flood-{name}-{}.sock", std::process::id()))
@@ -56,6 +56,11 @@ fn connect(server: &mut ShmDatapath, name: &str, pool: OwnedFd) -> (Peer, ConnId
     fds.pop();
     let ring_fd = fds.pop().unwrap();
     (Peer { sock, rx, ring_fd, pool }, id)
+}
+
+/// Bytes of `fd` the kernel has allocated.
+fn allocated(fd: &impl AsFd) -> u64 {
+    fstat(fd).unwrap().st_blocks as u64 * 512
 }
 
 fn record(d: &[Desc], id: u32, first: &[u8]) -> Vec<u8> {
@@ -188,4 +193,27 @@ fn a_hello_sent_a_byte_at_a_time_cannot_hold_accept_past_the_handshake_timeout()
     // Before, each read had the timeout: 63 more bytes, 9.5 s.
     assert!(took < Duration::from_secs(2), "accept took {took:?}");
     peer.join().unwrap();
+}
+
+#[test]
+fn a_sparse_peer_pool_is_not_allocated_by_the_receiver() {
+    const MIB: u64 = 1 << 20;
+    let mut server = server("sparse");
+    // 512 MiB that the peer never wrote: populating it cost the receiver
+    // 512 MiB at accept, and the whole file again at every growth.
+    let (peer, _id) = connect(&mut server, "sparse", sparse_pool(512 * MIB));
+    assert!(allocated(&peer.pool) < MIB, "accept allocated {} B", allocated(&peer.pool));
+    ftruncate(&peer.pool, 1024 * MIB).unwrap();
+    let mut tx = RingProducer::attach(peer.ring_fd.try_clone().unwrap()).unwrap();
+    tx.try_push_info(&record(&[Desc { offset: 1024 * MIB - 1, len: 1, kind: DESC_POOL }], 1, b""), 1).unwrap();
+    let mut out = Vec::new();
+    server.recv_batch(&mut out, 8).unwrap();
+    assert_eq!(out.len(), 1, "the record past the first mapping is read (a re-map)");
+    assert!(allocated(&peer.pool) < MIB, "the re-map allocated {} B", allocated(&peer.pool));
+    // A pool the peer has allocated itself (as an honest peer has) connects
+    // as before (mapped with MAP_POPULATE: not observable from here).
+    let paid = memfd_create("paid-pool", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
+    rustix::fs::fallocate(&paid, rustix::fs::FallocateFlags::empty(), 0, 4 * MIB).unwrap();
+    fcntl_add_seals(&paid, SealFlags::SHRINK).unwrap();
+    let (_paid_peer, _id) = connect(&mut server, "sparse", paid);
 }

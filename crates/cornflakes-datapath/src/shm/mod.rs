@@ -276,7 +276,11 @@ pub struct ShmConfig {
     /// sockets (peer death, new connections). Default 16384 (a few hundred
     /// microseconds of idle polling); a busy datapath never reaches it.
     pub idle_polls_per_check: u32,
-    /// Largest peer pool mapped (address space, not memory). Default 1 TiB.
+    /// Largest peer pool mapped. Default 1 TiB. Address space, and memory
+    /// only as far as the peer's descriptors make us read it: a peer's file
+    /// is mapped with its pages faulted in up front only when the peer has
+    /// allocated them all itself (a sparse file is mapped lazily, so that a
+    /// peer cannot make us allocate its holes).
     pub max_peer_pool_bytes: usize,
     /// Refuse peers whose pool memfd is not sealed against shrinking.
     /// Default true (`cornflakes::Pool` seals its memfd).

@@ -37,7 +37,11 @@ impl PeerPool {
     /// Maps the first `len` bytes of `fd` (the caller checked its seal and
     /// that it is at least that long); nothing for an empty file.
     pub(super) fn map(fd: OwnedFd, len: usize) -> std::io::Result<Self> {
-        let map = if len == 0 { None } else { Some(Rc::new(sys::Mapping::map(fd.as_fd(), len, false)?)) };
+        let map = if len == 0 {
+            None
+        } else {
+            Some(Rc::new(sys::Mapping::map(fd.as_fd(), len, false, sys::Populate::IfAllocated)?))
+        };
         Ok(Self { fd, map, len })
     }
 
@@ -54,7 +58,7 @@ impl PeerPool {
         if end > size || size > max as u64 || size <= self.len as u64 {
             return false;
         }
-        match sys::Mapping::map(self.fd.as_fd(), size as usize, false) {
+        match sys::Mapping::map(self.fd.as_fd(), size as usize, false, sys::Populate::IfAllocated) {
             Ok(m) => {
                 self.map = Some(Rc::new(m));
                 self.len = size as usize;

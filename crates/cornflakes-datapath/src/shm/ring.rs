@@ -79,7 +79,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::sys::{self, Mapping};
+use super::sys::{self, Mapping, Populate};
 
 /// Bytes before the data area: the control lines, padded to a page.
 pub const CONTROL_BYTES: usize = 4096;
@@ -216,7 +216,7 @@ impl Mapped {
     fn create(size: usize) -> Result<Self, RingError> {
         check_size(size)?;
         let fd = sys::create_sealed_memfd("cornflakes-ring", CONTROL_BYTES + size)?;
-        let map = Mapping::map(fd.as_fd(), CONTROL_BYTES + size, true)?;
+        let map = Mapping::map(fd.as_fd(), CONTROL_BYTES + size, true, Populate::Always)?;
         let key = sys::random_u64() | KEY_BIT;
         let m = Self { map, fd, size, key };
         let h = &m.control().header;
@@ -235,7 +235,7 @@ impl Mapped {
         if file_len < (CONTROL_BYTES + MIN_RING_SIZE) as u64 || file_len > (CONTROL_BYTES + MAX_RING_SIZE) as u64 {
             return Err(RingError::BadHeader("memfd size out of range"));
         }
-        let map = Mapping::map(fd.as_fd(), file_len as usize, true)?;
+        let map = Mapping::map(fd.as_fd(), file_len as usize, true, Populate::IfAllocated)?;
         let mut m = Self { map, fd, size: 0, key: 0 };
         // Each header word is read once; the creator may change them later,
         // but only these copies are used.

@@ -52,21 +52,41 @@ pub(crate) struct Mapping {
     len: usize,
 }
 
+/// Whether [`Mapping::map`] faults the pages in up front.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Populate {
+    /// Always (`MAP_POPULATE`): a file of ours, whose pages we want now
+    /// rather than at first touch on the fast path.
+    Always,
+    /// Only when the file's pages are all allocated already: a peer's file.
+    /// Populating a sparse file allocates its holes, charged to us, so a
+    /// peer could make us allocate up to its size limit (1 TiB by default)
+    /// without writing a byte, and again at every re-map. An honest peer's
+    /// pool and ring are allocated (it populates its own), so it gets the
+    /// up-front faults as before.
+    IfAllocated,
+}
+
 impl Mapping {
     /// Maps the first `len` bytes of `fd`, shared, read-write or read-only,
-    /// with the pages faulted in up front (`MAP_POPULATE`).
+    /// with the pages faulted in up front as `populate` says.
     ///
     /// The caller must have checked that the file is at least `len` bytes
     /// long and cannot shrink (sealed), or accept a `SIGBUS` on access past
     /// its end.
-    pub(crate) fn map(fd: BorrowedFd<'_>, len: usize, writable: bool) -> io::Result<Self> {
+    pub(crate) fn map(fd: BorrowedFd<'_>, len: usize, writable: bool, populate: Populate) -> io::Result<Self> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
         }
         let prot = if writable { ProtFlags::READ | ProtFlags::WRITE } else { ProtFlags::READ };
+        let populate = match populate {
+            Populate::Always => true,
+            Populate::IfAllocated => fstat(fd).is_ok_and(|st| (st.st_blocks as u64).saturating_mul(512) >= len as u64),
+        };
+        let flags = if populate { MapFlags::SHARED | MapFlags::POPULATE } else { MapFlags::SHARED };
         // SAFETY: a new mapping at an address of the kernel's choosing (no
         // MAP_FIXED) cannot alias any existing Rust object.
-        let raw = unsafe { mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED | MapFlags::POPULATE, fd, 0) }?;
+        let raw = unsafe { mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) }?;
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(Self { ptr, len })
     }

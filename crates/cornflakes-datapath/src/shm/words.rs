@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
 
-use super::sys::{self, Mapping};
+use super::sys::{self, Mapping, Populate};
 
 const PAGE: usize = 4096;
 /// Words of one page.
@@ -55,7 +55,7 @@ impl SharedWords {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "1 to 512 shared words"));
         }
         let fd = sys::create_sealed_memfd("cornflakes-words", PAGE)?;
-        let map = Mapping::map(fd.as_fd(), PAGE, true)?;
+        let map = Mapping::map(fd.as_fd(), PAGE, true, Populate::Always)?;
         Ok(Self { map, fd, len })
     }
 
@@ -73,7 +73,7 @@ impl SharedWords {
         if !sys::is_shrink_sealed(fd.as_fd()) || sys::file_size(fd.as_fd())? != PAGE as u64 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a sealed page of shared words"));
         }
-        let map = Mapping::map(fd.as_fd(), PAGE, true)?;
+        let map = Mapping::map(fd.as_fd(), PAGE, true, Populate::Always)?;
         Ok(Self { map, fd, len })
     }
 
