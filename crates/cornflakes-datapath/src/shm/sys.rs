@@ -84,8 +84,8 @@ impl Mapping {
             Populate::IfAllocated => fstat(fd).is_ok_and(|st| (st.st_blocks as u64).saturating_mul(512) >= len as u64),
         };
         let flags = if populate { MapFlags::SHARED | MapFlags::POPULATE } else { MapFlags::SHARED };
-        // SAFETY: a new mapping at an address of the kernel's choosing (no
-        // MAP_FIXED) cannot alias any existing Rust object.
+        // A new mapping at an address of the kernel's choosing (no MAP_FIXED).
+        // SAFETY: such a mapping cannot alias any existing Rust object.
         let raw = unsafe { mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) }?;
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(Self { ptr, len })

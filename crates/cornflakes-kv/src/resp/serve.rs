@@ -249,13 +249,7 @@ impl RespLoop {
                 }
             }
             if let Some(end) = end {
-                match end {
-                    End::Quit => stats.quit += 1,
-                    End::Protocol => stats.protocol_errors += 1,
-                    End::QueryBufferFull => stats.query_buffer_full += 1,
-                }
-                conn.closing = true;
-                conn.pending = Vec::new();
+                begin_close(conn, end, stats);
                 self.closing.push((r.conn, Instant::now() + options.close_linger));
             }
         }
@@ -317,13 +311,7 @@ impl RespLoop {
                     self.outboxes += 1;
                 }
                 if let Some(end) = end {
-                    match end {
-                        End::Quit => stats.quit += 1,
-                        End::Protocol => stats.protocol_errors += 1,
-                        End::QueryBufferFull => stats.query_buffer_full += 1,
-                    }
-                    conn.closing = true;
-                    conn.pending = Vec::new();
+                    begin_close(conn, end, stats);
                     self.closing.push((id, now + options.close_linger));
                 }
             }
@@ -436,6 +424,18 @@ enum End {
     Quit,
     Protocol,
     QueryBufferFull,
+}
+
+/// Counts why `conn` ends and marks it to close once its replies have left
+/// (the caller puts it on the closing list).
+fn begin_close(conn: &mut Conn, end: End, stats: &mut RespStats) {
+    match end {
+        End::Quit => stats.quit += 1,
+        End::Protocol => stats.protocol_errors += 1,
+        End::QueryBufferFull => stats.query_buffer_full += 1,
+    }
+    conn.closing = true;
+    conn.pending = Vec::new();
 }
 
 /// Runs the commands `input` completes on `conn`, appending replies.

@@ -557,9 +557,9 @@ impl Pool {
         let region = &inner.regions[idx];
         let file_offset = idx * REGION_SIZE;
         sys::grow_backing(inner.backing.as_ref(), file_offset + REGION_SIZE).map_err(AllocError::Map)?;
-        // SAFETY: region `idx` is the first unmapped region of our own
-        // reservation, so nothing references its addresses, and no region
-        // was abandoned (checked above), so the reservation is whole there.
+        // Region `idx` is the first unmapped region of our own reservation,
+        // and no region was abandoned (checked above).
+        // SAFETY: so nothing references its addresses and the reservation is whole there.
         unsafe { sys::map_region(region.base, inner.backing.as_ref(), file_offset) }.map_err(|failure| {
             if !failure.reservation_intact {
                 inner.reservation.abandon(region.base);

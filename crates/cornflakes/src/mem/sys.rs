@@ -122,9 +122,9 @@ impl Drop for Reservation {
         };
         for (from, to) in [(start, hole_start), (hole_end, end)] {
             if from < to {
-                // SAFETY: the pool owning this reservation is being destroyed,
-                // only once no buffer references its memory, and [from, to)
-                // is ours: the reservation minus any abandoned region.
+                // The pool owning this reservation is being destroyed, only once
+                // no buffer references its memory.
+                // SAFETY: [from, to) is ours (the reservation minus any abandoned region), unreferenced.
                 let _ = unsafe { munmap(from as *mut std::ffi::c_void, to - from) };
             }
         }
@@ -244,8 +244,8 @@ unsafe fn move_onto(tmp: *mut std::ffi::c_void, at: NonNull<u8>) -> std::io::Res
 /// Maps `PROT_NONE` reserved space at `at` again if nothing is mapped
 /// anywhere in its region; true when it did.
 fn refill(at: NonNull<u8>) -> bool {
-    // SAFETY: MAP_FIXED_NOREPLACE fails rather than replace any mapping, so
-    // it can only fill a hole; nothing references a hole.
+    // MAP_FIXED_NOREPLACE fails rather than replace any mapping.
+    // SAFETY: so it can only fill a hole, and nothing references a hole.
     let filled = unsafe {
         mmap_anonymous(
             at.as_ptr().cast(),
@@ -326,8 +326,8 @@ pub(crate) mod fault {
     /// As [`super::move_onto`]: `at` holds nothing but our own reservation.
     pub(super) unsafe fn inject(fault: MremapFault, at: NonNull<u8>) -> std::io::Result<()> {
         if let MremapFault::AfterUnmap | MremapFault::AfterUnmapHoleTaken = fault {
-            // SAFETY: as the kernel would: the target is our own PROT_NONE
-            // reservation, which nothing references.
+            // As the kernel would.
+            // SAFETY: the target is our own PROT_NONE reservation, which nothing references.
             unsafe { munmap(at.as_ptr().cast(), REGION_SIZE) }?;
         }
         if let MremapFault::AfterUnmapHoleTaken = fault {
