@@ -374,25 +374,36 @@ fn unpark(
     Ok(())
 }
 
-/// Most buffers one connection may hold for a peer that has not
-/// acknowledged them: an honest peer acknowledges what it has copied and
-/// holds at most its lease bound (1024 by default) in place, so this is
-/// reached only by one that consumes records and never acknowledges, whose
-/// table would otherwise grow (and pin pool buffers) without bound.
-pub(super) const MAX_UNACKED: usize = 1 << 16;
+/// Most records one connection may have sent by descriptor and not had
+/// acknowledged: what fills the ring (records are at least 32 bytes) and
+/// its parking, plus 4096 for what an honest peer holds in place (its lease
+/// bound, 1024 by default). Only a peer that consumes records and never
+/// acknowledges them gets past that, whose table of held buffers (up to 64
+/// per record) would otherwise grow, and pin pool buffers, without bound.
+fn max_unacked_records(config: &ShmConfig) -> u64 {
+    (config.ring_size / 32 + config.max_parked_messages + 4096) as u64
+}
 
-/// Back-pressure ([`SendError::Backlogged`]) while `c` holds
-/// [`MAX_UNACKED`] buffers its peer has not acknowledged, after taking the
-/// acknowledgements there are. `inflight_sends` is the datapath's count.
+/// Back-pressure ([`SendError::Backlogged`]) while `c` has
+/// [`max_unacked_records`] records its peer has not acknowledged, after
+/// taking the acknowledgements there are. `inflight_sends` is the
+/// datapath's count of held buffers.
 #[inline(always)]
-fn check_unacked(c: &mut Conn, id: ConnId, inflight_sends: &mut usize, shm: &mut ShmStats) -> Result<(), SendError> {
-    if c.inflight.len() < MAX_UNACKED {
+fn check_unacked(
+    c: &mut Conn,
+    id: ConnId,
+    config: &ShmConfig,
+    inflight_sends: &mut usize,
+    shm: &mut ShmStats,
+) -> Result<(), SendError> {
+    let max = max_unacked_records(config);
+    if c.zc_sent - c.zc_acked < max {
         return Ok(());
     }
     let before = c.inflight.len();
     c.release_acked();
     *inflight_sends -= before - c.inflight.len();
-    if c.inflight.len() < MAX_UNACKED {
+    if c.zc_sent - c.zc_acked < max {
         return Ok(());
     }
     shm.backlogged += 1;
@@ -424,7 +435,7 @@ impl ShmDatapath {
         let n = layout.zero_copy_entries;
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
-        check_unacked(c, conn, &mut self.inflight_sends, &mut self.shm)?;
+        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
         if !c.parked.is_empty() {
             unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
@@ -497,7 +508,7 @@ impl ShmDatapath {
     ) -> Result<(), SendError> {
         let shared = &self.shared;
         let c = send_conn(&mut self.slots, conn)?;
-        check_unacked(c, conn, &mut self.inflight_sends, &mut self.shm)?;
+        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
         if !c.parked.is_empty() {
             unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
         }
