@@ -523,6 +523,10 @@ fn send_reply<D: Datapath>(dp: &mut D, conn: ConnId, reply: &Reply<RcBuf>, at: &
         let (piece, next) = match part {
             Part::Copied(range) => {
                 let run = &reply.copied()[range.clone()][walk.byte..];
+                if run.is_empty() {
+                    walk = Cursor { part: walk.part + 1, byte: 0 };
+                    continue;
+                }
                 let piece = &run[..run.len().min(CHUNK)];
                 let next = if piece.len() == run.len() {
                     Cursor { part: walk.part + 1, byte: 0 }
