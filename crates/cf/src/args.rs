@@ -861,9 +861,10 @@ pub(crate) struct CompareArgs {
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh"))]
     netns_script: PathBuf,
     /// Trusted peers (shm only): the load generator reads responses in
-    /// place (`cf loadgen --in-place`) and the server gathers requests into
-    /// its shared pool (`cf kv-server --in-place`), so echoed values go
-    /// back by descriptor.
+    /// place (`cf loadgen --in-place`) and the server receives requests in
+    /// place (`cf kv-server --in-place`): a Cornflakes echo goes back by
+    /// reference into the load generator's own pool, other requests are
+    /// gathered into the server's shared pool.
     #[arg(long)]
     in_place: bool,
     /// One server at a time, its whole sweep, then the next system's.
@@ -991,9 +992,11 @@ pub(crate) struct ServerArgs {
     #[arg(long, hide = true)]
     timeline: Option<std::path::PathBuf>,
     /// shm, for clients that trust each other (one application): requests
-    /// are gathered into the shared pool instead of the private one, so
-    /// values the server sends back (echo) go by descriptor instead of
-    /// being copied into the reply; every client can read every request.
+    /// are received in place (the client's zero-copy values stay in its
+    /// pool, leased); Cornflakes answers an echo with references to them
+    /// (to a client that accepts returns: `cf loadgen --in-place`), other
+    /// requests are gathered into the shared pool instead of the private
+    /// one, so every client can read every request.
     #[arg(long)]
     in_place: bool,
 }
@@ -1091,8 +1094,9 @@ pub(crate) struct LoadgenArgs {
     seed: u64,
     /// Read responses in place (shm only): the server's zero-copy values
     /// stay in its pool, leased until checked, instead of being copied into
-    /// the load generator's (for peers that trust each other; see
-    /// `ShmConfig::receive_in_place`).
+    /// the load generator's, and echoed values may come back by reference
+    /// to the load generator's own pool (for peers that trust each other;
+    /// see `ShmConfig::receive_in_place` and `accept_returns`).
     #[arg(long)]
     in_place: bool,
     #[command(flatten)]

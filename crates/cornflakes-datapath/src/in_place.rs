@@ -38,6 +38,8 @@ pub(crate) enum Part {
     Local { at: usize, len: usize },
     /// Bytes of the peer's pool.
     Peer(PeerSlice),
+    /// A value of ours the peer returned by reference: our own buffer.
+    Own(RcBuf),
 }
 
 impl Part {
@@ -45,6 +47,7 @@ impl Part {
         match self {
             Part::Local { len, .. } => *len,
             Part::Peer(s) => s.len(),
+            Part::Own(b) => b.len(),
         }
     }
 }
@@ -117,15 +120,21 @@ impl InPlace {
         self.parts.iter().filter(|p| matches!(p, Part::Peer(_))).count()
     }
 
+    /// How many of its runs are values of ours the peer returned by
+    /// reference ([`ShmConfig::accept_returns`](crate::shm::ShmConfig::accept_returns)).
+    pub fn returned_segments(&self) -> usize {
+        self.parts.iter().filter(|p| matches!(p, Part::Own(_))).count()
+    }
+
     /// The message as one buffer of our memory, when no part of it is left
     /// in the peer's pool.
     pub fn as_local(&self) -> Option<&RcBuf> {
         self.parts.is_empty().then_some(&self.local)
     }
 
-    /// The message's first bytes that lie in our memory, up to the first
-    /// run left in the peer's pool (a Cornflakes message's header and
-    /// copied fields are there).
+    /// The message's first bytes that lie in one run of our memory, up to
+    /// the first run left in the peer's pool or returned to us (a
+    /// Cornflakes message's header and copied fields are there).
     pub fn local_prefix(&self) -> &[u8] {
         if self.parts.is_empty() {
             return &self.local;
@@ -134,7 +143,7 @@ impl InPlace {
         for p in &self.parts {
             match p {
                 Part::Local { len, .. } => end += len,
-                Part::Peer(_) => break,
+                Part::Peer(_) | Part::Own(_) => break,
             }
         }
         &self.local[..end]
@@ -159,6 +168,7 @@ impl InPlace {
                 return match p {
                     Part::Local { at, .. } => Some(Span::Local(&self.local[at + rel..at + rel + len])),
                     Part::Peer(s) => s.slice(rel, len).map(Span::Peer),
+                    Part::Own(b) => Some(Span::Local(&b[rel..rel + len])),
                 };
             }
             // An empty range at a run's end belongs to that run.
@@ -219,6 +229,7 @@ impl InPlace {
             match p {
                 Part::Local { at: from, len } => local(&mut dst[at..at + n], &self.local[*from..from + len]),
                 Part::Peer(s) => peer(s, &mut dst[at..at + n])?,
+                Part::Own(b) => local(&mut dst[at..at + n], b),
             }
             at += n;
         }
@@ -244,6 +255,7 @@ impl InPlace {
             let same = match p {
                 Part::Local { at: from, len } => self.local[*from..from + len] == other[at..at + n],
                 Part::Peer(s) => s.eq_bytes(&other[at..at + n])?,
+                Part::Own(b) => b[..] == other[at..at + n],
             };
             if !same {
                 return Ok(false);
@@ -267,6 +279,7 @@ impl InPlace {
             match p {
                 Part::Local { at, len } => v.extend_from_slice(&self.local[*at..at + len]),
                 Part::Peer(s) => v.extend_from_slice(&s.to_vec()?),
+                Part::Own(b) => v.extend_from_slice(b),
             }
         }
         Ok(v)

@@ -71,6 +71,10 @@ pub enum SendError {
     /// No room now (ring credits, submission queue, buffers in flight).
     #[error("send queue full; retry after processing completions")]
     Full,
+    /// A range of a message received in place could not be sent: its lease
+    /// on the peer's buffer expired.
+    #[error(transparent)]
+    LeaseExpired(#[from] shm::LeaseExpired),
     /// The message exceeds what one send can carry on this datapath.
     #[error("message of {len} bytes exceeds this datapath's limit of {max} (a UDP datagram carries one message; the tcp datapath carries larger ones, up to 64 MiB by default)")]
     TooLarge {
@@ -262,6 +266,15 @@ pub trait Datapath {
         Ok(n)
     }
 
+    /// Whether [`recv_batch_in_place`](Self::recv_batch_in_place) may leave
+    /// parts of a message in a peer's memory (on [`shm`] with
+    /// [`ShmConfig::receive_in_place`](shm::ShmConfig::receive_in_place)):
+    /// a server that can answer from such parts calls it instead of
+    /// [`recv_batch`](Self::recv_batch). False by default.
+    fn receives_in_place(&self) -> bool {
+        false
+    }
+
     /// Waits until a receive may succeed or `timeout` passes (busy-polling
     /// first where the backend does). Returns whether something is ready.
     ///
@@ -392,6 +405,32 @@ pub trait Datapath {
     /// ```
     fn push_buf(&mut self, conn: ConnId, msg_id: u32, data: &[u8]) -> Result<(), SendError> {
         self.push_segments(conn, msg_id, &[Segment::Copy(data)])
+    }
+
+    /// Sends a message made of `spans` in order: bytes of ours and ranges
+    /// of a message received in place ([`InPlace::span`]). On [`shm`], a
+    /// [`Span::Peer`] sent back to the peer it came from, when that peer
+    /// [accepts returns](shm::ShmConfig::accept_returns), goes by reference
+    /// into its own pool: neither side copies it (an echo). Everything else,
+    /// and everything on other datapaths, is copied into the message.
+    ///
+    /// # Errors
+    ///
+    /// As [`Datapath::push_segments`]; [`SendError::LeaseExpired`] when a
+    /// [`Span::Peer`]'s lease has expired (nothing is sent).
+    fn push_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[Span<'_>]) -> Result<(), SendError> {
+        let total = spans.iter().map(Span::len).sum();
+        let mut buf = vec![0u8; total];
+        let mut at = 0;
+        for s in spans {
+            let n = s.len();
+            match s {
+                Span::Local(b) => buf[at..at + n].copy_from_slice(b),
+                Span::Peer(p) => p.copy_to_slice(&mut buf[at..at + n])?,
+            }
+            at += n;
+        }
+        self.push_segments(conn, msg_id, &[Segment::Copy(&buf)])
     }
 
     /// Makes queued sends visible to the peer or kernel; sends may be

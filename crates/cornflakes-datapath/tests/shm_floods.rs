@@ -47,7 +47,7 @@ struct Peer {
 fn connect(server: &mut ShmDatapath, name: &str, pool: OwnedFd) -> (Peer, ConnId) {
     let sock = UnixStream::connect(socket_path(name)).unwrap();
     let rx = RingConsumer::create(4096).unwrap();
-    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
     send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
     let id = server.accept(Duration::from_secs(30)).unwrap();
     let mut buf = [0u8; HELLO_LEN];
@@ -181,7 +181,7 @@ fn a_hello_sent_a_byte_at_a_time_cannot_hold_accept_past_the_handshake_timeout()
         let sock = UnixStream::connect(&path).unwrap();
         let rx = RingConsumer::create(4096).unwrap();
         let pool = sparse_pool(4096);
-        let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 }.encode();
+        let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 }.encode();
         send_fds(&sock, &hello[..1], &[rx.memfd(), pool.as_fd()]).unwrap();
         // Each byte within the handshake timeout of the one before.
         for b in &hello[1..] {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cornflakes_datapath::shm::proto::{
-    Desc, Hello, DESC_INLINE, DESC_LEN, DESC_POOL, HELLO_LEN, INFO_NEEDS_ACK, MAX_SEGMENTS,
+    Desc, Hello, DESC_INLINE, DESC_LEN, DESC_POOL, DESC_RETURN, HELLO_LEN, INFO_NEEDS_ACK, MAX_SEGMENTS,
 };
 use cornflakes_datapath::shm::ring::{RingConsumer, RingProducer, CONTROL_BYTES};
 use cornflakes_datapath::shm::{recv_fds, send_fds, ShmConfig, ShmDatapath, ShmError};
@@ -27,7 +27,11 @@ fn socket_path(name: &str) -> PathBuf {
 }
 
 fn server(name: &str) -> ShmDatapath {
-    let config = ShmConfig { max_message: MAX_MESSAGE, ring_size: 64 << 10, ..ShmConfig::default() };
+    server_with(name, ShmConfig::default())
+}
+
+fn server_with(name: &str, config: ShmConfig) -> ShmDatapath {
+    let config = ShmConfig { max_message: MAX_MESSAGE, ring_size: 64 << 10, ..config };
     ShmDatapath::listen(socket_path(name), config).unwrap()
 }
 
@@ -62,7 +66,7 @@ fn hostile_connect(server: &mut ShmDatapath, name: &str) -> (Hostile, ConnId) {
     let sock = UnixStream::connect(socket_path(name)).unwrap();
     let rx = RingConsumer::create(4096).unwrap();
     let pool = fake_pool();
-    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
     send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
     let id = server.accept(Duration::from_secs(5)).unwrap();
     let mut buf = [0u8; HELLO_LEN];
@@ -274,7 +278,7 @@ fn bad_handshakes_are_refused() {
     let sock = UnixStream::connect(socket_path("handshake")).unwrap();
     let unsealed = memfd_create("unsealed", MemfdFlags::CLOEXEC).unwrap();
     ftruncate(&unsealed, (CONTROL_BYTES + 4096) as u64).unwrap();
-    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
     send_fds(&sock, &hello.encode(), &[unsealed.as_fd(), pool.as_fd()]).unwrap();
     assert!(matches!(server.accept(Duration::from_secs(5)), Err(ShmError::Ring(_))));
     // One descriptor instead of two.
@@ -306,8 +310,57 @@ fn unsealed_peer_pool_is_refused() {
     let sock = UnixStream::connect(socket_path(name)).unwrap();
     let rx = RingConsumer::create(4096).unwrap();
     let pool = unsealed_pool();
-    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
     send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
     let err = server.accept(Duration::from_secs(5)).expect_err("an unsealed peer pool must be refused");
     assert!(err.to_string().contains("seal"), "{err}");
+}
+
+/// Returned values (`DESC_RETURN`, our own pool) from a peer that lies:
+/// refused unless we accept returns, and then found only when the range is
+/// a live, frozen buffer of ours; a free slot, a buffer still being
+/// written, a range across buffers or past the pool is dropped and
+/// counted, and never read.
+#[test]
+fn returns_naming_anything_but_our_live_buffers_are_dropped() {
+    let ret = |offset: usize, len: u32| Desc { offset: offset as u64, len, kind: DESC_RETURN };
+    // Not accepted: malformed whatever it names.
+    let mut plain = server("returns-refused");
+    let (mut h, _) = hostile_connect(&mut plain, "returns-refused");
+    let live = plain.pool().alloc_copy(&[4u8; 600]).unwrap();
+    let at = live.as_ptr() as usize - plain.pool().base() as usize;
+    h.push_msg(1, &[ret(at, 600)], 1, b"x", &[]);
+    assert!(plain.recv_batch(&mut Vec::new(), 8).unwrap() == 0);
+    assert_eq!(plain.stats().dropped_malformed, 1);
+
+    let mut server = server_with("returns", ShmConfig { accept_returns: true, ..ShmConfig::default() });
+    let (mut h, _) = hostile_connect(&mut server, "returns");
+    let base = server.pool().base() as usize;
+    let off = |b: &[u8]| b.as_ptr() as usize - base;
+    let live = server.pool().alloc_copy(&[4u8; 600]).unwrap();
+    let freed = server.pool().alloc_copy(&[5u8; 600]).unwrap();
+    let freed_at = off(&freed);
+    drop(freed);
+    let writable = server.pool().alloc(600).unwrap();
+    let mut bad = 0;
+    h.push_msg(1, &[ret(freed_at, 8)], 1, b"x", &[]);
+    h.push_msg(1, &[ret(off(&writable), 8)], 1, b"x", &[]);
+    h.push_msg(1, &[ret(off(&live) + 500, 600)], 1, b"x", &[]);
+    h.push_msg(1, &[ret(usize::MAX - 3, 8)], 1, b"x", &[]);
+    h.push_msg(1, &[ret(off(&live), 0)], 1, b"x", &[]);
+    bad += 5;
+    // Whole (gathered) and in place, a live value is found.
+    h.push_msg(1, &[ret(off(&live) + 100, 200)], 2, b"hd", &[]);
+    let mut out = Vec::new();
+    server.recv_batch(&mut out, 16).unwrap();
+    assert_eq!(server.stats().dropped_malformed, bad);
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0].payload[..], [&b"hd"[..], &[4u8; 200]].concat());
+    h.push_msg(1, &[ret(off(&live) + 100, 200)], 3, b"hd", &[]);
+    let mut in_place = Vec::new();
+    server.recv_batch_in_place(&mut in_place, 16).unwrap();
+    let m = in_place.pop().expect("delivered in place");
+    assert_eq!(m.returned_segments(), 1);
+    assert!(m.eq_bytes(&[&b"hd"[..], &[4u8; 200]].concat()).unwrap());
+    drop(writable);
 }

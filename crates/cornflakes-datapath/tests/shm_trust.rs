@@ -70,7 +70,7 @@ fn snoop_connect(server: &mut ShmDatapath) -> (Snoop, ConnId) {
     let pool = memfd_create("b-pool", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
     ftruncate(&pool, 1 << 16).unwrap();
     rustix::fs::fcntl_add_seals(&pool, rustix::fs::SealFlags::SHRINK).unwrap();
-    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0 };
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
     send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
     let id = server.accept(Duration::from_secs(5)).unwrap();
     let mut buf = [0u8; HELLO_LEN];

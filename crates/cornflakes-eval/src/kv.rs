@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 use cornflakes_datapath::shm::ShmDatapath;
 use cornflakes_datapath::udp::UdpDatapath;
-use cornflakes_datapath::{ConnId, Datapath, DatapathStats, Received, RecvError, Segment, SendError};
+use cornflakes_datapath::{ConnId, Datapath, DatapathStats, InPlace, Received, RecvError, Segment, SendError, Span};
 use cornflakes_kv::{Limits, ServerStats, Store, System};
 use cornflakes_workloads::{fill_value, Workload, WorkloadSpec};
 
@@ -184,6 +184,11 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
             let config = cornflakes_datapath::shm::ShmConfig {
                 pool: pool_config_for(cornflakes_workloads::total_value_bytes(workload.as_ref())),
                 receive_into_shared_pool: args.in_place,
+                // Requests are received in place too: an echo is answered
+                // from the client's own pool (by reference, to a client
+                // that accepts returns); other requests are gathered into
+                // the shared pool as above.
+                receive_in_place: args.in_place.then(cornflakes_datapath::shm::LeaseLimits::default),
                 ..crate::transport::shm_config()
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
@@ -470,6 +475,10 @@ fn shm_counters(dp: &ShmDatapath) -> Vec<(&'static str, u64)> {
         ("parked", s.parked),
         ("backlogged", s.backlogged),
         ("parked_lost", s.parked_lost),
+        ("leased", s.leased),
+        ("lease_refused", s.lease_refused),
+        ("leases_expired", s.leases_expired),
+        ("returns_sent", s.returns_sent),
     ]
 }
 
@@ -526,6 +535,14 @@ impl<D: Datapath> Datapath for Observed<'_, D> {
         self.snapshot();
         n
     }
+    fn recv_batch_in_place(&mut self, out: &mut Vec<InPlace>, max: usize) -> Result<usize, RecvError> {
+        let n = self.inner.recv_batch_in_place(out, max);
+        self.snapshot();
+        n
+    }
+    fn receives_in_place(&self) -> bool {
+        self.inner.receives_in_place()
+    }
     fn wait(&mut self, timeout: Duration) -> Result<bool, RecvError> {
         if REPORT.load(Ordering::Relaxed) {
             // A report is armed (see `serve`): answer in the next pass.
@@ -541,6 +558,9 @@ impl<D: Datapath> Datapath for Observed<'_, D> {
     }
     fn push_buf(&mut self, conn: ConnId, msg_id: u32, data: &[u8]) -> Result<(), SendError> {
         self.inner.push_buf(conn, msg_id, data)
+    }
+    fn push_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[Span<'_>]) -> Result<(), SendError> {
+        self.inner.push_spans(conn, msg_id, spans)
     }
     fn flush(&mut self) -> Result<(), SendError> {
         self.inner.flush()

@@ -165,7 +165,10 @@ pub fn shm_server(path: &str) -> Result<ShmDatapath, Error> {
 ///
 /// As [`shm_server`].
 pub fn shm_server_with(path: &str, in_place: bool) -> Result<ShmDatapath, Error> {
-    let config = ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), ..shm_config() };
+    // A client that trusts its server also takes its own values back by
+    // reference (an echo answered in place).
+    let config =
+        ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), accept_returns: in_place, ..shm_config() };
     ShmDatapath::listen(path, config)
         .map_err(|e| Error::Failed(format!("cannot listen on {path}: {e} (is the directory writable?)")))
 }
@@ -186,7 +189,10 @@ pub fn shm_client(path: &str) -> Result<(ShmDatapath, ConnId), Error> {
 ///
 /// As [`shm_client`].
 pub fn shm_client_with(path: &str, in_place: bool) -> Result<(ShmDatapath, ConnId), Error> {
-    let config = ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), ..shm_config() };
+    // A client that trusts its server also takes its own values back by
+    // reference (an echo answered in place).
+    let config =
+        ShmConfig { receive_in_place: in_place.then(LeaseLimits::default), accept_returns: in_place, ..shm_config() };
     let dp = ShmDatapath::connect(path, config)
         .map_err(|e| format!("cannot connect to {path}: {e} (is the server running with --addr {path}?)"))?;
     let conn = dp.connections().next().ok_or("connected datapath has no connection")?;

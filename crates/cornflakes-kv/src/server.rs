@@ -6,7 +6,7 @@ use cornflakes::field::{
     machine_threshold, AdaptiveConfig, AdaptiveThreshold, ADAPTIVE_CANDIDATES, ONLY_COPY, ONLY_ZERO_COPY,
 };
 use cornflakes_datapath::timeline::{self, Kind};
-use cornflakes_datapath::{Datapath, Received, RecvError, SendError};
+use cornflakes_datapath::{Datapath, InPlace, Received, RecvError, SendError};
 
 use crate::codec::cornflakes::{CornflakesServer, RawEchoServer};
 use crate::codec::{HandleError, ServerCodec};
@@ -512,6 +512,21 @@ fn serve_system<D: Datapath>(
     }
 }
 
+/// Counts a handled request in `stats`; only a datapath failure ends the
+/// loop.
+fn tally(result: Result<(), HandleError>, stats: &mut ServerStats) -> Result<(), RecvError> {
+    match result {
+        Ok(()) => stats.handled += 1,
+        Err(HandleError::Malformed) => stats.malformed += 1,
+        Err(HandleError::Send(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_))) => {
+            stats.dropped_full += 1
+        }
+        Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
+        Err(HandleError::Send(_)) => stats.send_failed += 1,
+    }
+    Ok(())
+}
+
 fn run<D: Datapath, C: ServerCodec>(
     dp: &mut D,
     store: &mut Store,
@@ -521,6 +536,10 @@ fn run<D: Datapath, C: ServerCodec>(
 ) -> Result<ServerStats, RecvError> {
     let mut stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
+    // A datapath that leaves parts of requests in the client's pool (shm,
+    // trusted peers) hands them to the codec as they are.
+    let in_place = dp.receives_in_place();
+    let mut rx_in_place: Vec<InPlace> = Vec::with_capacity(32);
     // With the timeline enabled (`cf tails`): when the loop last looked at
     // the clock, to record the moments it lost its core between batches.
     let mut last_ns = 0;
@@ -529,7 +548,8 @@ fn run<D: Datapath, C: ServerCodec>(
         if timeline::is_enabled() {
             timeline::note_clock_read(Kind::ServerGap, &mut last_ns, timeline::ns_of(batch_start));
         }
-        match dp.recv_batch(&mut rx, 32) {
+        let got = if in_place { dp.recv_batch_in_place(&mut rx_in_place, 32) } else { dp.recv_batch(&mut rx, 32) };
+        match got {
             Ok(0) => {
                 dp.wait(WAIT)?;
                 // Time in `wait` is idle (it records its own gaps).
@@ -541,17 +561,12 @@ fn run<D: Datapath, C: ServerCodec>(
             Err(RecvError::Closed(_)) => continue,
             Err(e) => return Err(e),
         }
-        let batch = rx.len() as u64;
+        let batch = (rx.len() + rx_in_place.len()) as u64;
         for r in rx.drain(..) {
-            match codec.handle(dp, store, &r) {
-                Ok(()) => stats.handled += 1,
-                Err(HandleError::Malformed) => stats.malformed += 1,
-                Err(HandleError::Send(SendError::Full | SendError::Backlogged(_) | SendError::Closed(_))) => {
-                    stats.dropped_full += 1
-                }
-                Err(HandleError::Send(SendError::Io(e))) => return Err(RecvError::Io(e)),
-                Err(HandleError::Send(_)) => stats.send_failed += 1,
-            }
+            tally(codec.handle(dp, store, &r), &mut stats)?;
+        }
+        for m in rx_in_place.drain(..) {
+            tally(codec.handle_in_place(dp, store, &m), &mut stats)?;
         }
         codec.end_batch();
         // Errors here are the peer's (closed) or back-pressure; the next

@@ -48,6 +48,15 @@ pub(super) struct Conn {
     pub(super) parked: VecDeque<ParkedRecord>,
     /// Body bytes in `parked`.
     pub(super) parked_bytes: usize,
+    /// The peer accepts [`DESC_RETURN`](super::proto::DESC_RETURN)
+    /// descriptors (its hello said so).
+    pub(super) peer_accepts_returns: bool,
+    /// We accept them: an acknowledgement is applied only once `rx` has
+    /// been consumed past what the peer had published when we read it.
+    pub(super) defer_acks: bool,
+    /// An acknowledgement read but not applied yet: (count, position of
+    /// `rx` the consumer must reach first).
+    pub(super) pending_ack: Option<(u64, u64)>,
 }
 
 /// A record that did not fit in the ring when it was sent: its body as it
@@ -61,11 +70,45 @@ pub(super) struct ParkedRecord {
 impl Conn {
     /// Releases the buffers of every pool-descriptor send the peer has
     /// acknowledged; returns how many sends completed.
+    ///
+    /// When we accept returned values, a record the peer published before
+    /// its acknowledgement may name one of these buffers: the count is
+    /// applied only once `rx` has been consumed past every record published
+    /// when it was read (the peer publishes such a record before it
+    /// acknowledges the one that brought the value).
     pub(super) fn release_acked(&mut self) -> usize {
         if self.inflight.is_empty() {
             return 0;
         }
+        if !self.defer_acks {
+            return self.apply_ack(self.tx.acked());
+        }
+        let head = self.rx.head();
+        let mut done = 0;
+        if let Some((acked, at)) = self.pending_ack {
+            if head < at {
+                return 0;
+            }
+            self.pending_ack = None;
+            done = self.apply_ack(acked);
+        }
         let acked = self.tx.acked();
+        if acked <= self.zc_acked {
+            return done;
+        }
+        // Read after the acknowledgement (acquire): every record the peer
+        // published before it is below this position.
+        let (end, _) = self.rx.published_end();
+        if head >= end {
+            done + self.apply_ack(acked)
+        } else {
+            self.pending_ack = Some((acked, end));
+            done
+        }
+    }
+
+    /// Releases the sends up to `acked`, a count the peer published.
+    fn apply_ack(&mut self, acked: u64) -> usize {
         // A peer can only acknowledge what was sent, never go back.
         if acked <= self.zc_acked || acked > self.zc_sent {
             return 0;
@@ -76,6 +119,14 @@ impl Conn {
             self.inflight.pop_front();
         }
         done
+    }
+
+    /// From now on nothing more is received: acknowledgements apply at once.
+    pub(super) fn stop_deferring_acks(&mut self) {
+        if let Some((acked, _)) = self.pending_ack.take() {
+            self.apply_ack(acked);
+        }
+        self.defer_acks = false;
     }
 }
 

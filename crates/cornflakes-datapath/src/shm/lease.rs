@@ -208,6 +208,9 @@ impl Drop for Ledger {
 #[derive(Clone)]
 pub struct PeerSlice {
     map: Rc<Mapping>,
+    /// The [`PeerPool`](super::receive::PeerPool) it is of.
+    origin: u64,
+    /// Offset in the peer's pool memfd (its mappings start at 0).
     offset: usize,
     len: usize,
     lease: Rc<LeaseState>,
@@ -233,9 +236,23 @@ pub const PEER_CHUNK: usize = 4096;
 impl PeerSlice {
     /// `len` bytes at `offset` of `map`, or `None` when they are not all
     /// inside it.
-    pub(super) fn new(map: &Rc<Mapping>, offset: usize, len: usize, lease: &Rc<LeaseState>) -> Option<Self> {
+    pub(super) fn new(
+        map: &Rc<Mapping>,
+        origin: u64,
+        offset: usize,
+        len: usize,
+        lease: &Rc<LeaseState>,
+    ) -> Option<Self> {
         let end = offset.checked_add(len)?;
-        (end <= map.len()).then(|| Self { map: Rc::clone(map), offset, len, lease: Rc::clone(lease) })
+        (end <= map.len()).then(|| Self { map: Rc::clone(map), origin, offset, len, lease: Rc::clone(lease) })
+    }
+
+    /// Where it lies, for a [`DESC_RETURN`](super::proto::DESC_RETURN)
+    /// descriptor back to its peer: the peer pool it is of and the offset
+    /// in that peer's pool memfd.
+    #[inline]
+    pub(super) fn origin_and_offset(&self) -> (u64, usize) {
+        (self.origin, self.offset)
     }
 
     /// Its length in bytes.
@@ -262,6 +279,7 @@ impl PeerSlice {
         let end = start.checked_add(len)?;
         (end <= self.len).then(|| Self {
             map: Rc::clone(&self.map),
+            origin: self.origin,
             offset: self.offset + start,
             len,
             lease: Rc::clone(&self.lease),

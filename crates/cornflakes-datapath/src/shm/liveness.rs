@@ -200,6 +200,8 @@ impl ShmDatapath {
             self.closed.push_back(id);
         } else {
             let _ = conn.sock.shutdown(std::net::Shutdown::Write);
+            // Nothing more is received from it: no value can come back.
+            conn.stop_deferring_acks();
             conn.release_acked();
             if !conn.inflight.is_empty() && !conn.dead {
                 self.closing.push(conn);

@@ -313,6 +313,15 @@ pub struct ShmConfig {
     /// the reply). Every peer can read them, as it reads the whole shared
     /// pool. Default `false`.
     pub receive_into_shared_pool: bool,
+    /// Accept replies that return our own values by reference
+    /// ([`DESC_RETURN`](proto::DESC_RETURN)): a peer receiving in place may
+    /// then answer with descriptors into *our* shared pool instead of
+    /// copying the values back (an echo costs neither side a copy of its
+    /// values). Announced in the hello. The price: an acknowledged send is
+    /// released only after every record the peer published before the
+    /// acknowledgement has been received, so a receiver that stops reading
+    /// also stops completing its sends to that peer. Default `false`.
+    pub accept_returns: bool,
     /// The pools to create: the shared pool (except with
     /// [`ShmDatapath::with_pool`]) and the private pool each get this
     /// configuration.
@@ -335,6 +344,7 @@ impl Default for ShmConfig {
             close_linger: Duration::from_millis(100),
             receive_in_place: None,
             receive_into_shared_pool: false,
+            accept_returns: false,
             pool: PoolConfig::default(),
         }
     }
@@ -400,6 +410,12 @@ pub struct ShmStats {
     pub lease_refused: u64,
     /// Leases that expired ([`LeaseLimits::max_age`]) while still held.
     pub leases_expired: u64,
+    /// Values sent back to their owner by reference
+    /// ([`DESC_RETURN`](proto::DESC_RETURN) descriptors written).
+    pub returns_sent: u64,
+    /// Values of ours a peer returned by reference and we delivered in
+    /// place (a returned value gathered by `recv_batch` is copied).
+    pub returns_received: u64,
 }
 
 /// The shared-memory datapath. See the [module docs](self).
@@ -693,6 +709,14 @@ impl Datapath for ShmDatapath {
         self.send_segments(conn, msg_id, segments)
     }
 
+    fn receives_in_place(&self) -> bool {
+        self.config.receive_in_place.is_some()
+    }
+
+    fn push_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[crate::Span<'_>]) -> Result<(), SendError> {
+        self.send_spans(conn, msg_id, spans)
+    }
+
     fn flush(&mut self) -> Result<(), SendError> {
         // Pushes publish immediately; what was parked behind a full ring
         // goes out as room appears; then sleeping peers are woken.
@@ -796,6 +820,9 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
+                    // Returned values are resolved against the same pool
+                    // (any live buffer of it; a fuzzed offset rarely is).
+                    Some(&self.pool),
                     &self.limits,
                     &mut self.stats,
                     Some((&mut self.ledger, &limits, self.leased)),
@@ -826,6 +853,9 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
+                    // Returned values are resolved against the same pool
+                    // (any live buffer of it; a fuzzed offset rarely is).
+                    Some(&self.pool),
                     &self.limits,
                     &mut self.stats,
                 )

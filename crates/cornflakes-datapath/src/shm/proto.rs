@@ -10,7 +10,8 @@
 //! *consume* (created and sealed by itself), then its pool's memfd
 //! ([`Pool::backing_fd`](cornflakes::Pool::backing_fd)), which the peer maps
 //! read-only to gather zero-copy segments. Both sides send first and then
-//! read, so the exchange cannot deadlock.
+//! read, so the exchange cannot deadlock. `flags` holds
+//! [`HELLO_ACCEPTS_RETURNS`] or nothing.
 //!
 //! ```text
 //! 0        8        12       16            24             32     36       64
@@ -38,6 +39,17 @@
 //! inline bytes. [`INFO_NEEDS_ACK`] marks records with pool descriptors:
 //! the receiver counts them and publishes the count in the ring's
 //! acknowledgement word once it has copied them, which completes the sends.
+//!
+//! A [`DESC_RETURN`] descriptor names `len` bytes at `offset` in the
+//! *receiver's* own pool: a value the receiver sent and the sender,
+//! receiving in place, answers with by reference (an echo). It is sent only
+//! to a peer whose hello set [`HELLO_ACCEPTS_RETURNS`], and only while the
+//! sender still holds the lease on the record that brought the value, so
+//! the receiver has not had that record acknowledged yet. Such a receiver
+//! releases an acknowledged send only once it has consumed every record
+//! the peer published before the acknowledgement, so a returned value is
+//! still its own when it arrives; it finds the value in its pool in O(1)
+//! and refuses (drops, counts) a range that is not a live buffer of it.
 
 use crate::PACKET_HEADER_LEN;
 
@@ -54,6 +66,13 @@ pub const DESC_LEN: usize = 16;
 pub const DESC_POOL: u32 = 0;
 /// Descriptor kind: bytes inline at the end of the record.
 pub const DESC_INLINE: u32 = 1;
+/// Descriptor kind: bytes in the *receiver's* shared pool, returned by
+/// reference (see the module docs).
+pub const DESC_RETURN: u32 = 2;
+/// Hello flag: this side accepts [`DESC_RETURN`] descriptors.
+pub const HELLO_ACCEPTS_RETURNS: u32 = 1;
+/// Every hello flag a valid hello may set.
+pub const HELLO_VALID_FLAGS: u32 = HELLO_ACCEPTS_RETURNS;
 /// Most descriptors in one record (segments beyond the first).
 pub const MAX_SEGMENTS: usize = 64;
 /// Bits of a record's info word holding the descriptor count.
@@ -75,6 +94,8 @@ pub struct Hello {
     pub max_message: u64,
     /// The sender's process id (diagnostics only).
     pub pid: u32,
+    /// [`HELLO_ACCEPTS_RETURNS`] or 0.
+    pub flags: u32,
 }
 
 impl Hello {
@@ -85,13 +106,14 @@ impl Hello {
     /// ```
     /// use cornflakes_datapath::shm::proto::{Hello, HELLO_LEN};
     ///
-    /// let bytes = Hello { ring_size: 1 << 20, max_message: 4096, pid: 1 }.encode();
+    /// let bytes = Hello { ring_size: 1 << 20, max_message: 4096, pid: 1, flags: 0 }.encode();
     /// assert_eq!((bytes.len(), &bytes[..8]), (HELLO_LEN, &b"CFKSHELO"[..]));
     /// ```
     pub fn encode(&self) -> [u8; HELLO_LEN] {
         let mut b = [0u8; HELLO_LEN];
         b[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.flags.to_le_bytes());
         b[16..24].copy_from_slice(&self.ring_size.to_le_bytes());
         b[24..32].copy_from_slice(&self.max_message.to_le_bytes());
         b[32..36].copy_from_slice(&self.pid.to_le_bytes());
@@ -100,7 +122,7 @@ impl Hello {
 
     /// Parses a hello (untrusted bytes from the peer).
     ///
-    /// Returns `None` for a wrong magic or version, non-zero flags, or any
+    /// Returns `None` for a wrong magic or version, unknown flags, or any
     /// non-zero reserved byte (36 to 63): every accepted hello is exactly
     /// the [`encode`](Self::encode)ing of its fields, so the reserved bytes
     /// stay free for a later version to use.
@@ -110,7 +132,7 @@ impl Hello {
     /// ```
     /// use cornflakes_datapath::shm::proto::Hello;
     ///
-    /// let h = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7 };
+    /// let h = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7, flags: 0 };
     /// assert_eq!(Hello::decode(&h.encode()), Some(h));
     /// let mut reserved = h.encode();
     /// reserved[59] = 10;
@@ -119,24 +141,26 @@ impl Hello {
     pub fn decode(b: &[u8; HELLO_LEN]) -> Option<Self> {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
-        if u64_at(0) != HELLO_MAGIC || u32_at(8) != VERSION || u32_at(12) != 0 {
+        let flags = u32_at(12);
+        if u64_at(0) != HELLO_MAGIC || u32_at(8) != VERSION || flags & !HELLO_VALID_FLAGS != 0 {
             return None;
         }
         if b[36..].iter().any(|&x| x != 0) {
             return None;
         }
-        Some(Self { ring_size: u64_at(16), max_message: u64_at(24), pid: u32_at(32) })
+        Some(Self { ring_size: u64_at(16), max_message: u64_at(24), pid: u32_at(32), flags })
     }
 }
 
 /// One descriptor, as copied out of shared memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Desc {
-    /// Offset in the sender's pool memfd ([`DESC_POOL`]) or 0 ([`DESC_INLINE`]).
+    /// Offset in the sender's pool memfd ([`DESC_POOL`]), in the
+    /// receiver's ([`DESC_RETURN`]), or 0 ([`DESC_INLINE`]).
     pub offset: u64,
     /// Length in bytes.
     pub len: u32,
-    /// [`DESC_POOL`] or [`DESC_INLINE`].
+    /// [`DESC_POOL`], [`DESC_INLINE`] or [`DESC_RETURN`].
     pub kind: u32,
 }
 
@@ -205,7 +229,7 @@ mod tests {
         assert_eq!(Hello::decode(&RESERVED_BYTE_SET), None);
         let mut clean = RESERVED_BYTE_SET;
         clean[59] = 0;
-        assert_eq!(Hello::decode(&clean), Some(Hello { ring_size: 0, max_message: 0, pid: 0 }));
+        assert_eq!(Hello::decode(&clean), Some(Hello { ring_size: 0, max_message: 0, pid: 0, flags: 0 }));
         for i in 36..HELLO_LEN {
             let mut b = clean;
             b[i] = 1;
@@ -215,10 +239,10 @@ mod tests {
 
     #[test]
     fn hello_and_desc_round_trip() {
-        let h = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7 };
+        let h = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7, flags: HELLO_ACCEPTS_RETURNS };
         assert_eq!(Hello::decode(&h.encode()), Some(h));
         let mut bad = h.encode();
-        bad[12] = 1;
+        bad[12] = 2;
         assert_eq!(Hello::decode(&bad), None);
         let d = Desc { offset: 1 << 40, len: 99, kind: DESC_INLINE };
         let mut b = [0u8; DESC_LEN];

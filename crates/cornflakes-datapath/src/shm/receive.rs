@@ -17,7 +17,7 @@ use cornflakes::{Pool, RcBuf};
 use super::conn::{conn_id, Conn};
 use super::lease::{Ledger, PeerSlice};
 use super::proto::{
-    Desc, DESC_INLINE, DESC_LEN, DESC_POOL, INFO_DESC_MASK, INFO_NEEDS_ACK, INFO_VALID_BITS, MAX_SEGMENTS,
+    Desc, DESC_INLINE, DESC_LEN, DESC_POOL, DESC_RETURN, INFO_DESC_MASK, INFO_NEEDS_ACK, INFO_VALID_BITS, MAX_SEGMENTS,
 };
 use super::ring::RingCorrupt;
 use super::{sys, LeaseLimits, ShmDatapath, ShmStats};
@@ -28,6 +28,9 @@ use crate::{read_packet_header, ConnId, Received, RecvError, PACKET_HEADER_LEN};
 /// with the [`PeerSlice`]s made from it, so a re-map never unmaps it under
 /// one.
 pub(super) struct PeerPool {
+    /// Which peer pool this is, for [`PeerSlice`]s to name (unique in the
+    /// process): a slice goes back by reference only to the peer it is of.
+    pub(super) origin: u64,
     fd: OwnedFd,
     map: Option<Rc<sys::Mapping>>,
     len: usize,
@@ -42,7 +45,9 @@ impl PeerPool {
         } else {
             Some(Rc::new(sys::Mapping::map(fd.as_fd(), len, false, sys::Populate::IfAllocated)?))
         };
-        Ok(Self { fd, map, len })
+        // Relaxed: only uniqueness matters.
+        let origin = NEXT_ORIGIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Self { origin, fd, map, len })
     }
 
     /// A second descriptor of the peer's memfd (for the fuzz harness).
@@ -69,6 +74,9 @@ impl PeerPool {
         }
     }
 }
+
+/// The next [`PeerPool::origin`].
+static NEXT_ORIGIN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Why a record was not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +118,10 @@ struct Layout {
     total: usize,
     /// Bytes named by pool descriptors.
     pool_bytes: usize,
+    /// Bytes named by return descriptors (in our own pool).
+    return_bytes: usize,
+    /// Return descriptors.
+    returns: usize,
 }
 
 /// How a record was received.
@@ -117,13 +129,16 @@ pub(super) enum Delivered {
     /// Copied whole into our private pool.
     Whole(u32, RcBuf),
     /// Received in place: the first segment and the inline segments in
-    /// our private pool, the pool segments leased.
+    /// our private pool, the pool segments leased, the returned ones as
+    /// our own buffers.
     InPlace(u32, RcBuf, Parts),
 }
 
 /// Checks one record and copies the message it describes into a new buffer
 /// of `pool` (our private pool). Everything is read from shared memory
 /// once, into locals, before it is checked; `descs` is reused scratch.
+/// `own` is our shared pool when we accept returned values
+/// ([`DESC_RETURN`]; refused as malformed otherwise).
 ///
 /// # Safety
 ///
@@ -135,6 +150,7 @@ pub(super) unsafe fn receive_record(
     descs: &mut Vec<Desc>,
     peer: &mut PeerPool,
     pool: &Pool,
+    own: Option<&Pool>,
     limits: &RecordLimits,
     shm: &mut ShmStats,
 ) -> Result<(u32, RcBuf), Discard> {
@@ -147,65 +163,107 @@ pub(super) unsafe fn receive_record(
         return unsafe { receive_plain(body, body_len, pool, limits.max_message) };
     }
     // SAFETY: as this function's.
-    let layout = unsafe { check_record(rec, descs, peer, limits, shm) }?;
+    let layout = unsafe { check_record(rec, descs, peer, own.is_some(), limits, shm) }?;
     // SAFETY: `check_record` just checked this record's descriptors.
-    let buf = unsafe { gather(body, &layout, descs, peer, pool, true) }?;
+    let buf = unsafe { gather(body, &layout, descs, peer, pool, own, true) }?;
     Ok((layout.msg_id, buf))
 }
 
 /// [`receive_record`] for a receiver in place: when `lease` is given (the
 /// record needs an acknowledgement, it names pool bytes and the ledger
 /// admits them), its pool segments are left in the peer's pool as leased
-/// [`PeerSlice`]s and only the rest is copied.
+/// [`PeerSlice`]s, returned values are delivered as our own buffers (also
+/// without a lease), and only the rest is copied.
 ///
 /// # Safety
 ///
 /// As [`receive_record`].
 #[inline]
+// `receive_record`'s arguments and the lease: a struct for them would be
+// built per record on the receive path for nothing.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn receive_record_in_place(
     rec: RawRecord,
     descs: &mut Vec<Desc>,
     peer: &mut PeerPool,
     pool: &Pool,
+    own: Option<&Pool>,
     limits: &RecordLimits,
     shm: &mut ShmStats,
     lease: Option<(&mut Ledger, &LeaseLimits, u64)>,
 ) -> Result<Delivered, Discard> {
     let RawRecord { body, info, .. } = rec;
-    let lease = lease.filter(|_| info & INFO_NEEDS_ACK != 0 && info & !INFO_VALID_BITS == 0);
-    let (Some((ledger, lease_limits, seq)), true) = (lease, info & INFO_DESC_MASK != 0) else {
+    let valid = info & !INFO_VALID_BITS == 0 && info & INFO_DESC_MASK != 0;
+    let needs_ack = info & INFO_NEEDS_ACK != 0;
+    // A record may be received in place when it holds pool descriptors we
+    // can lease or values of ours returned (which need no lease).
+    let lease = lease.filter(|_| needs_ack);
+    if !valid || (lease.is_none() && own.is_none()) {
         // SAFETY: as this function's.
-        return unsafe { receive_record(rec, descs, peer, pool, limits, shm) }.map(|(id, b)| Delivered::Whole(id, b));
-    };
+        let got = unsafe { receive_record(rec, descs, peer, pool, own, limits, shm) };
+        return got.map(|(id, b)| Delivered::Whole(id, b));
+    }
     // SAFETY: as this function's.
-    let layout = unsafe { check_record(rec, descs, peer, limits, shm) }?;
-    if layout.pool_bytes == 0 || !ledger.admits(layout.pool_bytes, lease_limits) {
-        if layout.pool_bytes > 0 {
-            shm.lease_refused += 1;
+    let layout = unsafe { check_record(rec, descs, peer, own.is_some(), limits, shm) }?;
+    let leased = match lease {
+        Some((ledger, lease_limits, seq)) if layout.pool_bytes > 0 => {
+            if ledger.admits(layout.pool_bytes, lease_limits) {
+                Some(ledger.lease(seq, layout.pool_bytes))
+            } else {
+                shm.lease_refused += 1;
+                None
+            }
         }
+        _ => None,
+    };
+    // Gathered whole unless something stays out of our copy: pool bytes
+    // under a lease, or values of ours returned (with pool bytes that could
+    // not be leased, the returned values are copied too).
+    if leased.is_none() && (layout.pool_bytes > 0 || layout.return_bytes == 0) {
         // SAFETY: `check_record` just checked this record's descriptors.
-        let buf = unsafe { gather(body, &layout, descs, peer, pool, true) }?;
+        let buf = unsafe { gather(body, &layout, descs, peer, pool, own, true) }?;
         return Ok(Delivered::Whole(layout.msg_id, buf));
     }
     // SAFETY: as above; only the first and inline segments are copied.
-    let buf = unsafe { gather(body, &layout, descs, peer, pool, false) }?;
-    let map = peer.map.as_ref().ok_or(Discard::Malformed)?;
-    let state = ledger.lease(seq, layout.pool_bytes);
+    let buf = unsafe { gather(body, &layout, descs, peer, pool, own, false) }?;
     let mut parts = Parts::new();
     parts.push(Part::Local { at: 0, len: layout.first });
     let mut at = layout.first;
     for d in descs.iter() {
         let len = d.len as usize;
-        parts.push(if d.kind == DESC_POOL {
-            // In the mapping: checked by `check_record`.
-            Part::Peer(PeerSlice::new(map, d.offset as usize, len, &state).ok_or(Discard::Malformed)?)
-        } else {
-            at += len;
-            Part::Local { at: at - len, len }
+        parts.push(match d.kind {
+            DESC_POOL => {
+                // In the mapping: checked by `check_record`; a lease exists
+                // whenever the record names pool bytes (the branch above).
+                let (Some(map), Some(state)) = (peer.map.as_ref(), leased.as_ref()) else {
+                    return Err(Discard::Malformed);
+                };
+                Part::Peer(PeerSlice::new(map, peer.origin, d.offset as usize, len, state).ok_or(Discard::Malformed)?)
+            }
+            DESC_RETURN => Part::Own(returned(own, d)?),
+            _ => {
+                at += len;
+                Part::Local { at: at - len, len }
+            }
         });
     }
-    shm.leased += 1;
+    if leased.is_some() {
+        shm.leased += 1;
+    }
+    shm.returns_received += layout.returns as u64;
     Ok(Delivered::InPlace(layout.msg_id, buf, parts))
+}
+
+/// The buffer of ours a [`DESC_RETURN`] descriptor names, with a reference
+/// taken: only a live, frozen buffer of `own` (our shared pool) holding
+/// the whole range (O(1), [`Pool::recover_at`]; no slice of the range is
+/// formed first, so naming a buffer still being written is refused, not
+/// undefined). Anything else is malformed.
+#[inline]
+fn returned(own: Option<&Pool>, d: &Desc) -> Result<RcBuf, Discard> {
+    let own = own.ok_or(Discard::Malformed)?;
+    let offset = usize::try_from(d.offset).map_err(|_| Discard::Malformed)?;
+    own.recover_at(offset, d.len as usize).ok_or(Discard::Malformed)
 }
 
 /// A record without descriptors: one packet, copied.
@@ -247,6 +305,7 @@ unsafe fn check_record(
     rec: RawRecord,
     descs: &mut Vec<Desc>,
     peer: &mut PeerPool,
+    returns_ok: bool,
     limits: &RecordLimits,
     shm: &mut ShmStats,
 ) -> Result<Layout, Discard> {
@@ -266,6 +325,8 @@ unsafe fn check_record(
     let mut inline_total = 0usize;
     let mut segs_total = 0usize;
     let mut pool_bytes = 0usize;
+    let mut return_bytes = 0usize;
+    let mut returns = 0usize;
     for i in 0..n {
         let mut raw = [0u8; DESC_LEN];
         // SAFETY: (i + 1) * DESC_LEN <= desc_bytes <= body_len.
@@ -282,6 +343,11 @@ unsafe fn check_record(
                 pool_bytes += len;
             }
             DESC_INLINE if d.offset == 0 => inline_total += len,
+            // Resolved (and checked) against our pool when gathered.
+            DESC_RETURN if returns_ok && len > 0 => {
+                return_bytes += len;
+                returns += 1;
+            }
             _ => return Err(Discard::Malformed),
         }
         segs_total = segs_total.checked_add(len).ok_or(Discard::Malformed)?;
@@ -299,12 +365,12 @@ unsafe fn check_record(
     // SAFETY: desc_bytes + packet_len <= body_len.
     unsafe { sys::copy_from_shared(body.add(desc_bytes), &mut hdr, PACKET_HEADER_LEN) };
     let msg_id = read_packet_header(&hdr).ok_or(Discard::Malformed)?;
-    Ok(Layout { msg_id, desc_bytes, first, total, pool_bytes })
+    Ok(Layout { msg_id, desc_bytes, first, total, pool_bytes, return_bytes, returns })
 }
 
 /// Copies a checked record's first segment and its segments, in order,
-/// into a new buffer of `pool`: every segment when `with_pool`, else only
-/// the inline ones.
+/// into a new buffer of `pool`: every segment when `with_pool` (a returned
+/// one out of our own buffer, `own`), else only the inline ones.
 ///
 /// # Safety
 ///
@@ -317,10 +383,12 @@ unsafe fn gather(
     descs: &[Desc],
     peer: &PeerPool,
     pool: &Pool,
+    own: Option<&Pool>,
     with_pool: bool,
 ) -> Result<RcBuf, Discard> {
-    let Layout { desc_bytes, first, total, pool_bytes, .. } = *layout;
-    let mut buf = pool.alloc(if with_pool { total } else { total - pool_bytes }).map_err(|_| Discard::NoBuffer)?;
+    let Layout { desc_bytes, first, total, pool_bytes, return_bytes, .. } = *layout;
+    let len = if with_pool { total } else { total - pool_bytes - return_bytes };
+    let mut buf = pool.alloc(len).map_err(|_| Discard::NoBuffer)?;
     let dst = buf.as_mut_slice();
     // SAFETY: the first segment follows the packet header inside the body.
     unsafe { sys::copy_from_shared(body.add(desc_bytes + PACKET_HEADER_LEN), dst, first) };
@@ -329,6 +397,14 @@ unsafe fn gather(
     let peer_base = peer.map.as_ref().map_or(std::ptr::null(), |m| m.ptr().as_ptr().cast_const());
     for d in descs {
         let len = d.len as usize;
+        if d.kind == DESC_RETURN {
+            if with_pool {
+                // Our own memory: an ordinary copy.
+                dst[at..at + len].copy_from_slice(&returned(own, d)?);
+                at += len;
+            }
+            continue;
+        }
         let src = if d.kind == DESC_POOL {
             if !with_pool {
                 continue;
@@ -361,6 +437,8 @@ pub(super) struct RecvCx<'a> {
     /// Where messages are gathered: the private pool, or the shared one
     /// (`ShmConfig::receive_into_shared_pool`).
     into: &'a Pool,
+    /// Our shared pool, when we accept values returned by reference.
+    own: Option<&'a Pool>,
     limits: RecordLimits,
     shm: &'a mut ShmStats,
     lease: Option<LeaseLimits>,
@@ -383,7 +461,7 @@ impl Inbox for Vec<Received> {
     unsafe fn receive(&mut self, rec: RawRecord, c: &mut Conn, id: ConnId, cx: &mut RecvCx<'_>) -> Result<(), Discard> {
         let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let (msg_id, payload) = unsafe { receive_record(rec, descs, peer, cx.into, &cx.limits, cx.shm) }?;
+        let (msg_id, payload) = unsafe { receive_record(rec, descs, peer, cx.into, cx.own, &cx.limits, cx.shm) }?;
         self.push(Received { conn: id, msg_id, payload });
         Ok(())
     }
@@ -398,7 +476,7 @@ impl Inbox for Vec<InPlace> {
         let lease = cx.lease.as_ref().map(|l| (&mut c.ledger, l, seq));
         let (descs, peer) = (&mut c.descs, &mut c.peer);
         // SAFETY: as this function's.
-        let got = unsafe { receive_record_in_place(rec, descs, peer, cx.into, &cx.limits, cx.shm, lease) }?;
+        let got = unsafe { receive_record_in_place(rec, descs, peer, cx.into, cx.own, &cx.limits, cx.shm, lease) }?;
         self.push(match got {
             Delivered::Whole(msg_id, payload) => Received { conn: id, msg_id, payload }.into(),
             Delivered::InPlace(msg_id, local, parts) => InPlace::with_parts(id, msg_id, local, parts),
@@ -483,6 +561,7 @@ impl ShmDatapath {
         let Some(c) = slot.conn.as_mut() else { return 0 };
         let mut cx = RecvCx {
             into: if self.config.receive_into_shared_pool { &self.shared } else { &self.private },
+            own: self.config.accept_returns.then_some(&self.shared),
             limits: RecordLimits {
                 max_message: self.config.max_message,
                 max_peer_pool_bytes: self.config.max_peer_pool_bytes,

@@ -932,6 +932,13 @@ impl RingConsumer {
         self.returned = cursor.returned;
     }
 
+    /// The position of the next record to consume (records are consumed
+    /// in order: everything below it has been).
+    #[inline(always)]
+    pub(crate) fn head(&self) -> u64 {
+        self.head
+    }
+
     /// Whether a record (or a wrap marker) is published at the head.
     #[inline(always)]
     pub fn has_data(&self) -> bool {

@@ -22,11 +22,12 @@ use std::ptr::NonNull;
 use cornflakes::{Message, Pool, RcBuf};
 
 use super::conn::{generation_of, slot_of, Conn, ParkedRecord, Slot};
+use super::lease::PeerSlice;
 use super::liveness::{after_publish, socket_alive};
-use super::proto::{Desc, DESC_INLINE, DESC_LEN, DESC_POOL, INFO_NEEDS_ACK, MAX_SEGMENTS};
+use super::proto::{Desc, DESC_INLINE, DESC_LEN, DESC_POOL, DESC_RETURN, INFO_NEEDS_ACK, MAX_SEGMENTS};
 use super::ring::PushError;
 use super::{sys, ShmConfig, ShmDatapath, ShmStats};
-use crate::{write_packet_header, ConnId, Segment, SendError, PACKET_HEADER_LEN};
+use crate::{write_packet_header, ConnId, Segment, SendError, Span, PACKET_HEADER_LEN};
 
 /// Whether `b` travels as a pool descriptor: only non-empty buffers of the
 /// shared pool (the one peers map) do. The single place this is decided.
@@ -103,6 +104,8 @@ struct RecordBuilder<'a> {
     zero_copy: u64,
     /// Zero-copy buffers that had to be copied inline.
     copied: u64,
+    /// Return descriptors written.
+    returned: u64,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -115,10 +118,10 @@ impl<'a> RecordBuilder<'a> {
         shared: &'a Pool,
         plan: RecordPlan,
         msg_id: u32,
-        config: &ShmConfig,
+        parking: Option<&ShmConfig>,
         shm: &mut ShmStats,
     ) -> Result<Self, SendError> {
-        let body = reserve(c, id, plan.body_len(), config, shm)?;
+        let body = reserve(c, id, plan.body_len(), parking, shm)?;
         let seq = c.zc_sent + 1;
         let header_at = plan.descs * DESC_LEN;
         let mut b = Self {
@@ -133,6 +136,7 @@ impl<'a> RecordBuilder<'a> {
             seq,
             zero_copy: 0,
             copied: 0,
+            returned: 0,
         };
         let mut hdr = [0u8; PACKET_HEADER_LEN];
         write_packet_header(&mut hdr, msg_id);
@@ -221,12 +225,23 @@ impl<'a> RecordBuilder<'a> {
         self.zero_copy += 1;
     }
 
+    /// A [`DESC_RETURN`] descriptor for `p`, a value of the peer's that it
+    /// accepts back by reference: nothing is held (the lease on `p` is the
+    /// caller's, and outlives the publication).
+    #[inline(always)]
+    fn return_descriptor(&mut self, p: &PeerSlice) {
+        let (_, offset) = p.origin_and_offset();
+        self.descriptor(Desc { offset: offset as u64, len: p.len() as u32, kind: DESC_RETURN });
+        self.returned += 1;
+    }
+
     /// Publishes the record (the peer is woken, if it sleeps, by the next
     /// [`ShmDatapath::wake_sleeping_peers`]), or parks it behind the
     /// records already waiting.
     /// Returns (pool descriptors, zero-copy buffers copied, parked).
     #[inline(always)]
     fn finish(self, shm: &mut ShmStats, to_wake: &mut Vec<usize>) -> (u64, u64, bool) {
+        shm.returns_sent += self.returned;
         assert_eq!(self.next_desc, self.plan.descs, "fewer segments than planned");
         assert_eq!(self.inline_at, self.plan.body_len(), "inline bytes differ from the plan");
         debug_assert_eq!(self.first_at, self.plan.descs * DESC_LEN + PACKET_HEADER_LEN + self.plan.first);
@@ -256,9 +271,16 @@ impl<'a> RecordBuilder<'a> {
 
 /// Reserves `len` body bytes in `c`'s outbound ring, or a parked buffer
 /// when the ring is full (or earlier records are parked: order is kept)
-/// and the connection's parking bounds allow.
+/// and the connection's parking bounds (`parking`'s) allow; with `parking`
+/// `None` a full ring is [`SendError::Full`].
 #[inline(always)]
-fn reserve(c: &mut Conn, id: ConnId, len: usize, config: &ShmConfig, shm: &mut ShmStats) -> Result<Body, SendError> {
+fn reserve(
+    c: &mut Conn,
+    id: ConnId,
+    len: usize,
+    parking: Option<&ShmConfig>,
+    shm: &mut ShmStats,
+) -> Result<Body, SendError> {
     if c.parked.is_empty() {
         match c.tx.reserve(len) {
             Ok(p) => {
@@ -270,7 +292,10 @@ fn reserve(c: &mut Conn, id: ConnId, len: usize, config: &ShmConfig, shm: &mut S
     } else if len > c.tx.max_len() {
         return Err(SendError::TooLarge { len, max: c.tx.max_len() });
     }
-    park(c, id, len, config, shm)
+    match parking {
+        Some(config) => park(c, id, len, config, shm),
+        None => Err(SendError::Full),
+    }
 }
 
 /// A parked body for a record of `len` bytes, within the connection's
@@ -471,7 +496,7 @@ impl ShmDatapath {
                 plan.segment(travels_by_descriptor(shared, b), b.len());
             }
         }
-        let mut record = match RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm) {
+        let mut record = match RecordBuilder::start(c, conn, shared, plan, msg_id, Some(&self.config), &mut self.shm) {
             Ok(record) => record,
             Err(e) => {
                 bufs.clear();
@@ -532,11 +557,92 @@ impl ShmDatapath {
         if total > c.peer_max_message {
             return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
         }
-        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, &self.config, &mut self.shm)?;
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, Some(&self.config), &mut self.shm)?;
         for s in segments {
             match s {
                 Segment::Copy(b) => record.copied_segment(b),
                 Segment::ZeroCopy(b) => record.zero_copy(b),
+            }
+        }
+        let (zc, copied, parked) = record.finish(&mut self.shm, &mut self.to_wake);
+        self.sent(parked && !was_parked, zc, copied);
+        Ok(())
+    }
+
+    /// [`Datapath::push_spans`](crate::Datapath::push_spans): a span of the
+    /// destination's own pool goes back as a [`DESC_RETURN`] descriptor
+    /// when the peer accepts returns and the record can be published now
+    /// (a record that has to wait in the parking copies its spans, so that
+    /// no reference outlives the lease behind it); every other span is
+    /// copied.
+    pub(super) fn send_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[Span<'_>]) -> Result<(), SendError> {
+        let shared = &self.shared;
+        let c = send_conn(&mut self.slots, conn)?;
+        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
+        if !c.parked.is_empty() {
+            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
+        }
+        let was_parked = !c.parked.is_empty();
+        let mut total = 0usize;
+        for s in spans {
+            if let Span::Peer(p) = s {
+                if p.is_expired() {
+                    return Err(SendError::LeaseExpired(super::LeaseExpired));
+                }
+            }
+            total += s.len();
+        }
+        if total > c.peer_max_message {
+            return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
+        }
+        let (accepts, origin) = (c.peer_accepts_returns, c.peer.origin);
+        let returnable = |s: &Span<'_>| match s {
+            Span::Peer(p) => accepts && !p.is_empty() && p.origin_and_offset().0 == origin,
+            Span::Local(_) => false,
+        };
+        let plan_for = |returns: bool| {
+            let mut plan = RecordPlan::default();
+            for s in spans {
+                plan.segment(returns && returnable(s), s.len());
+            }
+            plan
+        };
+        let try_returns = c.parked.is_empty() && spans.iter().any(returnable);
+        let plan = plan_for(try_returns);
+        if plan.descs > MAX_SEGMENTS {
+            return Err(SendError::TooManySegments { count: plan.descs + 1, max: MAX_SEGMENTS + 1 });
+        }
+        let mut started =
+            RecordBuilder::start(c, conn, shared, plan, msg_id, (!try_returns).then_some(&self.config), &mut self.shm);
+        let returns = try_returns && started.is_ok();
+        // Spans copied: out of the peer's memory first, in private copies
+        // (a lease cannot expire within this call: leases expire only while
+        // receiving).
+        let copied_peer = |s: &Span<'_>| matches!(s, Span::Peer(_)) && !(returns && returnable(s));
+        let mut copies = Vec::new();
+        if spans.iter().any(copied_peer) {
+            for s in spans.iter().filter(|s| copied_peer(s)) {
+                if let Span::Peer(p) = s {
+                    copies.push(p.to_vec()?);
+                }
+            }
+        }
+        let mut record = match started {
+            Ok(record) => record,
+            Err(SendError::Full) if try_returns => {
+                let c = send_conn(&mut self.slots, conn)?;
+                started =
+                    RecordBuilder::start(c, conn, shared, plan_for(false), msg_id, Some(&self.config), &mut self.shm);
+                started?
+            }
+            Err(e) => return Err(e),
+        };
+        let mut copied = copies.iter();
+        for s in spans {
+            match s {
+                Span::Local(b) => record.copied_segment(b),
+                Span::Peer(p) if returns && returnable(s) => record.return_descriptor(p),
+                Span::Peer(_) => record.copied_segment(copied.next().expect("one copy per copied span")),
             }
         }
         let (zc, copied, parked) = record.finish(&mut self.shm, &mut self.to_wake);

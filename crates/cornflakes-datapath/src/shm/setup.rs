@@ -21,7 +21,7 @@ use rustix::event::{poll, PollFd, PollFlags};
 use super::conn::{conn_id, Conn, Slot};
 use super::lease::Ledger;
 use super::liveness::timespec;
-use super::proto::{Hello, HELLO_LEN, MAX_SEGMENTS};
+use super::proto::{Hello, HELLO_ACCEPTS_RETURNS, HELLO_LEN, MAX_SEGMENTS};
 use super::receive::PeerPool;
 use super::ring::{RingConsumer, RingProducer};
 use super::{recv_fds, send_fds, sys, ShmConfig, ShmDatapath, ShmError};
@@ -97,6 +97,8 @@ fn read_hello(sock: &UnixStream, r: &mut HelloRead, deadline: Option<Instant>) -
 /// What we keep of a peer's hello once it passed the checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PeerHello {
+    /// The peer takes values of its own returned by reference.
+    pub(super) accepts_returns: bool,
     /// Data size of the ring we produce into (checked against its memfd).
     pub(super) ring_size: u64,
     /// Largest message the peer accepts, capped at what a pool buffer holds.
@@ -108,6 +110,7 @@ pub(super) struct PeerHello {
 pub(super) fn check_hello(bytes: &[u8; HELLO_LEN]) -> Result<PeerHello, ShmError> {
     let hello = Hello::decode(bytes).ok_or(ShmError::Handshake("bad hello"))?;
     Ok(PeerHello {
+        accepts_returns: hello.flags & HELLO_ACCEPTS_RETURNS != 0,
         ring_size: hello.ring_size,
         max_message: usize::try_from(hello.max_message).unwrap_or(usize::MAX).min(MAX_ALLOC),
     })
@@ -378,6 +381,7 @@ impl ShmDatapath {
             ring_size: self.config.ring_size as u64,
             max_message: self.config.max_message as u64,
             pid: std::process::id(),
+            flags: if self.config.accept_returns { HELLO_ACCEPTS_RETURNS } else { 0 },
         };
         send_fds(&sock, &hello.encode(), &[rx.memfd(), self.shared.backing_fd()])?;
         Ok(PendingConn { sock, rx })
@@ -437,6 +441,9 @@ impl ShmDatapath {
             sock,
             parked: VecDeque::new(),
             parked_bytes: 0,
+            peer_accepts_returns: hello.accepts_returns,
+            defer_acks: self.config.accept_returns,
+            pending_ack: None,
         };
         self.insert(conn)
     }

@@ -108,6 +108,30 @@ impl ServerCodec for CornflakesServer {
         phase::serialize_send(|| self.respond(dp, rx, &resp))
     }
 
+    /// An echo received in place is answered from where its values lie:
+    /// the values the client left in its pool go back to it by reference
+    /// ([`Datapath::push_spans`]: on shm to a client that accepts returns,
+    /// neither side copies them), the short ones it copied are copied back.
+    /// Everything else is gathered and handled as usual.
+    fn handle_in_place<D: Datapath>(
+        &mut self,
+        dp: &mut D,
+        store: &mut Store,
+        msg: &InPlace,
+    ) -> Result<(), HandleError> {
+        if msg.as_local().is_none() {
+            if let Some(echo) = phase::deserialize(|| echo_in_place(msg)) {
+                let echo = echo.map_err(|_| HandleError::Malformed)?;
+                let value_bytes = echo.vals.iter().map(Span::len).sum();
+                if store.limits().check_echo(echo.keys, value_bytes).is_ok() {
+                    return phase::serialize_send(|| self.echo_by_spans(dp, msg, &echo.vals));
+                }
+            }
+        }
+        let rx = super::gather_in_place(dp, msg)?;
+        self.handle(dp, store, &rx)
+    }
+
     fn end_batch(&mut self) {
         self.arena.reset();
     }
@@ -119,6 +143,115 @@ impl ServerCodec for CornflakesServer {
     fn set_serialize_and_send(&mut self, on: bool) {
         self.serialize_and_send = on;
     }
+}
+
+impl CornflakesServer {
+    /// Sends the `KvResponse` {status Ok, vals} whose values are `vals`,
+    /// as spans: its header (written here, docs/wire-format.md: the values'
+    /// data follow the header in order, which any decoder reads, since
+    /// decoders follow offsets), then each value where it lies.
+    fn echo_by_spans<D: Datapath>(&self, dp: &mut D, msg: &InPlace, vals: &[Span<'_>]) -> Result<(), HandleError> {
+        // W = 1; bitmap: vals (ordinal 1; status Ok = 0 is not encoded);
+        // the list entry (count, table offset); the table. (W = 0 when
+        // there are no values.)
+        let mut buf = [0u8; 16 + 8 * MAX_ECHO_SPANS];
+        let mut len = 0;
+        let mut put = |v: u32| {
+            buf[len..len + 4].copy_from_slice(&v.to_le_bytes());
+            len += 4;
+        };
+        if vals.len() > MAX_ECHO_SPANS {
+            return Err(HandleError::Malformed);
+        }
+        if !vals.is_empty() {
+            put(1);
+            put(1 << 1);
+            put(vals.len() as u32);
+            put(16);
+            let mut at = 16 + 8 * vals.len();
+            for v in vals {
+                put(u32::try_from(at).map_err(|_| HandleError::Malformed)?);
+                put(v.len() as u32);
+                at += v.len();
+            }
+        } else {
+            put(0);
+        }
+        let header = &buf[..len];
+        let mut spans = smallvec::SmallVec::<[Span<'_>; 8]>::with_capacity(1 + vals.len());
+        spans.push(Span::Local(header));
+        spans.extend(vals.iter().cloned());
+        retry_full(dp, |dp| dp.push_spans(msg.conn, msg.msg_id, &spans))?;
+        Ok(())
+    }
+}
+
+/// An echo request read in place: how many keys it has, and its values.
+struct EchoInPlace<'m> {
+    keys: usize,
+    vals: smallvec::SmallVec<[Span<'m>; 8]>,
+}
+
+/// Most values an echo answered by spans may have (each may take a
+/// descriptor of the reply record); more are gathered and answered as
+/// usual.
+const MAX_ECHO_SPANS: usize = 32;
+
+/// Reads a `KvRequest` whose header is in our memory
+/// ([`InPlace::local_prefix`]) and whose values may be in the client's
+/// pool: `None` when it is not an echo (or has too many values to answer
+/// by spans), `Some(Err)` when it is malformed. Bounds-checked like the
+/// generated decoder.
+fn echo_in_place(msg: &InPlace) -> Option<Result<EchoInPlace<'_>, Malformed>> {
+    // Ordinals: op 0 (4-byte entry), keys 1 and vals 2 (count, table
+    // offset), index 3 (4 bytes).
+    let head = msg.local_prefix();
+    let u32_at = |at: usize| -> Result<u32, Malformed> {
+        let b = head.get(at..at.checked_add(4).ok_or(Malformed)?).ok_or(Malformed)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let parse = || -> Result<Option<EchoInPlace<'_>>, Malformed> {
+        let words = u32_at(0)? as usize;
+        if words == 0 {
+            return Ok(None);
+        }
+        if words > head.len() / 4 {
+            return Err(Malformed);
+        }
+        let bitmap = u32_at(4)?;
+        // Fields past `index` are not in this schema: not an echo we read.
+        if bitmap & !0xF != 0 || (2..=words).any(|w| u32_at(4 * w).is_ok_and(|b| b != 0)) {
+            return Ok(None);
+        }
+        let mut at = words.checked_mul(4).and_then(|b| b.checked_add(4)).ok_or(Malformed)?;
+        if bitmap & 1 == 0 || u32_at(at)? != Op::Echo as u32 {
+            return Ok(None);
+        }
+        at += 4;
+        let mut keys = 0;
+        if bitmap & 2 != 0 {
+            keys = u32_at(at)? as usize;
+            at += 8;
+        }
+        let mut vals = smallvec::SmallVec::new();
+        if bitmap & 4 != 0 {
+            let count = u32_at(at)? as usize;
+            let table = u32_at(at + 4)? as usize;
+            if count > MAX_ECHO_SPANS {
+                return Ok(None);
+            }
+            if count.checked_mul(8).and_then(|n| n.checked_add(table)).is_none_or(|end| end > head.len()) {
+                return Err(Malformed);
+            }
+            for i in 0..count {
+                let entry = table + 8 * i;
+                let (offset, len) = (u32_at(entry)? as usize, u32_at(entry + 4)? as usize);
+                vals.push(msg.span(offset, len).ok_or(Malformed)?);
+            }
+        }
+        Ok(Some(EchoInPlace { keys, vals }))
+    };
+    parse().transpose()
 }
 
 /// Without serialize-and-send: header and copied data go into a separate
@@ -337,6 +470,57 @@ mod tests {
             dp.recv_batch_in_place(&mut out, 1).unwrap();
         }
         out.pop().unwrap()
+    }
+
+    /// An echo received in place goes back by reference to a client that
+    /// accepts returns: the client reads its own buffers, and the reply
+    /// decodes the same way gathered (the generated decoder); a short
+    /// value is copied both ways.
+    #[test]
+    fn an_echo_in_place_returns_the_clients_values_by_reference() {
+        let trusted = ShmConfig { receive_in_place: Some(LeaseLimits::default()), ..ShmConfig::default() };
+        let mut server = ShmDatapath::new(trusted.clone()).unwrap();
+        let mut client = ShmDatapath::new(ShmConfig { accept_returns: true, ..trusted }).unwrap();
+        let (_, conn) = ShmDatapath::link(&mut server, &mut client).unwrap();
+        let vals: Vec<RcBuf> = [2048usize, 2048]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| client.pool().alloc_copy(&vec![i as u8 + 1; n]).unwrap())
+            .collect();
+        let mut ccodec = CornflakesClient::new(client.pool());
+        let req = Request {
+            op: Op::Echo as u32,
+            keys: smallvec::smallvec![],
+            vals: smallvec::smallvec![&vals[0][..], &b"short"[..], &vals[1][..]],
+            index: 0,
+        };
+        ccodec.send_request(&mut client, conn, 11, &req).unwrap();
+        let got = recv_one(&mut server);
+        assert_eq!(got.peer_segments(), 2);
+        let mut store = Store::new(server.pool().clone(), crate::protocol::Limits::default());
+        let mut scodec = CornflakesServer::new(server.pool(), 512, true);
+        scodec.handle_in_place(&mut server, &mut store, &got).unwrap();
+        drop(got);
+        assert_eq!(server.shm_stats().returns_sent, 2);
+        let reply = recv_one(&mut client);
+        assert_eq!((reply.msg_id, reply.returned_segments()), (11, 2));
+        let mut seen = Vec::new();
+        ccodec
+            .read_response_in_place(&reply, &mut |status, got| {
+                assert_eq!(status, Status::Ok);
+                for (v, want) in got.iter().zip([&vals[0][..], &b"short"[..], &vals[1][..]]) {
+                    match v {
+                        Span::Local(b) => seen.push((b.as_ptr() == want.as_ptr(), b.to_vec() == want)),
+                        Span::Peer(_) => panic!("a value of ours left in the server's pool"),
+                    }
+                }
+            })
+            .unwrap();
+        assert_eq!(seen, [(true, true), (false, true), (true, true)]);
+        let whole = client.scratch_pool().alloc_copy(&reply.to_vec().unwrap()).unwrap();
+        let mut gathered = Vec::new();
+        ccodec.read_response(&whole, &mut |_, got| gathered = got.iter().map(|v| v.to_vec()).collect()).unwrap();
+        assert_eq!(gathered, [vals[0].to_vec(), b"short".to_vec(), vals[1].to_vec()]);
     }
 
     #[test]

@@ -49,6 +49,21 @@ pub trait ServerCodec {
     /// [`Status::TooLarge`].
     fn handle<D: Datapath>(&mut self, dp: &mut D, store: &mut Store, rx: &Received) -> Result<(), HandleError>;
 
+    /// [`handle`](Self::handle) of a message received in place
+    /// ([`Datapath::receives_in_place`]). By default its parts left in the
+    /// peer's pool are copied into a buffer of [`Datapath::pool`] first
+    /// (the gather the datapath would have done); a codec that can answer
+    /// from the parts where they lie overrides it.
+    fn handle_in_place<D: Datapath>(
+        &mut self,
+        dp: &mut D,
+        store: &mut Store,
+        msg: &InPlace,
+    ) -> Result<(), HandleError> {
+        let rx = gather_in_place(dp, msg)?;
+        self.handle(dp, store, &rx)
+    }
+
     /// Called after each received batch (reset arenas, release scratch).
     fn end_batch(&mut self) {}
 
@@ -59,6 +74,20 @@ pub trait ServerCodec {
     /// Switches serialize-and-send on or off for responses sent from now on
     /// (the Cornflakes codec; the others have one send path).
     fn set_serialize_and_send(&mut self, _on: bool) {}
+}
+
+/// `msg` whole in our memory: as it is when nothing of it was left in the
+/// peer's pool, else copied into a new buffer of `dp`'s (shared) pool.
+pub fn gather_in_place<D: Datapath>(dp: &mut D, msg: &InPlace) -> Result<Received, HandleError> {
+    let payload = match msg.as_local() {
+        Some(local) => local.clone(),
+        None => {
+            let mut buf = dp.pool().alloc(msg.len()).map_err(|e| HandleError::Send(e.into()))?;
+            msg.copy_to_slice(buf.as_mut_slice()).map_err(|e| HandleError::Send(e.into()))?;
+            buf.freeze()
+        }
+    };
+    Ok(Received { conn: msg.conn, msg_id: msg.msg_id, payload })
 }
 
 /// The client half of a serializer.

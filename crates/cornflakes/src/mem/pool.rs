@@ -602,10 +602,40 @@ impl Pool {
     /// ```
     #[inline(always)]
     pub fn recover(&self, data: &[u8]) -> Option<RcBuf> {
+        let offset = (data.as_ptr() as usize).wrapping_sub(self.inner.base.as_ptr() as usize);
+        self.recover_at(offset, data.len())
+    }
+
+    /// [`Pool::recover`] of the `len` bytes at `offset` from the pool's
+    /// [`base`](Self::base) (an offset in its [`backing_fd`](Self::backing_fd)),
+    /// without a slice of them: for an offset a peer named, which may point
+    /// at a free slot or at one a [`RcBufMut`] is writing, where even
+    /// forming a `&[u8]` would alias a unique borrow. `None` in the same
+    /// cases as `recover`, and when the range leaves the mapped pool.
+    ///
+    /// # Panics
+    ///
+    /// As [`recover`](Self::recover).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use cornflakes::{mem::HugePages, Pool, PoolConfig};
+    /// # let pool = Pool::with_config(PoolConfig { max_bytes: 4 << 20, hugepages: HugePages::Never, lock: false })?;
+    /// let value = pool.alloc_copy(b"sent by reference")?;
+    /// let offset = value.as_ptr() as usize - pool.base() as usize;
+    /// assert_eq!(&pool.recover_at(offset + 8, 9).expect("live")[..], b"reference");
+    /// let writable = pool.alloc(64)?;
+    /// let at = writable.as_ptr() as usize - pool.base() as usize;
+    /// assert!(pool.recover_at(at, 8).is_none()); // still being written
+    /// assert!(pool.recover_at(usize::MAX - 4, 8).is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn recover_at(&self, offset: usize, len: usize) -> Option<RcBuf> {
         let inner = &*self.inner;
-        let addr = data.as_ptr() as usize;
-        let offset = addr.wrapping_sub(inner.base.as_ptr() as usize);
-        if data.is_empty() || offset >= inner.mapped_regions.get() << REGION_SHIFT {
+        let mapped = inner.mapped_regions.get() << REGION_SHIFT;
+        if len == 0 || offset >= mapped || len > mapped - offset {
             return None;
         }
         debug_assert!(offset >> REGION_SHIFT < inner.regions.len());
@@ -615,12 +645,12 @@ impl Pool {
         let region = unsafe { inner.regions.get_unchecked(offset >> REGION_SHIFT) };
         let shift = region.class_shift.get();
         if shift == RUN_SHIFT {
-            return self.recover_in_run(offset, data);
+            return self.recover_in_run(offset, len);
         }
         let in_region = offset & (REGION_SIZE - 1);
         let slot = in_region >> shift;
         // The last byte must lie in the same slot as the first.
-        if (in_region + data.len() - 1) >> shift != slot {
+        if (in_region + len - 1) >> shift != slot {
             return None;
         }
         let count = region.count(slot);
@@ -633,29 +663,32 @@ impl Pool {
             rcbuf::count_overflow();
         }
         count.set(n + 1);
-        // SAFETY: `data` lies in slot `slot` whose count we just incremented
-        // on behalf of the new buffer.
-        Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(region)) })
+        // SAFETY: offset + len lies inside the mapped pool (checked above),
+        // so the pointer is in bounds and non-null.
+        let ptr = unsafe { NonNull::new_unchecked(inner.base.as_ptr().add(offset)) };
+        // SAFETY: the range lies in slot `slot`, which holds a shared
+        // (frozen) buffer whose count we just incremented for this one.
+        Some(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(region)) })
     }
 
-    /// [`Pool::recover`] of `data`, at `offset` from the base, in a region
+    /// [`Pool::recover_at`] of the `len` bytes at `offset` from the base, in a region
     /// that belongs to a run (or is free): found through the run's head,
     /// checked against the head's extent and count.
     #[cold]
     #[inline(never)]
-    fn recover_in_run(&self, offset: usize, data: &[u8]) -> Option<RcBuf> {
+    fn recover_in_run(&self, offset: usize, len: usize) -> Option<RcBuf> {
         let inner = &*self.inner;
         let idx = offset >> REGION_SHIFT;
         let head_idx = idx.checked_sub(inner.regions[idx].run_head.get() as usize)?;
         let head = &inner.regions[head_idx];
         // A stale `run_head` (a freed, split run) may lead anywhere: only a
-        // head whose run covers all of `data` answers.
+        // head whose run covers all of the range answers.
         let regions = head.run_regions.get() as usize;
         if head.class_shift.get() != RUN_SHIFT || regions == 0 {
             return None;
         }
         let in_run = offset - (head_idx << REGION_SHIFT);
-        if in_run + data.len() > regions << REGION_SHIFT {
+        if in_run + len > regions << REGION_SHIFT {
             return None;
         }
         let count = head.count(0);
@@ -667,9 +700,12 @@ impl Pool {
             rcbuf::count_overflow();
         }
         count.set(n + 1);
-        // SAFETY: `data` lies inside the live run headed by `head`, whose
+        // SAFETY: offset + len lies inside the mapped pool (checked by the
+        // caller), so the pointer is in bounds and non-null.
+        let ptr = unsafe { NonNull::new_unchecked(inner.base.as_ptr().add(offset)) };
+        // SAFETY: the range lies inside the live run headed by `head`, whose
         // count we just incremented on behalf of the new buffer.
-        Some(unsafe { RcBuf::from_raw_parts(NonNull::from(data).cast(), data.len(), NonNull::from(head)) })
+        Some(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(head)) })
     }
 
     /// Whether `data` starts inside this pool's mapped memory (no count is

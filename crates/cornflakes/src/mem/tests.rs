@@ -186,6 +186,31 @@ fn recover_rejects_outside_free_and_crossing() {
     assert!(pool.recover(in_free).is_none(), "a free slot yields none");
 }
 
+/// What a peer names by offset (a buffer returned by reference): found
+/// when live and frozen, never for a free slot, a writable one, a range
+/// across slots or past the mapped pool, with no slice formed to check.
+#[test]
+fn recover_at_takes_offsets_and_refuses_what_recover_refuses() {
+    let pool = small_pool();
+    let off = |b: &[u8]| b.as_ptr() as usize - pool.base() as usize;
+    let a = pool.alloc_copy(&[1; 64]).unwrap();
+    let got = pool.recover_at(off(&a) + 8, 40).expect("inside a live frozen slot");
+    assert_eq!((got.as_ptr(), got.len(), a.ref_count()), (a.as_ptr().wrapping_add(8), 40, 2));
+    drop(got);
+    assert!(pool.recover_at(off(&a), 0).is_none(), "empty");
+    assert!(pool.recover_at(off(&a) + 32, 64).is_none(), "crosses into the next slot");
+    assert!(pool.recover_at(usize::MAX, 1).is_none() && pool.recover_at(8, usize::MAX).is_none());
+    let writable = pool.alloc(64).unwrap();
+    assert!(pool.recover_at(off(&writable), 8).is_none(), "a writable buffer is unique");
+    let freed = off(&a);
+    drop(a);
+    assert!(pool.recover_at(freed, 8).is_none(), "a free slot");
+    let big = pool.alloc_copy(&vec![9u8; 3 << 20]).unwrap();
+    let run = pool.recover_at(off(&big) + (2 << 20), 4096).expect("inside a live run");
+    assert_eq!((run[0], big.ref_count()), (9, 2));
+    drop(writable);
+}
+
 #[test]
 fn other_pool_memory_is_not_recovered() {
     let p1 = small_pool();
