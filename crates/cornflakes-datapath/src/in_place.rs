@@ -149,6 +149,19 @@ impl InPlace {
         &self.local[..end]
     }
 
+    /// The message's runs in order, each where it lies: what to hand
+    /// [`Datapath::push_spans`](crate::Datapath::push_spans) to send the
+    /// message on as it is (the bytes of ours copied, a peer's runs back
+    /// to that peer by reference).
+    pub fn spans(&self) -> impl Iterator<Item = Span<'_>> + '_ {
+        let whole = self.parts.is_empty().then(|| Span::Local(&self.local[..]));
+        whole.into_iter().chain(self.parts.iter().map(|p| match p {
+            Part::Local { at, len } => Span::Local(&self.local[*at..at + len]),
+            Part::Peer(s) => Span::Peer(s.clone()),
+            Part::Own(b) => Span::Local(b),
+        }))
+    }
+
     /// Bytes `offset..offset + len` of the message, when they lie within
     /// one run (a zero-copy field is one run); `None` when they are out of
     /// bounds or span runs.

@@ -364,3 +364,32 @@ fn returns_naming_anything_but_our_live_buffers_are_dropped() {
     assert!(m.eq_bytes(&[&b"hd"[..], &[4u8; 200]].concat()).unwrap());
     drop(writable);
 }
+
+/// The pool memfd a peer receives is read-only: it cannot map our shared
+/// pool writable (our `&[u8]`s of shared-pool buffers must not change under
+/// us), only read it.
+#[test]
+fn the_pool_a_peer_receives_cannot_be_mapped_writable() {
+    use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+    let mut server = server("pool-read-only");
+    let sock = UnixStream::connect(socket_path("pool-read-only")).unwrap();
+    let rx = RingConsumer::create(4096).unwrap();
+    let pool = fake_pool();
+    let hello = Hello { ring_size: 4096, max_message: 1 << 20, pid: 0, flags: 0 };
+    send_fds(&sock, &hello.encode(), &[rx.memfd(), pool.as_fd()]).unwrap();
+    server.accept(Duration::from_secs(5)).unwrap();
+    let mut buf = [0u8; HELLO_LEN];
+    let (_, mut fds) = recv_fds(&sock, &mut buf).unwrap();
+    let theirs = fds.pop().expect("the pool memfd");
+    // A hugepage-backed pool maps in 2 MiB units.
+    let len = 2 << 20;
+    // SAFETY: a fresh mapping chosen by the kernel; unmapped below if made.
+    let writable =
+        unsafe { mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &theirs, 0) };
+    assert!(writable.is_err(), "a peer mapped our pool writable");
+    // SAFETY: as above.
+    let readable = unsafe { mmap(std::ptr::null_mut(), len, ProtFlags::READ, MapFlags::SHARED, &theirs, 0) }.unwrap();
+    // SAFETY: the mapping just made, of `len` bytes.
+    unsafe { munmap(readable, len) }.unwrap();
+    assert!(pwrite(&theirs, b"x", 0).is_err(), "a peer wrote our pool");
+}

@@ -42,7 +42,11 @@
 //!   into the record. A descriptor to memory the peer does not already map
 //!   cannot be sent. (Echoing a request's bytes back zero-copy therefore
 //!   costs one copy: putting them in the shared pool would expose them;
-//!   [`ShmConfig::receive_into_shared_pool`] does that for trusted peers.)
+//!   [`ShmConfig::receive_into_shared_pool`] does that for trusted peers.
+//!   Between trusted peers an echo costs no copy at all: a receiver in
+//!   place sends the values back with [`Datapath::push_spans`] as
+//!   descriptors into the sender's *own* pool, to a sender that set
+//!   [`ShmConfig::accept_returns`]; see [`proto`].)
 //! - **What we never do with peer-writable memory** (rings, the peer's
 //!   pool mapping): form a Rust reference to it. It is read and written only
 //!   by raw copies and atomics, see the promise in `shm/sys.rs`; the public
@@ -440,6 +444,10 @@ pub struct ShmDatapath {
     free_slots: Vec<u16>,
     /// Peers map it: what the application sends zero-copy on purpose.
     shared: Pool,
+    /// The shared pool's memfd opened again read-only: what peers get, so
+    /// that none can map our pool writable (a `&[u8]` of a shared-pool
+    /// buffer must not change under us).
+    shared_ro: std::os::fd::OwnedFd,
     /// Never mapped by a peer: receive buffers, scratch, first segments.
     private: Pool,
     /// Where `push_message` serializes a first segment before copying it
@@ -543,10 +551,12 @@ impl ShmDatapath {
         }
         config.max_message = config.max_message.min(MAX_ALLOC);
         let private = Pool::with_config(config.pool.clone())?;
+        let shared_ro = sys::reopen_read_only(pool.backing_fd())?;
         Ok(Self {
             slots: Vec::new(),
             free_slots: Vec::new(),
             shared: pool,
+            shared_ro,
             private,
             staging: Vec::new(),
             zero_copy_bufs: Vec::new(),
@@ -763,6 +773,8 @@ pub mod __fuzz {
         peer: PeerPool,
         peer_fd: std::os::fd::OwnedFd,
         pool: Pool,
+        /// "Our" shared pool for returned values: empty.
+        own: Pool,
         descs: Vec<Desc>,
         stats: ShmStats,
         limits: RecordLimits,
@@ -797,7 +809,8 @@ pub mod __fuzz {
             Self {
                 peer_fd: peer.dup_fd().expect("dup"),
                 peer,
-                pool: Pool::with_config(config).expect("pool"),
+                pool: Pool::with_config(config.clone()).expect("pool"),
+                own: Pool::with_config(config).expect("pool"),
                 descs: Vec::new(),
                 stats: ShmStats::default(),
                 limits: RecordLimits { max_message, max_peer_pool_bytes: 1 << 30 },
@@ -820,9 +833,10 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
-                    // Returned values are resolved against the same pool
-                    // (any live buffer of it; a fuzzed offset rarely is).
-                    Some(&self.pool),
+                    // Returned values are resolved against a pool of
+                    // their own with no live buffer: every return is
+                    // refused, on both paths alike (as the model says).
+                    Some(&self.own),
                     &self.limits,
                     &mut self.stats,
                     Some((&mut self.ledger, &limits, self.leased)),
@@ -853,9 +867,10 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
-                    // Returned values are resolved against the same pool
-                    // (any live buffer of it; a fuzzed offset rarely is).
-                    Some(&self.pool),
+                    // Returned values are resolved against a pool of
+                    // their own with no live buffer: every return is
+                    // refused, on both paths alike (as the model says).
+                    Some(&self.own),
                     &self.limits,
                     &mut self.stats,
                 )

@@ -232,6 +232,8 @@ pub(super) unsafe fn receive_record_in_place(
     for d in descs.iter() {
         let len = d.len as usize;
         parts.push(match d.kind {
+            // An empty pool segment is nothing, leased or not (as gathered).
+            DESC_POOL if len == 0 => continue,
             DESC_POOL => {
                 // In the mapping: checked by `check_record`; a lease exists
                 // whenever the record names pool bytes (the branch above).

@@ -607,8 +607,14 @@ impl ShmDatapath {
             }
             plan
         };
-        let try_returns = c.parked.is_empty() && spans.iter().any(returnable);
-        let plan = plan_for(try_returns);
+        let mut try_returns = c.parked.is_empty() && spans.iter().any(returnable);
+        let mut plan = plan_for(try_returns);
+        if try_returns && (plan.descs > MAX_SEGMENTS || plan.body_len() > c.tx.max_len()) {
+            // Too many pieces (or too long a record) by reference: copied,
+            // the message is one segment.
+            try_returns = false;
+            plan = plan_for(false);
+        }
         if plan.descs > MAX_SEGMENTS {
             return Err(SendError::TooManySegments { count: plan.descs + 1, max: MAX_SEGMENTS + 1 });
         }

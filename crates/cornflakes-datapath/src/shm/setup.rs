@@ -383,7 +383,7 @@ impl ShmDatapath {
             pid: std::process::id(),
             flags: if self.config.accept_returns { HELLO_ACCEPTS_RETURNS } else { 0 },
         };
-        send_fds(&sock, &hello.encode(), &[rx.memfd(), self.shared.backing_fd()])?;
+        send_fds(&sock, &hello.encode(), &[rx.memfd(), self.shared_ro.as_fd()])?;
         Ok(PendingConn { sock, rx })
     }
 

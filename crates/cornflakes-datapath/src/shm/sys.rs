@@ -493,6 +493,20 @@ pub(crate) fn random_u64() -> u64 {
     h.finish()
 }
 
+/// `fd` (a memfd) opened again, read-only: a new open file description
+/// through `/proc/self/fd`, which a peer can map only without `PROT_WRITE`
+/// (`mmap` of a read-only descriptor with `MAP_SHARED | PROT_WRITE` fails
+/// with `EACCES`). Seals are the file's, so the copy carries them.
+pub(super) fn reopen_read_only(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    Ok(rustix::fs::open(
+        path.as_str(),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

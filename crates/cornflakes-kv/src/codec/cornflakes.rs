@@ -121,7 +121,6 @@ impl ServerCodec for CornflakesServer {
     ) -> Result<(), HandleError> {
         if msg.as_local().is_none() {
             if let Some(echo) = phase::deserialize(|| echo_in_place(msg)) {
-                let echo = echo.map_err(|_| HandleError::Malformed)?;
                 let value_bytes = echo.vals.iter().map(Span::len).sum();
                 if store.limits().check_echo(echo.keys, value_bytes).is_ok() {
                     return phase::serialize_send(|| self.echo_by_spans(dp, msg, &echo.vals));
@@ -152,8 +151,8 @@ impl CornflakesServer {
     /// decoders follow offsets), then each value where it lies.
     fn echo_by_spans<D: Datapath>(&self, dp: &mut D, msg: &InPlace, vals: &[Span<'_>]) -> Result<(), HandleError> {
         // W = 1; bitmap: vals (ordinal 1; status Ok = 0 is not encoded);
-        // the list entry (count, table offset); the table. (W = 0 when
-        // there are no values.)
+        // the list entry (count, table offset); the table. (An empty
+        // bitmap when there are no values.)
         let mut buf = [0u8; 16 + 8 * MAX_ECHO_SPANS];
         let mut len = 0;
         let mut put = |v: u32| {
@@ -175,14 +174,23 @@ impl CornflakesServer {
                 at += v.len();
             }
         } else {
+            put(1);
             put(0);
         }
         let header = &buf[..len];
         let mut spans = smallvec::SmallVec::<[Span<'_>; 8]>::with_capacity(1 + vals.len());
         spans.push(Span::Local(header));
         spans.extend(vals.iter().cloned());
-        retry_full(dp, |dp| dp.push_spans(msg.conn, msg.msg_id, &spans))?;
-        Ok(())
+        match retry_full(dp, |dp| dp.push_spans(msg.conn, msg.msg_id, &spans)) {
+            // As `respond`: a reply too large is a bare status.
+            Err(SendError::TooLarge { .. }) => {
+                let mut err = KvResponse::new_in(&self.arena);
+                err.set_status(Status::TooLarge as u32);
+                retry_full(dp, |dp| dp.push_message(msg.conn, msg.msg_id, &err))?;
+                Ok(())
+            }
+            other => Ok(other?),
+        }
     }
 }
 
@@ -199,10 +207,10 @@ const MAX_ECHO_SPANS: usize = 32;
 
 /// Reads a `KvRequest` whose header is in our memory
 /// ([`InPlace::local_prefix`]) and whose values may be in the client's
-/// pool: `None` when it is not an echo (or has too many values to answer
-/// by spans), `Some(Err)` when it is malformed. Bounds-checked like the
-/// generated decoder.
-fn echo_in_place(msg: &InPlace) -> Option<Result<EchoInPlace<'_>, Malformed>> {
+/// pool: `None` when it is not an echo this reader answers (too many
+/// values, a layout it does not follow, anything out of bounds), which is
+/// then gathered and left to the generated decoder to accept or refuse.
+fn echo_in_place(msg: &InPlace) -> Option<EchoInPlace<'_>> {
     // Ordinals: op 0 (4-byte entry), keys 1 and vals 2 (count, table
     // offset), index 3 (4 bytes).
     let head = msg.local_prefix();
@@ -251,7 +259,7 @@ fn echo_in_place(msg: &InPlace) -> Option<Result<EchoInPlace<'_>, Malformed>> {
         }
         Ok(Some(EchoInPlace { keys, vals }))
     };
-    parse().transpose()
+    parse().ok().flatten()
 }
 
 /// Without serialize-and-send: header and copied data go into a separate
@@ -402,6 +410,25 @@ pub struct RawEchoServer;
 impl ServerCodec for RawEchoServer {
     fn handle<D: Datapath>(&mut self, dp: &mut D, _store: &mut Store, rx: &Received) -> Result<(), HandleError> {
         retry_full(dp, |dp| dp.push_segments(rx.conn, rx.msg_id, &[Segment::ZeroCopy(rx.payload.clone())]))?;
+        Ok(())
+    }
+
+    /// The received message sent back as it lies: received in place, its
+    /// runs left in the client's pool go back by reference (to a client
+    /// that accepts returns), as Cornflakes' echo does; the limit of that
+    /// mode too.
+    fn handle_in_place<D: Datapath>(
+        &mut self,
+        dp: &mut D,
+        store: &mut Store,
+        msg: &InPlace,
+    ) -> Result<(), HandleError> {
+        if let Some(local) = msg.as_local() {
+            // Whole in our (shared) pool: sent by descriptor as it is.
+            return self.handle(dp, store, &Received { conn: msg.conn, msg_id: msg.msg_id, payload: local.clone() });
+        }
+        let spans: smallvec::SmallVec<[Span<'_>; 8]> = msg.spans().collect();
+        retry_full(dp, |dp| dp.push_spans(msg.conn, msg.msg_id, &spans))?;
         Ok(())
     }
 }

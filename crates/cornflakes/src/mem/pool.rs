@@ -678,6 +678,12 @@ impl Pool {
     #[inline(never)]
     fn recover_in_run(&self, offset: usize, len: usize) -> Option<RcBuf> {
         let inner = &*self.inner;
+        // The caller checked the range against the mapped pool; the pointer
+        // below relies on it.
+        let mapped = inner.mapped_regions.get() << REGION_SHIFT;
+        if offset >= mapped || len > mapped - offset {
+            return None;
+        }
         let idx = offset >> REGION_SHIFT;
         let head_idx = idx.checked_sub(inner.regions[idx].run_head.get() as usize)?;
         let head = &inner.regions[head_idx];
@@ -700,8 +706,8 @@ impl Pool {
             rcbuf::count_overflow();
         }
         count.set(n + 1);
-        // SAFETY: offset + len lies inside the mapped pool (checked by the
-        // caller), so the pointer is in bounds and non-null.
+        // SAFETY: offset + len lies inside the mapped pool (checked at the
+        // top), so the pointer is in bounds and non-null.
         let ptr = unsafe { NonNull::new_unchecked(inner.base.as_ptr().add(offset)) };
         // SAFETY: the range lies inside the live run headed by `head`, whose
         // count we just incremented on behalf of the new buffer.
