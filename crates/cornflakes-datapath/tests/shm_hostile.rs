@@ -383,9 +383,9 @@ fn the_pool_a_peer_receives_cannot_be_mapped_writable() {
     let theirs = fds.pop().expect("the pool memfd");
     // A hugepage-backed pool maps in 2 MiB units.
     let len = 2 << 20;
-    // SAFETY: a fresh mapping chosen by the kernel; unmapped below if made.
-    let writable =
-        unsafe { mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &theirs, 0) };
+    let rw = ProtFlags::READ | ProtFlags::WRITE;
+    // SAFETY: a fresh mapping chosen by the kernel (none is made: it must fail).
+    let writable = unsafe { mmap(std::ptr::null_mut(), len, rw, MapFlags::SHARED, &theirs, 0) };
     assert!(writable.is_err(), "a peer mapped our pool writable");
     // SAFETY: as above.
     let readable = unsafe { mmap(std::ptr::null_mut(), len, ProtFlags::READ, MapFlags::SHARED, &theirs, 0) }.unwrap();

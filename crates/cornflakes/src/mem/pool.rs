@@ -663,11 +663,9 @@ impl Pool {
             rcbuf::count_overflow();
         }
         count.set(n + 1);
-        // SAFETY: offset + len lies inside the mapped pool (checked above),
-        // so the pointer is in bounds and non-null.
+        // SAFETY: offset + len is inside the mapped pool (checked above): in bounds, non-null.
         let ptr = unsafe { NonNull::new_unchecked(inner.base.as_ptr().add(offset)) };
-        // SAFETY: the range lies in slot `slot`, which holds a shared
-        // (frozen) buffer whose count we just incremented for this one.
+        // SAFETY: the range is in slot `slot`, a frozen buffer whose count we just took for it.
         Some(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(region)) })
     }
 
@@ -706,11 +704,9 @@ impl Pool {
             rcbuf::count_overflow();
         }
         count.set(n + 1);
-        // SAFETY: offset + len lies inside the mapped pool (checked at the
-        // top), so the pointer is in bounds and non-null.
+        // SAFETY: offset + len is inside the mapped pool (checked at the top): in bounds, non-null.
         let ptr = unsafe { NonNull::new_unchecked(inner.base.as_ptr().add(offset)) };
-        // SAFETY: the range lies inside the live run headed by `head`, whose
-        // count we just incremented on behalf of the new buffer.
+        // SAFETY: the range is inside the live run headed by `head`, whose count we just took.
         Some(unsafe { RcBuf::from_raw_parts(ptr, len, NonNull::from(head)) })
     }
 
