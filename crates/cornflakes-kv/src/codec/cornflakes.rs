@@ -575,6 +575,39 @@ mod tests {
         assert_eq!(gathered, [vals[0].to_vec(), b"short".to_vec(), vals[1].to_vec()]);
     }
 
+    /// Raw echo in place: the request goes back as it lies (its values by
+    /// reference) and the raw client reads it in place.
+    #[test]
+    fn a_raw_echo_in_place_returns_the_values_and_is_read_in_place() {
+        let trusted = ShmConfig { receive_in_place: Some(LeaseLimits::default()), ..ShmConfig::default() };
+        let mut server = ShmDatapath::new(trusted.clone()).unwrap();
+        let mut client = ShmDatapath::new(ShmConfig { accept_returns: true, ..trusted }).unwrap();
+        let (_, conn) = ShmDatapath::link(&mut server, &mut client).unwrap();
+        let value = client.pool().alloc_copy(&[7u8; 3000]).unwrap();
+        let mut ccodec = RawEchoClient::new(client.pool());
+        let req = Request {
+            op: Op::Echo as u32,
+            keys: smallvec::smallvec![],
+            vals: smallvec::smallvec![&value[..], &b"tiny"[..]],
+            index: 0,
+        };
+        ccodec.send_request(&mut client, conn, 3, &req).unwrap();
+        let got = recv_one(&mut server);
+        let mut store = Store::new(server.pool().clone(), crate::protocol::Limits::default());
+        RawEchoServer.handle_in_place(&mut server, &mut store, &got).unwrap();
+        drop(got);
+        let reply = recv_one(&mut client);
+        assert_eq!(reply.returned_segments(), 1);
+        let mut seen = Vec::new();
+        ccodec
+            .read_response_in_place(&reply, &mut |status, vals| {
+                assert_eq!(status, Status::Ok);
+                seen = vals.iter().map(|v| v.to_vec().unwrap()).collect();
+            })
+            .unwrap();
+        assert_eq!(seen, [vec![7u8; 3000], b"tiny".to_vec()]);
+    }
+
     #[test]
     fn a_response_read_in_place_has_the_values_read_whole() {
         let (mut server, mut client, conn) = pair();
