@@ -26,6 +26,21 @@ fn pair(accept: bool) -> (ShmDatapath, ShmDatapath) {
     (c, s)
 }
 
+/// Lets the server acknowledge what it received and the client complete
+/// its sends, so that dropping the client leaks nothing (a sender dropped
+/// with buffers its peer may still read leaks them by design,
+/// `ShmConfig::close_linger`).
+fn settle(client: &mut ShmDatapath, server: &mut ShmDatapath) {
+    let cc = first(client);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.inflight(cc) > 0 {
+        assert!(Instant::now() < deadline, "sends not completed within 5 s");
+        server.recv_batch_in_place(&mut Vec::new(), 8).unwrap();
+        client.recv_batch_in_place(&mut Vec::new(), 8).unwrap();
+        client.poll_completions().unwrap();
+    }
+}
+
 fn first(dp: &ShmDatapath) -> ConnId {
     dp.connections().next().expect("one connection")
 }
@@ -72,6 +87,7 @@ fn an_echo_comes_back_as_the_senders_own_buffer() {
     let count = value.ref_count();
     drop(reply);
     assert_eq!(value.ref_count(), count - 1);
+    settle(&mut client, &mut server);
 }
 
 #[test]
@@ -94,6 +110,7 @@ fn a_send_completes_only_after_the_reply_before_its_acknowledgement_is_received(
     assert_eq!(client.inflight(cc), 0);
     // The reply's own reference keeps the value readable.
     assert!(reply.eq_bytes(&[9; 3000]).unwrap());
+    settle(&mut client, &mut server);
 }
 
 #[test]
@@ -106,6 +123,7 @@ fn a_peer_that_does_not_accept_returns_gets_a_copy() {
         assert_ne!(b.as_ptr(), value.as_ptr());
     }
     assert_eq!(server.shm_stats().returns_sent, 0);
+    settle(&mut client, &mut server);
 }
 
 #[test]
@@ -127,4 +145,6 @@ fn a_peer_value_goes_by_reference_only_to_that_peer() {
     let got = recv_one(&mut c2);
     assert_eq!((got.returned_segments(), got.to_vec().unwrap()), (0, vec![3; 2000]));
     assert_eq!(server.shm_stats().returns_sent, 0);
+    drop(req);
+    settle(&mut c1, &mut server);
 }
