@@ -448,6 +448,27 @@ fn send_conn(slots: &mut [Slot], id: ConnId) -> Result<&mut Conn, SendError> {
     }
 }
 
+/// The steps every send takes first: the live connection `id`, within its
+/// bound of unacknowledged records, with what it parked published as far
+/// as its ring allows; and whether records are still parked.
+fn open_for_send<'s>(
+    slots: &'s mut [Slot],
+    id: ConnId,
+    config: &ShmConfig,
+    inflight_sends: &mut usize,
+    shm: &mut ShmStats,
+    parked_conns: &mut usize,
+    to_wake: &mut Vec<usize>,
+) -> Result<(&'s mut Conn, bool), SendError> {
+    let c = send_conn(slots, id)?;
+    check_unacked(c, id, config, inflight_sends, shm)?;
+    if !c.parked.is_empty() {
+        unpark(c, id, config, shm, parked_conns, to_wake)?;
+    }
+    let was_parked = !c.parked.is_empty();
+    Ok((c, was_parked))
+}
+
 impl ShmDatapath {
     /// [`Datapath::push_message`](crate::Datapath::push_message).
     pub(super) fn send_message<'a, M: Message<'a>>(
@@ -459,12 +480,15 @@ impl ShmDatapath {
         let layout = msg.layout();
         let n = layout.zero_copy_entries;
         let shared = &self.shared;
-        let c = send_conn(&mut self.slots, conn)?;
-        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
-        if !c.parked.is_empty() {
-            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
-        }
-        let was_parked = !c.parked.is_empty();
+        let (c, was_parked) = open_for_send(
+            &mut self.slots,
+            conn,
+            &self.config,
+            &mut self.inflight_sends,
+            &mut self.shm,
+            &mut self.parked_conns,
+            &mut self.to_wake,
+        )?;
         let total = layout.total_len();
         if total > c.peer_max_message {
             return Err(SendError::TooLarge { len: total, max: c.peer_max_message });
@@ -532,12 +556,15 @@ impl ShmDatapath {
         segments: &[Segment<'_>],
     ) -> Result<(), SendError> {
         let shared = &self.shared;
-        let c = send_conn(&mut self.slots, conn)?;
-        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
-        if !c.parked.is_empty() {
-            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
-        }
-        let was_parked = !c.parked.is_empty();
+        let (c, was_parked) = open_for_send(
+            &mut self.slots,
+            conn,
+            &self.config,
+            &mut self.inflight_sends,
+            &mut self.shm,
+            &mut self.parked_conns,
+            &mut self.to_wake,
+        )?;
         let lead = segments.iter().position(|s| matches!(s, Segment::ZeroCopy(_))).unwrap_or(segments.len());
         if segments.len() - lead > MAX_SEGMENTS {
             return Err(SendError::TooManySegments { count: segments.len(), max: MAX_SEGMENTS + 1 });
@@ -577,12 +604,15 @@ impl ShmDatapath {
     /// copied.
     pub(super) fn send_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[Span<'_>]) -> Result<(), SendError> {
         let shared = &self.shared;
-        let c = send_conn(&mut self.slots, conn)?;
-        check_unacked(c, conn, &self.config, &mut self.inflight_sends, &mut self.shm)?;
-        if !c.parked.is_empty() {
-            unpark(c, conn, &self.config, &mut self.shm, &mut self.parked_conns, &mut self.to_wake)?;
-        }
-        let was_parked = !c.parked.is_empty();
+        let (c, was_parked) = open_for_send(
+            &mut self.slots,
+            conn,
+            &self.config,
+            &mut self.inflight_sends,
+            &mut self.shm,
+            &mut self.parked_conns,
+            &mut self.to_wake,
+        )?;
         let mut total = 0usize;
         for s in spans {
             if let Span::Peer(p) = s {
