@@ -24,6 +24,7 @@ use std::time::Duration;
 use cornflakes::{AllocError, Message, Pool, RcBuf, RcBufMut};
 
 mod in_place;
+mod prepared;
 #[allow(unsafe_code)]
 pub mod shm;
 #[allow(unsafe_code)]
@@ -36,6 +37,7 @@ mod uring;
 mod waker;
 
 pub use in_place::{InPlace, Span};
+pub use prepared::{Capture, Prepared};
 pub use waker::Waker;
 
 /// A peer of a datapath: a connection (shared memory) or a remote address

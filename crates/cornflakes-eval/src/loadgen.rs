@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use cornflakes::RcBuf;
 use cornflakes_datapath::shm::PeerSlice;
 use cornflakes_datapath::timeline::{self, Kind};
-use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, SendError, Span};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Prepared, Received, SendError, Span};
 use cornflakes_kv::codec::cornflakes::{CornflakesClient, RawEchoClient};
 use cornflakes_kv::codec::{capnp::CapnpClient, flatbuffers::FlatbuffersClient, prost::ProstClient, rkyv::RkyvClient};
 use cornflakes_kv::{ClientCodec, Op, Request, ServerStats, Status, System};
@@ -471,6 +471,10 @@ struct Client<'w, 'd, D: Datapath, C: ClientCodec> {
     key_scratch: Vec<u8>,
     /// Values for puts and echoes, in the pool (so zero-copy applies).
     value_cache: Vec<Option<Values>>,
+    /// Echo requests by key, encoded once by the codec and re-sent under
+    /// fresh ids: an echo point repeats a few distinct requests, and
+    /// building each again made the load generator the busier side.
+    prepared: Vec<Option<Prepared>>,
     scratch_sizes: Vec<u32>,
     result: ThreadResult,
     record_from: Instant,
@@ -522,6 +526,7 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
             outstanding_txns: 0,
             key_scratch: Vec::with_capacity(128),
             value_cache: (0..echo_keys).map(|_| None).collect(),
+            prepared: (0..echo_keys).map(|_| None).collect(),
             scratch_sizes: Vec::new(),
             result: ThreadResult::new(),
             record_from: now + cfg.warmup,
@@ -680,7 +685,12 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         let msg_id = self.free_id();
         let slot = msg_id as usize % SLOTS;
         let key = req.keys.first().copied().unwrap_or(0);
+        // An echo of one key is the same request every time: encoded once.
+        let reused =
+            req.op == Op::Echo && req.keys.len() == 1 && req.index == 0 && (key as usize) < self.prepared.len();
+        let mut prepared = if reused { self.prepared[key as usize].take() } else { None };
         let values = match req.op {
+            _ if prepared.is_some() => None,
             Op::Put | Op::Echo | Op::Append => Some(self.values_of(key)?),
             Op::PutM => return Err("the load generator does not issue put-many".into()),
             _ => None,
@@ -688,11 +698,13 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         // Key bytes for every key of the request, back to back.
         let mut key_bytes: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
         let mut key_ends: smallvec::SmallVec<[usize; 4]> = smallvec::SmallVec::new();
-        for &k in &req.keys {
-            self.key_scratch.clear();
-            self.workload.key(k, &mut self.key_scratch);
-            key_bytes.extend_from_slice(&self.key_scratch);
-            key_ends.push(key_bytes.len());
+        if prepared.is_none() {
+            for &k in &req.keys {
+                self.key_scratch.clear();
+                self.workload.key(k, &mut self.key_scratch);
+                key_bytes.extend_from_slice(&self.key_scratch);
+                key_ends.push(key_bytes.len());
+            }
         }
         let mut view = Request { op: req.op as u32, index: req.index, ..Request::default() };
         let mut begin = 0;
@@ -703,8 +715,16 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
         if let Some(values) = &values {
             view.vals.extend(values.iter().map(|v| v.as_slice()));
         }
+        if reused && prepared.is_none() {
+            let p = self.codec.prepare_request(&*self.dp, &view).map_err(|e| format!("encoding failed: {e}"))?;
+            prepared = Some(p);
+        }
         loop {
-            match self.codec.send_request(self.dp, self.conn, msg_id, &view) {
+            let pushed = match &prepared {
+                Some(p) => p.push(self.dp, self.conn, msg_id),
+                None => self.codec.send_request(self.dp, self.conn, msg_id, &view),
+            };
+            match pushed {
                 Ok(()) => break,
                 Err(SendError::Full | SendError::Backlogged(_))
                     if Instant::now() > self.record_until + self.cfg.timeout =>
@@ -723,6 +743,9 @@ impl<'w, 'd, D: Datapath, C: ClientCodec> Client<'w, 'd, D, C> {
                 }
                 Err(e) => return Err(Error::Failed(format!("send failed: {e}"))),
             }
+        }
+        if reused {
+            self.prepared[key as usize] = prepared;
         }
         if req.keys.len() > 1 {
             self.multi_keys[slot].clear();

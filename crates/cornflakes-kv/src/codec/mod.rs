@@ -9,7 +9,7 @@
 //! memory, Cap'n Proto as its segment list.
 
 use ::cornflakes::RcBuf;
-use cornflakes_datapath::{ConnId, Datapath, InPlace, Received, SendError, Span};
+use cornflakes_datapath::{ConnId, Datapath, InPlace, Prepared, Received, SendError, Span};
 
 use crate::protocol::Status;
 pub use crate::protocol::{Request, ResponseVals};
@@ -101,6 +101,14 @@ pub trait ClientCodec {
         msg_id: u32,
         req: &Request<'_>,
     ) -> Result<(), SendError>;
+
+    /// `req` encoded once, for sending any number of times with
+    /// [`Prepared::push`] under fresh message ids (a load generator's
+    /// repeated requests): exactly what [`send_request`](Self::send_request)
+    /// pushes, captured, so the wire bytes are the same.
+    fn prepare_request<D: Datapath>(&mut self, dp: &D, req: &Request<'_>) -> Result<Prepared, SendError> {
+        Prepared::capture(dp, |capture| self.send_request(capture, ConnId(0), 0, req))
+    }
 
     /// Decodes a response and hands its status and values to `check`.
     /// Returns `Err` when the bytes are not a response of this serializer.
