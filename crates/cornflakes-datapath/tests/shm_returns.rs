@@ -148,3 +148,57 @@ fn a_peer_value_goes_by_reference_only_to_that_peer() {
     drop(req);
     settle(&mut c1, &mut server);
 }
+
+#[test]
+fn a_reply_parked_behind_a_full_ring_still_returns_by_reference_and_keeps_its_lease() {
+    // A small ring from the server to the client, which does not read at
+    // first; leases that would expire after 1 ms.
+    let limits = LeaseLimits { max_age: Duration::from_millis(1), ..LeaseLimits::default() };
+    let server_cfg = ShmConfig { ring_size: 4096, receive_in_place: Some(limits), ..ShmConfig::default() };
+    let client_cfg = ShmConfig { accept_returns: true, ..server_cfg.clone() };
+    let (mut client, mut server) = (ShmDatapath::new(client_cfg).unwrap(), ShmDatapath::new(server_cfg).unwrap());
+    ShmDatapath::link(&mut client, &mut server).unwrap();
+    let cc = first(&client);
+    let value = client.pool().alloc_copy(&[4; 3000]).unwrap();
+    let mut sent = 0u32;
+    while server.shm_stats().parked < 8 {
+        assert!(sent < 10_000, "the server never parked a reply");
+        client.push_segments(cc, sent, &[Segment::Copy(b"h"), Segment::ZeroCopy(value.clone())]).unwrap();
+        client.flush().unwrap();
+        let req = recv_one(&mut server);
+        server.push_spans(req.conn, req.msg_id, &[Span::Local(b"re:"), req.span(1, 3000).unwrap()]).unwrap();
+        sent += 1;
+    }
+    let parked = server.shm_stats().parked;
+    // Past the leases' age, the server receives (and would expire them):
+    // the parked replies keep theirs, so their requests stay unacknowledged.
+    std::thread::sleep(Duration::from_millis(5));
+    for _ in 0..40 {
+        server.recv_batch_in_place(&mut Vec::new(), 8).unwrap();
+    }
+    assert_eq!(server.shm_stats().leases_expired, 0);
+    client.poll_completions().unwrap();
+    assert!(client.inflight(cc) as u64 >= parked, "{} in flight, {parked} replies parked", client.inflight(cc));
+    // Now the client reads: every reply, parked or not, is its own buffer.
+    let mut got = 0u32;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while got < sent {
+        assert!(Instant::now() < deadline, "{got} of {sent} replies within 5 s");
+        let mut out = Vec::new();
+        client.recv_batch_in_place(&mut out, 16).unwrap();
+        for reply in out {
+            assert_eq!(reply.msg_id, got, "replies in order");
+            assert_eq!(reply.returned_segments(), 1);
+            match reply.span(3, 3000) {
+                Some(Span::Local(b)) => assert_eq!(b.as_ptr(), value.as_ptr()),
+                other => panic!("{other:?}"),
+            }
+            got += 1;
+        }
+        server.poll_completions().unwrap();
+        server.recv_batch_in_place(&mut Vec::new(), 8).unwrap();
+    }
+    assert_eq!(server.shm_stats().returns_sent, u64::from(sent));
+    assert_eq!((server.shm_stats().parked_returns_lost, server.shm_stats().leases_expired), (0, 0));
+    settle(&mut client, &mut server);
+}

@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 
 use cornflakes::RcBuf;
 
-use super::lease::Ledger;
+use super::lease::{Ledger, ParkedReturn};
 use super::proto::Desc;
 use super::receive::PeerPool;
 use super::ring::{RingConsumer, RingProducer};
@@ -61,10 +61,13 @@ pub(super) struct Conn {
 
 /// A record that did not fit in the ring when it was sent: its body as it
 /// will be published, and its header's info word. Any pool buffers it names
-/// are already in [`Conn::inflight`] under its send number.
+/// are already in [`Conn::inflight`] under its send number; the leases of
+/// the peer's bytes it returns by reference are kept in `returns` until it
+/// is published.
 pub(super) struct ParkedRecord {
     pub(super) body: Vec<u8>,
     pub(super) info: u32,
+    pub(super) returns: Vec<ParkedReturn>,
 }
 
 impl Conn {

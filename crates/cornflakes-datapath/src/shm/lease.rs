@@ -80,6 +80,42 @@ pub struct LeaseExpired;
 #[derive(Debug, Default)]
 pub(super) struct LeaseState {
     expired: Cell<bool>,
+    /// Records parked behind a full ring that name these bytes by
+    /// reference ([`ParkedReturn`]): while any waits, the lease does not
+    /// expire.
+    parked_returns: Cell<u32>,
+}
+
+/// A lease kept by a record parked behind a full ring that sends leased
+/// bytes back to their owner by reference
+/// ([`DESC_RETURN`](super::proto::DESC_RETURN)). The owner may reuse its
+/// buffer once the lease ends (the record is acknowledged), so the lease
+/// must outlive the record's publication; and it does not expire while
+/// the record waits, since expiring it would acknowledge the bytes before
+/// the reply naming them is published. The wait is bounded by the
+/// parking's bounds and by the owner reading its ring: an owner that stops
+/// reading holds only its own buffers.
+pub(super) struct ParkedReturn(Rc<LeaseState>);
+
+impl ParkedReturn {
+    /// Keeps `p`'s lease until dropped.
+    pub(super) fn new(p: &PeerSlice) -> Self {
+        let state = Rc::clone(&p.lease);
+        state.parked_returns.set(state.parked_returns.get() + 1);
+        ParkedReturn(state)
+    }
+
+    /// Whether the lease expired anyway (only when its connection closed,
+    /// [`Ledger::expire_all`]): the bytes may have been reused.
+    pub(super) fn is_expired(&self) -> bool {
+        self.0.expired.get()
+    }
+}
+
+impl Drop for ParkedReturn {
+    fn drop(&mut self) {
+        self.0.parked_returns.set(self.0.parked_returns.get() - 1);
+    }
 }
 
 /// A record received in place and not yet acknowledged.
@@ -161,7 +197,8 @@ impl Ledger {
             }
             while let Some(front) = self.held.front() {
                 let held = Rc::strong_count(&front.state) > 1;
-                if held && front.since.is_some_and(|t| now.duration_since(t) < max_age) {
+                let young = front.since.is_some_and(|t| now.duration_since(t) < max_age);
+                if held && (young || front.state.parked_returns.get() > 0) {
                     break;
                 }
                 if held {

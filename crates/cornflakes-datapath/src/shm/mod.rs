@@ -420,6 +420,10 @@ pub struct ShmStats {
     /// Values of ours a peer returned by reference and we delivered in
     /// place (a returned value gathered by `recv_batch` is copied).
     pub returns_received: u64,
+    /// Parked records returning a peer's bytes by reference dropped before
+    /// publication because the lease on those bytes expired meanwhile
+    /// (possible only when the connection the bytes came on closed).
+    pub parked_returns_lost: u64,
 }
 
 /// The shared-memory datapath. See the [module docs](self).

@@ -22,7 +22,7 @@ use std::ptr::NonNull;
 use cornflakes::{Message, Pool, RcBuf};
 
 use super::conn::{generation_of, slot_of, Conn, ParkedRecord, Slot};
-use super::lease::PeerSlice;
+use super::lease::{ParkedReturn, PeerSlice};
 use super::liveness::{after_publish, socket_alive};
 use super::proto::{Desc, DESC_INLINE, DESC_LEN, DESC_POOL, DESC_RETURN, INFO_NEEDS_ACK, MAX_SEGMENTS};
 use super::ring::PushError;
@@ -106,6 +106,8 @@ struct RecordBuilder<'a> {
     copied: u64,
     /// Return descriptors written.
     returned: u64,
+    /// Leases the record must keep while it is parked (its returns).
+    parked_returns: Vec<ParkedReturn>,
 }
 
 impl<'a> RecordBuilder<'a> {
@@ -137,6 +139,7 @@ impl<'a> RecordBuilder<'a> {
             zero_copy: 0,
             copied: 0,
             returned: 0,
+            parked_returns: Vec::new(),
         };
         let mut hdr = [0u8; PACKET_HEADER_LEN];
         write_packet_header(&mut hdr, msg_id);
@@ -226,13 +229,17 @@ impl<'a> RecordBuilder<'a> {
     }
 
     /// A [`DESC_RETURN`] descriptor for `p`, a value of the peer's that it
-    /// accepts back by reference: nothing is held (the lease on `p` is the
-    /// caller's, and outlives the publication).
+    /// accepts back by reference. Published now, nothing is held: the lease
+    /// on `p` is the caller's and outlives the publication. Parked, the
+    /// record keeps the lease until it is published.
     #[inline(always)]
     fn return_descriptor(&mut self, p: &PeerSlice) {
         let (_, offset) = p.origin_and_offset();
         self.descriptor(Desc { offset: offset as u64, len: p.len() as u32, kind: DESC_RETURN });
         self.returned += 1;
+        if matches!(self.body, Body::Parked(_)) {
+            self.parked_returns.push(ParkedReturn::new(p));
+        }
     }
 
     /// Publishes the record (the peer is woken, if it sleeps, by the next
@@ -260,7 +267,7 @@ impl<'a> RecordBuilder<'a> {
             }
             Body::Parked(body) => {
                 self.c.parked_bytes += body.len();
-                self.c.parked.push_back(ParkedRecord { body, info });
+                self.c.parked.push_back(ParkedRecord { body, info, returns: self.parked_returns });
                 shm.parked += 1;
                 true
             }
@@ -342,11 +349,19 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
     }
 }
 
-/// Publishes `c`'s parked records, oldest first, while the ring has room.
-/// Returns whether none is left.
-pub(super) fn publish_parked(c: &mut Conn, slot: usize, to_wake: &mut Vec<usize>) -> bool {
+/// Publishes `c`'s parked records, oldest first, while the ring has room
+/// (a record returning bytes whose lease expired meanwhile is dropped and
+/// counted instead: the peer may have reused them). Returns whether none is
+/// left.
+pub(super) fn publish_parked(c: &mut Conn, slot: usize, to_wake: &mut Vec<usize>, shm: &mut ShmStats) -> bool {
     let mut published = false;
     while let Some(rec) = c.parked.front() {
+        if rec.returns.iter().any(ParkedReturn::is_expired) {
+            c.parked_bytes -= rec.body.len();
+            c.parked.pop_front();
+            shm.parked_returns_lost += 1;
+            continue;
+        }
         match c.tx.reserve(rec.body.len()) {
             Ok(p) => {
                 // SAFETY: `reserve` returned `body.len()` writable ring
@@ -386,7 +401,7 @@ fn unpark(
     parked_conns: &mut usize,
     to_wake: &mut Vec<usize>,
 ) -> Result<(), SendError> {
-    if publish_parked(c, slot_of(id), to_wake) {
+    if publish_parked(c, slot_of(id), to_wake, shm) {
         *parked_conns -= 1;
     } else if c.dead {
         return Err(SendError::Closed(id));
@@ -598,10 +613,9 @@ impl ShmDatapath {
 
     /// [`Datapath::push_spans`](crate::Datapath::push_spans): a span of the
     /// destination's own pool goes back as a [`DESC_RETURN`] descriptor
-    /// when the peer accepts returns and the record can be published now
-    /// (a record that has to wait in the parking copies its spans, so that
-    /// no reference outlives the lease behind it); every other span is
-    /// copied.
+    /// when the peer accepts returns (a record that has to wait in the
+    /// parking keeps the leases behind its returns until it is published);
+    /// every other span is copied.
     pub(super) fn send_spans(&mut self, conn: ConnId, msg_id: u32, spans: &[Span<'_>]) -> Result<(), SendError> {
         let shared = &self.shared;
         let (c, was_parked) = open_for_send(
@@ -637,7 +651,7 @@ impl ShmDatapath {
             }
             plan
         };
-        let mut try_returns = c.parked.is_empty() && spans.iter().any(returnable);
+        let mut try_returns = spans.iter().any(returnable);
         let mut plan = plan_for(try_returns);
         if try_returns && (plan.descs > MAX_SEGMENTS || plan.body_len() > c.tx.max_len()) {
             // Too many pieces (or too long a record) by reference: copied,
@@ -648,9 +662,8 @@ impl ShmDatapath {
         if plan.descs > MAX_SEGMENTS {
             return Err(SendError::TooManySegments { count: plan.descs + 1, max: MAX_SEGMENTS + 1 });
         }
-        let mut started =
-            RecordBuilder::start(c, conn, shared, plan, msg_id, (!try_returns).then_some(&self.config), &mut self.shm);
-        let returns = try_returns && started.is_ok();
+        let mut record = RecordBuilder::start(c, conn, shared, plan, msg_id, Some(&self.config), &mut self.shm)?;
+        let returns = try_returns;
         // Spans copied: out of the peer's memory first, in private copies
         // (a lease cannot expire within this call: leases expire only while
         // receiving).
@@ -663,16 +676,6 @@ impl ShmDatapath {
                 }
             }
         }
-        let mut record = match started {
-            Ok(record) => record,
-            Err(SendError::Full) if try_returns => {
-                let c = send_conn(&mut self.slots, conn)?;
-                started =
-                    RecordBuilder::start(c, conn, shared, plan_for(false), msg_id, Some(&self.config), &mut self.shm);
-                started?
-            }
-            Err(e) => return Err(e),
-        };
         let mut copied = copies.iter();
         for s in spans {
             match s {
@@ -694,7 +697,7 @@ impl ShmDatapath {
         }
         for (slot, s) in self.slots.iter_mut().enumerate() {
             let Some(c) = &mut s.conn else { continue };
-            if !c.parked.is_empty() && publish_parked(c, slot, &mut self.to_wake) {
+            if !c.parked.is_empty() && publish_parked(c, slot, &mut self.to_wake, &mut self.shm) {
                 self.parked_conns -= 1;
             }
         }
