@@ -292,3 +292,30 @@ fn closed_connection_releases_buffers_once_the_peer_has_read_them() {
     assert_eq!(a.pool().stats().live_slots, live);
     assert_eq!(a.shm_stats().closes_drained, 1);
 }
+
+#[test]
+fn a_datapath_waiting_for_input_still_publishes_what_it_parked() {
+    // An idle server: its replies parked behind the client's full ring, no
+    // new request coming, only `wait` called. The client must still get
+    // every reply (before, they stayed parked until the next request).
+    let config = ShmConfig { ring_size: 4096, ..ShmConfig::default() };
+    let (mut a, mut b) = ShmDatapath::pair(config).unwrap();
+    let ca = first_conn(&a);
+    let mut sent = 0u32;
+    while a.shm_stats().parked < 4 {
+        a.push_buf(ca, sent, &[sent as u8; 500]).unwrap();
+        sent += 1;
+    }
+    let mut out = Vec::new();
+    b.recv_batch(&mut out, 64).unwrap();
+    assert!(out.len() < sent as usize, "the parked ones are not in the ring yet");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < sent as usize {
+        assert!(Instant::now() < deadline, "{} of {sent} within 5 s", out.len());
+        assert!(!a.wait(Duration::from_millis(1)).unwrap(), "nothing to receive");
+        b.recv_batch(&mut out, 64).unwrap();
+    }
+    for (i, r) in out.iter().enumerate() {
+        assert_eq!((r.msg_id, r.payload[0]), (i as u32, i as u8));
+    }
+}

@@ -84,6 +84,10 @@ impl IdleGaps {
     }
 }
 
+/// Longest sleep of [`Datapath::wait`](crate::Datapath::wait) while records
+/// are parked: how late a parked record may go out after its peer made room.
+const PARKED_NAP: Duration = Duration::from_micros(50);
+
 impl ShmDatapath {
     /// A handle that wakes this datapath's [`Datapath::wait`](crate::Datapath::wait)
     /// from any thread. The first call makes an eventfd, which every later
@@ -100,6 +104,7 @@ impl ShmDatapath {
     /// [`Datapath::wait`](crate::Datapath::wait): spin, then announce
     /// sleep, look once more, and sleep in `poll` on the sockets.
     pub(super) fn wait_for_records(&mut self, timeout: Duration) -> Result<bool, RecvError> {
+        self.publish_parked_while_waiting();
         self.wake_sleeping_peers();
         if self.ready() {
             return Ok(true);
@@ -116,6 +121,7 @@ impl ShmDatapath {
             }
             i = i.wrapping_add(1);
             if i.is_multiple_of(64) {
+                self.publish_parked_while_waiting();
                 if timeline::is_enabled() {
                     timeline::note_clock_read(Kind::ServerGap, &mut last_ns, timeline::now_ns());
                 }
@@ -148,7 +154,12 @@ impl ShmDatapath {
             }
             self.shm.sleeps += 1;
             let slept_at = if timeline::is_enabled() { timeline::now_ns() } else { 0 };
-            let happened = self.poll_sockets(left);
+            // Records parked behind a full ring go out only when someone
+            // publishes them, and a peer that makes room does not wake us:
+            // with records parked, sleep in short naps and publish between.
+            let nap = if self.parked_conns > 0 { left.min(PARKED_NAP) } else { left };
+            let happened = self.poll_sockets(nap);
+            self.publish_parked_while_waiting();
             self.set_sleeping(false);
             if slept_at != 0 {
                 timeline::record(Kind::ServerSleep, slept_at, timeline::now_ns());
@@ -157,6 +168,19 @@ impl ShmDatapath {
                 self.note_idle_gap(start, Instant::now());
                 return Ok(true);
             }
+        }
+    }
+
+    /// Publishes what the connections have parked, as far as their rings
+    /// now allow, and wakes the peers that sleep: a datapath that waits for
+    /// input must still deliver its output. Before this, a server that had
+    /// parked replies and got no new request left them parked until the
+    /// next one came, and the client timed them out.
+    #[inline]
+    fn publish_parked_while_waiting(&mut self) {
+        if self.parked_conns > 0 {
+            self.publish_all_parked();
+            self.wake_sleeping_peers();
         }
     }
 
