@@ -188,7 +188,7 @@ pub fn run_server(args: &ServerOptions) -> Result<(), Error> {
                 // from the client's own pool (by reference, to a client
                 // that accepts returns); other requests are gathered into
                 // the shared pool as above.
-                receive_in_place: args.in_place.then(cornflakes_datapath::shm::LeaseLimits::default),
+                receive_in_place: args.in_place.then(crate::transport::lease_limits),
                 ..crate::transport::shm_config()
             };
             let mut dp = cornflakes_datapath::shm::ShmDatapath::listen(&args.addr, config)
@@ -479,6 +479,7 @@ fn shm_counters(dp: &ShmDatapath) -> Vec<(&'static str, u64)> {
         ("lease_refused", s.lease_refused),
         ("leases_expired", s.leases_expired),
         ("returns_sent", s.returns_sent),
+        ("parked_returns_lost", s.parked_returns_lost),
     ]
 }
 
