@@ -100,7 +100,10 @@ impl Conn {
             return done;
         }
         // Read after the acknowledgement (acquire): every record the peer
-        // published before it is below this position.
+        // published before it is below this position. The scan runs from
+        // `head`, and the next one only once `head` has passed this `end`,
+        // so no record is scanned twice: however often a peer acknowledges,
+        // the scans cost at most one step per record we receive.
         let (end, _) = self.rx.published_end();
         if head >= end {
             done + self.apply_ack(acked)
