@@ -986,6 +986,10 @@ pub(crate) struct ServerArgs {
     /// where the kernel copies anyway; on a NIC try 16384).
     #[arg(long, default_value_t = usize::MAX, hide_default_value = true)]
     zero_copy_min: usize,
+    /// RESP: most clients connected at once (Redis's maxclients); one more
+    /// is answered "-ERR max number of clients reached" and closed.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..(1 << 20)))]
+    maxclients: u64,
     /// Record when the serving loop lost its core, slept or spent long on
     /// a batch, and append those spans to this file (TSV) each time the
     /// parent asks for counters (set by `cf tails`).
@@ -1037,6 +1041,7 @@ impl ServerArgs {
             controlled_by_parent: self.exit_with_parent,
             kv_addr: self.kv_addr.clone(),
             zero_copy_min: self.zero_copy_min,
+            max_clients: self.maxclients as usize,
         })
     }
 

@@ -33,19 +33,31 @@ pub struct RespServerOptions {
     /// with `SENDMSG_ZC` (`usize::MAX`: never, right for loopback and veth,
     /// where the kernel copies anyway; ~16 KiB on a NIC).
     pub zero_copy_min: usize,
+    /// Most clients at once (Redis's `maxclients`); one more is answered
+    /// `-ERR max number of clients reached` and closed, as Redis does.
+    pub max_clients: usize,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
 /// for replies with a value of at least `zero_copy_min` bytes, and up to
 /// 64 MiB of
 /// replies queued per connection (redis-benchmark `-P 16` of 100 16 KiB
-/// list elements is 26 MB; Redis does not limit normal clients at all).
-pub fn resp_tcp_config(zero_copy_min: usize) -> TcpConfig {
+/// list elements is 26 MB; Redis does not limit normal clients at all), and
+/// at most `max_clients` connections, the next told so as Redis tells it.
+pub fn resp_tcp_config(zero_copy_min: usize, max_clients: usize) -> TcpConfig {
     // One file for the whole pool, which cannot fall back to small pages
     // once hugepages run out: small pages.
     let pool_config =
         cornflakes::PoolConfig { hugepages: cornflakes::mem::HugePages::Never, ..cornflakes::PoolConfig::default() };
-    TcpConfig { framing: Framing::Raw, max_queued_bytes: 64 << 20, pool_config, zero_copy_min, ..TcpConfig::default() }
+    TcpConfig {
+        framing: Framing::Raw,
+        max_queued_bytes: 64 << 20,
+        pool_config,
+        zero_copy_min,
+        max_connections: max_clients,
+        refusal: resp::MAX_CLIENTS_REACHED.to_vec(),
+        ..TcpConfig::default()
+    }
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -66,7 +78,7 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     }
     let workload = args.workload.build().map_err(|e| Error::Invalid(e.to_string()))?;
     let addr = crate::transport::parse_tcp_addr(&args.addr)?;
-    let mut dp = TcpDatapath::bind(addr, resp_tcp_config(args.zero_copy_min))
+    let mut dp = TcpDatapath::bind(addr, resp_tcp_config(args.zero_copy_min, args.max_clients))
         .map_err(|e| Error::Failed(format!("cannot start the RESP server on {addr}: {e}")))?;
     let mut store = Store::new(cornflakes_datapath::Datapath::pool(&dp).clone(), resp::resp_limits());
     crate::kv::preload(&mut store, workload.as_ref())?;

@@ -141,10 +141,11 @@ impl TcpDatapath {
                 return;
             }
             let _ = stream.set_nodelay(true);
-            if self.adopt(stream).is_some() {
-                self.tcp.accepted += 1;
-            } else {
+            if self.conns.live >= self.config.max_connections {
+                refuse(stream, &self.config.refusal);
                 self.tcp.rejected += 1;
+            } else if self.adopt(stream).is_some() {
+                self.tcp.accepted += 1;
             }
         } else if self.closing || res == -libc::ECANCELED || res == -libc::EINVAL || res == -libc::EBADF {
             return;
@@ -296,6 +297,28 @@ impl TcpDatapath {
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+}
+
+/// Tells a connection accepted while the table is full why, and closes it.
+/// Best effort, never blocking: the message goes into the new socket's
+/// empty send buffer, then a FIN; bytes the peer sent already are read and
+/// dropped first (a few reads at most), because a close with unread input
+/// sends a reset instead of the FIN, which the peer may see before our
+/// message.
+fn refuse(stream: std::net::TcpStream, why: &[u8]) {
+    use std::io::{Read, Write};
+    if why.is_empty() || stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let _ = (&stream).write(why);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 4096];
+    for _ in 0..4 {
+        match (&stream).read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
         }
     }
 }

@@ -83,8 +83,15 @@ pub struct TcpConfig {
     /// control). Default 4096.
     pub max_ready: usize,
     /// Most connections at once (accepted and dialled); beyond, accepted
-    /// connections are closed at once and counted. Default 4096.
+    /// connections are sent [`refusal`](Self::refusal), closed at once and
+    /// counted ([`TcpStats::rejected`](super::TcpStats::rejected)). Default 4096.
     pub max_connections: usize,
+    /// What a connection accepted while the table is full is told before
+    /// it is closed (written once, without blocking; the socket is new, so
+    /// a short message fits its send buffer): for example RESP's
+    /// `-ERR max number of clients reached\r\n`, as Redis answers.
+    /// Default empty: closed without a word.
+    pub refusal: Vec<u8>,
     /// A send goes out with `SENDMSG_ZC` when one of its zero-copy segments
     /// has at least this many bytes (and the kernel has `SENDMSG_ZC`);
     /// otherwise with plain `SENDMSG`. `usize::MAX` never uses zero-copy;
@@ -134,6 +141,7 @@ impl Default for TcpConfig {
             recv_buffer: 64 << 10,
             max_ready: 4096,
             max_connections: 4096,
+            refusal: Vec::new(),
             zero_copy_min: 16 << 10,
             zero_copy_probe: None,
             max_queued_messages: 1024,

@@ -124,3 +124,35 @@ fn hostile_peers_are_cut_off_and_a_hundred_others_are_served() {
         assert!(matches!(s.read(&mut buf), Ok(0) | Err(_)), "disconnected");
     }
 }
+
+#[test]
+fn a_connection_past_the_table_is_told_why_and_closed_while_the_others_are_served() {
+    let refusal = b"-ERR max number of clients reached\r\n".to_vec();
+    let config = TcpConfig { max_connections: 2, refusal: refusal.clone(), ..config() };
+    let mut server = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), config).unwrap();
+    let addr = server.local_addrs()[0];
+    let mut client = TcpDatapath::new(self::config()).unwrap();
+    let good: Vec<ConnId> = (0..2).map(|_| client.connect(addr).unwrap()).collect();
+    assert!(round(&mut server, &mut client, &good, 0).is_empty());
+    // The third sends a request at once, as redis-cli does, then reads.
+    let mut third = TcpStream::connect(addr).unwrap();
+    third.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    third.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "got {got:?} after 10 s: {server:?}");
+        server.poll_completions().unwrap();
+        server.wait(Duration::from_millis(1)).unwrap();
+        let mut buf = [0u8; 64];
+        match third.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => panic!("after {got:?}: {e}"),
+        }
+    }
+    assert_eq!(got, refusal, "the refusal, then end of stream");
+    assert_eq!((server.tcp_stats().rejected, server.tcp_stats().accepted), (1, 2));
+    assert!(round(&mut server, &mut client, &good, 1).is_empty(), "the two in the table are still served");
+}
