@@ -19,14 +19,67 @@ pub type Value = SmallVec<[RcBuf; 1]>;
 pub struct Store {
     pool: Pool,
     map: HashMap<Box<[u8]>, Value>,
+    /// Elements prepended to a key's value (RESP's `LPUSH`), newest last, so
+    /// that a prepend is amortized O(1) as in Redis rather than a shift of
+    /// the whole list. Empty unless something was prepended, so a lookup of
+    /// the key-value protocol pays one `is_empty`.
+    fronts: HashMap<Box<[u8]>, Vec<RcBuf>>,
     limits: Limits,
     value_bytes: usize,
+}
+
+/// The elements of a stored value, in order: a view that
+/// [`Store::get`] returns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Elems<'a> {
+    /// Prepended elements, newest (the first element) last.
+    front: &'a [RcBuf],
+    back: &'a [RcBuf],
+}
+
+impl<'a> Elems<'a> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.front.len() + self.back.len()
+    }
+
+    /// Whether there are none (never, for a stored key).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i`.
+    pub fn get(&self, i: usize) -> Option<&'a RcBuf> {
+        match i.checked_sub(self.front.len()) {
+            None => self.front.get(self.front.len() - 1 - i),
+            Some(j) => self.back.get(j),
+        }
+    }
+
+    /// The first element.
+    pub fn first(&self) -> Option<&'a RcBuf> {
+        self.get(0)
+    }
+
+    /// The element of a one-element value (a plain value); `None` for a
+    /// list of another length.
+    pub fn single(&self) -> Option<&'a RcBuf> {
+        match (self.front, self.back) {
+            ([], [one]) | ([one], []) => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The elements in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a RcBuf> + 'a {
+        self.front.iter().rev().chain(self.back.iter())
+    }
 }
 
 impl Store {
     /// An empty store whose values live in `pool`.
     pub fn new(pool: Pool, limits: Limits) -> Self {
-        Store { pool, map: HashMap::new(), limits, value_bytes: 0 }
+        Store { pool, map: HashMap::new(), fronts: HashMap::new(), limits, value_bytes: 0 }
     }
 
     /// The limits requests are checked against.
@@ -50,8 +103,12 @@ impl Store {
     }
 
     /// The value of `key`.
-    pub fn get(&self, key: &[u8]) -> Option<&[RcBuf]> {
-        self.map.get(key).map(|v| v.as_slice())
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Elems<'_>> {
+        let back = self.map.get(key)?.as_slice();
+        let front =
+            if self.fronts.is_empty() { &[][..] } else { self.fronts.get(key).map_or(&[][..], |f| f.as_slice()) };
+        Some(Elems { front, back })
     }
 
     /// Sets `key` to a value of `sizes.len()` elements, each filled by
@@ -86,7 +143,7 @@ impl Store {
     /// Appends a copy of `elem` to the list value of `key`, creating it.
     pub fn append(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
         self.check_key(key)?;
-        let len = self.map.get(key).map_or(0, |v| v.len());
+        let len = self.get(key).map_or(0, |v| v.len());
         if len >= self.limits.max_list {
             return Err(Status::TooLarge);
         }
@@ -102,27 +159,79 @@ impl Store {
     }
 
     /// Prepends a copy of `elem` to the list value of `key`, creating it
-    /// (RESP's `LPUSH`). O(length of the list).
+    /// (RESP's `LPUSH`). Amortized O(1).
     pub fn prepend(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
         self.check_key(key)?;
-        let len = self.map.get(key).map_or(0, |v| v.len());
+        let len = self.get(key).map_or(0, |v| v.len());
         if len >= self.limits.max_list {
             return Err(Status::TooLarge);
         }
         let [buf] = self.copy_in(&[elem])?.into_inner().map_err(|_| Status::BadRequest)?;
         self.value_bytes += buf.len();
-        match self.map.get_mut(key) {
-            Some(v) => v.insert(0, buf),
-            None => {
-                self.map.insert(key.into(), smallvec::smallvec![buf]);
+        if self.map.contains_key(key) {
+            match self.fronts.get_mut(key) {
+                Some(front) => front.push(buf),
+                None => {
+                    self.fronts.insert(key.into(), vec![buf]);
+                }
             }
+        } else {
+            self.map.insert(key.into(), smallvec::smallvec![buf]);
         }
         Ok(())
+    }
+
+    /// Removes and returns the first element (`front`) or the last of the
+    /// value of `key` (RESP's `LPOP` and `RPOP`); the key goes with its
+    /// last element. Amortized O(1): when the end popped from has nothing
+    /// left, half of the other end's elements move over.
+    pub fn pop(&mut self, key: &[u8], front: bool) -> Option<RcBuf> {
+        let back = self.map.get_mut(key)?;
+        let fronts = &mut self.fronts;
+        let popped = if front {
+            match fronts.get_mut(key).and_then(|f| f.pop()) {
+                Some(b) => Some(b),
+                None if back.len() > 1 => {
+                    // The first half, reversed: the first element last.
+                    let mut moved: Vec<RcBuf> = back.drain(..back.len().div_ceil(2)).rev().collect();
+                    let first = moved.pop();
+                    match fronts.get_mut(key) {
+                        Some(f) => *f = moved,
+                        None => {
+                            fronts.insert(key.into(), moved);
+                        }
+                    }
+                    first
+                }
+                None => back.pop(),
+            }
+        } else {
+            match back.pop() {
+                Some(b) => Some(b),
+                None => match fronts.get_mut(key) {
+                    // The list's last elements are the front's first ones.
+                    Some(f) if !f.is_empty() => {
+                        let mut moved: Value = f.drain(..f.len().div_ceil(2)).rev().collect();
+                        let last = moved.pop();
+                        *back = moved;
+                        last
+                    }
+                    _ => None,
+                },
+            }
+        };
+        let popped = popped?;
+        self.value_bytes -= popped.len();
+        if self.get(key).is_some_and(|v| v.is_empty()) {
+            self.remove(key);
+        }
+        Some(popped)
     }
 
     /// Removes `key`; whether it was there. Its buffers live on while an
     /// in-flight send references them.
     pub fn remove(&mut self, key: &[u8]) -> bool {
+        self.remove_front(key);
         match self.map.remove(key) {
             Some(old) => {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
@@ -132,9 +241,19 @@ impl Store {
         }
     }
 
+    /// Drops what was prepended to `key`.
+    fn remove_front(&mut self, key: &[u8]) {
+        if !self.fronts.is_empty() {
+            if let Some(old) = self.fronts.remove(key) {
+                self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
+            }
+        }
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         self.map.clear();
+        self.fronts.clear();
         self.value_bytes = 0;
     }
 
@@ -161,29 +280,25 @@ impl Store {
         match op {
             Op::Get => {
                 let key = one_key()?;
-                match self.get(key).ok_or(Status::NotFound)? {
-                    [value] => out.push(value.as_slice()),
-                    _ => return Err(Status::BadRequest),
-                }
+                let value = self.get(key).ok_or(Status::NotFound)?.single().ok_or(Status::BadRequest)?;
+                out.push(value.as_slice());
             }
             Op::GetM => {
                 if req.keys.is_empty() {
                     return Err(Status::BadRequest);
                 }
                 for key in &req.keys {
-                    match self.map.get(*key).ok_or(Status::NotFound)?.as_slice() {
-                        [value] => out.push(value.as_slice()),
-                        _ => return Err(Status::BadRequest),
-                    }
+                    let value = self.get(key).ok_or(Status::NotFound)?.single().ok_or(Status::BadRequest)?;
+                    out.push(value.as_slice());
                 }
             }
             Op::GetList => {
                 let key = one_key()?;
-                out.extend(self.map.get(key).ok_or(Status::NotFound)?.iter().map(|b| b.as_slice()));
+                out.extend(self.get(key).ok_or(Status::NotFound)?.iter().map(|b| b.as_slice()));
             }
             Op::GetFromList => {
                 let key = one_key()?;
-                let value = self.map.get(key).ok_or(Status::NotFound)?;
+                let value = self.get(key).ok_or(Status::NotFound)?;
                 out.push(value.get(req.index as usize).ok_or(Status::NotFound)?.as_slice());
             }
             Op::Put => {
@@ -230,6 +345,7 @@ impl Store {
     }
 
     fn swap_in(&mut self, key: &[u8], value: Value) {
+        self.remove_front(key);
         self.value_bytes += value.iter().map(|b| b.len()).sum::<usize>();
         // The old buffers are dropped here; one still referenced by an
         // in-flight send lives until that send completes.

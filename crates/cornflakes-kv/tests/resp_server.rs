@@ -27,6 +27,11 @@ struct Server {
 
 impl Server {
     fn start(options: ServeOptions) -> Server {
+        Server::start_with(options, |c| c)
+    }
+
+    /// With the tcp datapath's settings changed by `tcp`.
+    fn start_with(options: ServeOptions, tcp: impl FnOnce(TcpConfig) -> TcpConfig + Send + 'static) -> Server {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let flag = stop.clone();
@@ -40,7 +45,7 @@ impl Server {
                 },
                 ..TcpConfig::loopback()
             };
-            let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), config).expect("tcp datapath");
+            let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), tcp(config)).expect("tcp datapath");
             tx.send(dp.local_addrs()[0]).unwrap();
             let mut db = RespDb::new(Store::new(dp.pool().clone(), resp_limits()), DEFAULT_THRESHOLD);
             resp::serve(&mut dp, &mut db, &options, |_| !flag.load(Ordering::Relaxed)).expect("serve")
@@ -295,9 +300,15 @@ struct RedisServer {
 
 impl RedisServer {
     fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// With more arguments (`--maxclients 1`, ...).
+    fn start_with(args: &[&str]) -> RedisServer {
         let port = free_port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .args(args)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server");
@@ -427,6 +438,80 @@ Get k
 DEL list k
 EXISTS list k
 LLEN list
+SET num 10
+DECR num
+INCRBY num 15
+DECRBY num 30
+INCRBY num x
+DECRBY num -9223372036854775808
+DECRBY num 9223372036854775807
+INCRBY num -9223372036854775807
+DECR fresh
+INCRBY list2 1
+TYPE num
+TYPE missing
+RPUSH q a b c d e
+TYPE q
+INCR q
+LPOP q
+RPOP q
+LPOP q 2
+RPOP q 0
+RPOP q 5
+EXISTS q
+LPOP q
+LPOP q 1
+RPOP q -1
+RPOP q x
+LPOP num
+LPOP q 1 2
+RPUSH q2 only
+RPOP q2
+TYPE q2
+LPUSH q3 c b a
+RPOP q3
+LPOP q3
+LRANGE q3 0 -1
+LPUSH q4 x
+LPUSH q4 y
+RPOP q4
+RPOP q4
+LLEN q4
+SET e v
+EXPIRE e 1000
+TTL e
+EXPIRE e 500 NX
+EXPIRE e 2000 XX
+TTL e
+EXPIRE e 100 GT
+EXPIRE e 3000 GT
+TTL e
+EXPIRE e 4000 LT
+EXPIRE e 10 LT
+TTL e
+PERSIST e
+PERSIST e
+TTL e
+EXPIRE e 10 GT
+EXPIRE e 10 LT
+TTL e
+EXPIRE e 10 XX
+EXPIRE missing 10
+PERSIST missing
+EXPIRE e 10 NX XX
+EXPIRE e 10 GT LT
+EXPIRE e 10 BOGUS
+EXPIRE e abc
+EXPIRE e 9223372036854775807
+PEXPIRE e 9223372036854775807
+PEXPIRE e 5000000
+TTL e
+EXPIRE e 0
+EXISTS e
+SET e2 v
+PEXPIRE e2 -5
+GET e2
+EXPIRE
 FLUSHALL
 DBSIZE
 "#;
@@ -448,6 +533,36 @@ fn redis_cli_gets_the_answers_redis_server_gives() {
     // What differs on purpose: RESP3.
     assert_eq!(redis_cli(ours.addr.port(), "HELLO 3\n")[0], "NOPROTO unsupported protocol version");
     assert!(redis_cli(ours.addr.port(), "INFO\n").iter().any(|l| l.starts_with("redis_version:")));
+    ours.stop();
+}
+
+#[test]
+fn a_client_past_maxclients_hears_what_redis_server_says() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start_with(&["--maxclients", "1"]);
+    let ours = Server::start_with(ServeOptions::default(), |c| TcpConfig {
+        max_connections: 1,
+        refusal: resp::MAX_CLIENTS_REACHED.to_vec(),
+        ..c
+    });
+    let mut answers = Vec::new();
+    for port in [redis.port, ours.addr.port()] {
+        // The one client allowed, served before and after the refused one.
+        let mut first = connect(SocketAddr::from(([127, 0, 0, 1], port)));
+        first.write_all(&command(&[b"PING"])).unwrap();
+        assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+        answers.push(redis_cli(port, "PING\n"));
+        first.write_all(&command(&[b"PING"])).unwrap();
+        assert_eq!(read_n(&mut first, 7), b"+PONG\r\n", "port {port}: the client in the table is still served");
+    }
+    assert!(
+        answers[0].iter().any(|l| l.contains("max number of clients reached")),
+        "redis-server said {:?}",
+        answers[0]
+    );
+    assert_eq!(answers[1], answers[0], "ours, then redis-server's");
     ours.stop();
 }
 

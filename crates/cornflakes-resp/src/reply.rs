@@ -146,6 +146,11 @@ impl<V: AsRef<[u8]>> Reply<V> {
         self.copy(b"$-1\r\n");
     }
 
+    /// `*-1\r\n`, the null array (LPOP with a count, of a missing key).
+    pub fn null_array(&mut self) {
+        self.copy(b"*-1\r\n");
+    }
+
     /// `*<n>\r\n`, the header of an array of `n` replies that follow.
     pub fn array(&mut self, n: usize) {
         self.line(b'*', n as i64);

@@ -352,7 +352,9 @@ fn reserve_failed(c: &mut Conn, id: ConnId, e: PushError, shm: &mut ShmStats) ->
 /// Publishes `c`'s parked records, oldest first, while the ring has room
 /// (a record returning bytes whose lease expired meanwhile is dropped and
 /// counted instead: the peer may have reused them). Returns whether none is
-/// left.
+/// left. The expiry check is a guard: today a parked return's lease cannot
+/// expire, since returns go only to the connection their bytes came from
+/// and closing it drops its parked records with its leases.
 pub(super) fn publish_parked(c: &mut Conn, slot: usize, to_wake: &mut Vec<usize>, shm: &mut ShmStats) -> bool {
     let mut published = false;
     while let Some(rec) = c.parked.front() {

@@ -7,7 +7,8 @@
 //! # What is Redis's and what is not
 //!
 //! Commands: PING ECHO GET SET (EX PX NX XX KEEPTTL GET) MGET MSET DEL
-//! EXISTS APPEND STRLEN INCR TTL PTTL LPUSH RPUSH LRANGE LINDEX LLEN DBSIZE
+//! EXISTS TYPE APPEND STRLEN INCR DECR INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE
+//! (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN DBSIZE
 //! FLUSHALL SELECT INFO CONFIG GET COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT, with Redis 7.0's arities and error
 //! texts. Differences, each answered with an error rather than a wrong
@@ -29,9 +30,12 @@
 //! any number of reads (parsed again only once the bytes it needs are
 //! there); a reply of any size goes out as the client reads it, while the
 //! client's further input waits; a client that takes nothing of its reply
-//! for 30 s is disconnected (Redis keeps it).
-//! Not implemented, answered `unknown command`: DECR, INCRBY, DECRBY, KEYS,
-//! SCAN, TYPE, EXPIRE, hashes and sets, persistence (SAVE), AUTH; so
+//! for 30 s is disconnected (Redis keeps it). At most a set number of
+//! clients at once (`cf kv-server --maxclients`, 4096 by default; Redis's
+//! is 10000); one more is answered [`MAX_CLIENTS_REACHED`] and closed, as
+//! Redis does. LPUSH is amortized O(1), as in Redis.
+//! Not implemented, answered `unknown command`: KEYS, SCAN, EXPIREAT,
+//! hashes and sets, persistence (SAVE), AUTH; so
 //! `redis-cli --bigkeys` (SCAN) does not work, and `--stat` prints
 //! nonsense (INFO has the Server and Keyspace sections only).
 
@@ -69,6 +73,11 @@ pub struct Session {
     pub id: u64,
 }
 
+/// What a client past the connection limit is told before it is closed, in
+/// Redis's words (a datapath's `refusal`, for example
+/// [`TcpConfig::refusal`](cornflakes_datapath::tcp::TcpConfig::refusal)).
+pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
+
 /// The store's limits for RESP: lists as long as memory allows (Redis has
 /// no limit), keys up to 64 KiB, values up to 1 MiB (a value is one pool
 /// buffer, at most 2 MiB, and a reply must fit one send).
@@ -105,28 +114,37 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("command", -1, &["loading", "stale"]),
     ("config", -2, &["admin", "noscript", "loading", "stale"]),
     ("dbsize", 1, &["readonly", "fast"]),
+    ("decr", 2, &["write", "denyoom", "fast"]),
+    ("decrby", 3, &["write", "denyoom", "fast"]),
     ("del", -2, &["write"]),
     ("echo", 2, &["fast"]),
     ("exists", -2, &["readonly", "fast"]),
+    ("expire", -3, &["write", "fast"]),
     ("flushall", -1, &["write"]),
     ("get", 2, &["readonly", "fast"]),
     ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("incr", 2, &["write", "denyoom", "fast"]),
+    ("incrby", 3, &["write", "denyoom", "fast"]),
     ("info", -1, &["loading", "stale"]),
     ("lindex", 3, &["readonly"]),
     ("llen", 2, &["readonly", "fast"]),
+    ("lpop", -2, &["write", "fast"]),
     ("lpush", -3, &["write", "denyoom", "fast"]),
     ("lrange", 4, &["readonly"]),
     ("mget", -2, &["readonly", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
+    ("persist", 2, &["write", "fast"]),
+    ("pexpire", -3, &["write", "fast"]),
     ("ping", -1, &["fast"]),
     ("pttl", 2, &["readonly", "fast"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("rpop", -2, &["write", "fast"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
     ("select", 2, &["loading", "stale", "fast"]),
     ("set", -3, &["write", "denyoom"]),
     ("strlen", 2, &["readonly", "fast"]),
     ("ttl", 2, &["readonly", "fast"]),
+    ("type", 2, &["readonly", "fast"]),
 ];
 
 fn arity_ok(arity: i64, argc: usize) -> bool {
@@ -358,7 +376,24 @@ impl RespDb {
                 Ok(v) => reply.integer(v.map_or(0, |v| v.len() as i64)),
                 Err(e) => reply.error(e),
             },
-            "incr" => self.incr(&args[0], reply),
+            "incr" => self.incr_by(&args[0], 1, reply),
+            "decr" => self.incr_by(&args[0], -1, reply),
+            "incrby" | "decrby" => match integer_arg(&args[1]) {
+                None => reply.error(NOT_INTEGER),
+                Some(i64::MIN) if name == "decrby" => reply.error("ERR decrement would overflow"),
+                Some(n) => self.incr_by(&args[0], if name == "decrby" { -n } else { n }, reply),
+            },
+            "type" => reply.simple(match self.kind(&args[0]) {
+                None => "none",
+                Some(Kind::String) => "string",
+                Some(Kind::List) => "list",
+            }),
+            "expire" | "pexpire" => self.expire(name, args, reply),
+            "persist" => {
+                let had = self.kind(&args[0]).is_some() && self.expires.remove(&args[0][..]).is_some();
+                reply.integer(i64::from(had));
+            }
+            "lpop" | "rpop" => self.pop(name, args, reply),
             "ttl" | "pttl" => {
                 let n = match self.kind(&args[0]) {
                     None => -2,
@@ -511,7 +546,9 @@ impl RespDb {
         }
     }
 
-    fn incr(&mut self, key: &[u8], reply: &mut Reply<RcBuf>) {
+    /// INCR, DECR, INCRBY, DECRBY: adds `delta` to the integer string of
+    /// `key` (0 when missing).
+    fn incr_by(&mut self, key: &[u8], delta: i64, reply: &mut Reply<RcBuf>) {
         let current = match self.string(key) {
             Err(e) => return reply.error(e),
             Ok(None) => 0,
@@ -520,7 +557,7 @@ impl RespDb {
                 None => return reply.error(NOT_INTEGER),
             },
         };
-        let Some(next) = current.checked_add(1) else {
+        let Some(next) = current.checked_add(delta) else {
             return reply.error("ERR increment or decrement would overflow");
         };
         // INCR keeps the key's time to live.
@@ -533,6 +570,101 @@ impl RespDb {
                 reply.integer(next)
             }
             Err(s) => reply.error(status_error(s)),
+        }
+    }
+
+    /// `EXPIRE key seconds [NX|XX|GT|LT]` (and PEXPIRE, in milliseconds),
+    /// checked in the order Redis 7.0's `expireGenericCommand` checks: a
+    /// time already past deletes the key.
+    fn expire(&mut self, name: &str, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+        for opt in &args[2..] {
+            match opt.to_ascii_lowercase().as_slice() {
+                b"nx" => nx = true,
+                b"xx" => xx = true,
+                b"gt" => gt = true,
+                b"lt" => lt = true,
+                _ => return reply.error(&format!("ERR Unsupported option {}", lossy(opt))),
+            }
+        }
+        if nx && (xx || gt || lt) {
+            return reply.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        }
+        if gt && lt {
+            return reply.error("ERR GT and LT options at the same time are not compatible");
+        }
+        let Some(n) = integer_arg(&args[1]) else { return reply.error(NOT_INTEGER) };
+        let invalid = format!("ERR invalid expire time in '{name}' command");
+        let Some(ms) = (if name == "expire" { n.checked_mul(1000) } else { Some(n) }) else {
+            return reply.error(&invalid);
+        };
+        // Redis adds the wall clock in milliseconds and refuses an overflow.
+        let wall_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        if ms.checked_add(wall_ms as i64).is_none() {
+            return reply.error(&invalid);
+        }
+        let key = &args[0][..];
+        if self.kind(key).is_none() {
+            return reply.integer(0);
+        }
+        let now = Instant::now();
+        // Milliseconds from now of the current expiry; `None`: persistent.
+        let current = self.expires.get(key).map(|&at| at.saturating_duration_since(now).as_millis() as i64);
+        let refused = (nx && current.is_some())
+            || (xx && current.is_none())
+            || (gt && current.is_none_or(|c| ms <= c))
+            || (lt && current.is_some_and(|c| ms >= c));
+        if refused {
+            return reply.integer(0);
+        }
+        if ms <= 0 {
+            self.delete(key);
+        } else {
+            let at =
+                now.checked_add(Duration::from_millis(ms as u64)).unwrap_or_else(|| now + Duration::from_secs(1 << 40));
+            self.expires.insert(key.into(), at);
+        }
+        reply.integer(1)
+    }
+
+    /// `LPOP key [count]`, `RPOP key [count]`.
+    fn pop(&mut self, name: &str, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let count = match args {
+            [_] => None,
+            [_, n] => match integer_arg(n).filter(|&n| n >= 0) {
+                Some(n) => Some(n as usize),
+                None => return reply.error("ERR value is out of range, must be positive"),
+            },
+            _ => return reply.error(&arity_error(name)),
+        };
+        let key = &args[0][..];
+        match self.kind(key) {
+            None if count.is_some() => return reply.null_array(),
+            None => return reply.null(),
+            Some(Kind::String) => return reply.error(WRONGTYPE),
+            Some(Kind::List) => {}
+        }
+        let front = name == "lpop";
+        let take = |db: &mut Self| db.store.pop(key, front);
+        match count {
+            None => {
+                if let Some(v) = take(self) {
+                    self.value(reply, &v);
+                }
+            }
+            Some(n) => {
+                let n = n.min(self.store.get(key).map_or(0, |l| l.len()));
+                reply.array(n);
+                for _ in 0..n {
+                    if let Some(v) = take(self) {
+                        self.value(reply, &v);
+                    }
+                }
+            }
+        }
+        if self.store.get(key).is_none() {
+            // The list went with its last element.
+            self.delete(key);
         }
     }
 
@@ -570,9 +702,9 @@ impl RespDb {
         if start > stop || start >= len {
             return reply.array(0);
         }
-        let range = &list[start as usize..=stop as usize];
-        reply.array(range.len());
-        for v in range {
+        let (start, count) = (start as usize, (stop - start + 1) as usize);
+        reply.array(count);
+        for v in list.iter().skip(start).take(count) {
             if v.len() >= self.threshold {
                 reply.bulk_value(v.clone());
             } else {

@@ -29,7 +29,7 @@ fn large_values_are_referenced_from_the_store_and_small_ones_copied() {
     let big = "x".repeat(512);
     answer(&mut d, &format!("SET big {big}\r\nSET small {}\r\nRPUSH l {big} s {big}\r\n", &big[..511]));
     let (wire, reply) = run(&mut d, b"GET big\r\nGET small\r\nLRANGE l 0 -1\r\nMGET big small\r\n");
-    let stored = d.store().get(b"big").unwrap()[0].clone();
+    let stored = d.store().get(b"big").unwrap().single().unwrap().clone();
     let values: Vec<&RcBuf> = reply
         .parts()
         .iter()

@@ -24,7 +24,7 @@ fn put_then_get_returns_a_copy_in_the_pool() {
     assert_eq!(run(&mut s, &req(Op::Put, &[b"k"], &[&value], 0)).0, Status::Ok);
     let (status, vals) = run(&mut s, &req(Op::Get, &[b"k"], &[], 0));
     assert_eq!((status, vals), (Status::Ok, vec![value.clone()]));
-    let stored = &s.get(b"k").unwrap()[0];
+    let stored = s.get(b"k").unwrap().single().unwrap();
     assert!(s.pool.recover(stored.as_slice()).is_some(), "values live in the pool");
     assert_eq!(s.value_bytes(), 1000);
 }
@@ -34,10 +34,10 @@ fn put_swaps_in_new_buffers_and_leaves_old_references_intact() {
     let mut s = store();
     run(&mut s, &req(Op::Put, &[b"k"], &[b"old value"], 0));
     // An in-flight send holds a reference to the old value.
-    let in_flight = s.get(b"k").unwrap()[0].clone();
+    let in_flight = s.get(b"k").unwrap().single().unwrap().clone();
     run(&mut s, &req(Op::Put, &[b"k"], &[b"new value!"], 0));
     assert_eq!(in_flight.as_slice(), b"old value");
-    assert_eq!(s.get(b"k").unwrap()[0].as_slice(), b"new value!");
+    assert_eq!(s.get(b"k").unwrap().single().unwrap().as_slice(), b"new value!");
     assert_eq!(s.value_bytes(), 10);
     assert_eq!(s.len(), 1);
 }
@@ -97,7 +97,7 @@ fn preload_fills_elements() {
     let mut s = store();
     s.insert_with(b"k", &[3, 5], |i, buf| buf.fill(i as u8 + 1)).unwrap();
     let v = s.get(b"k").unwrap();
-    assert_eq!((v[0].as_slice(), v[1].as_slice()), (&[1u8; 3][..], &[2u8; 5][..]));
+    assert_eq!((v.get(0).unwrap().as_slice(), v.get(1).unwrap().as_slice()), (&[1u8; 3][..], &[2u8; 5][..]));
 }
 
 #[test]
@@ -109,11 +109,98 @@ fn prepend_remove_and_clear_keep_the_byte_count() {
     let list: Vec<&[u8]> = s.get(b"l").unwrap().iter().map(|b| b.as_slice()).collect();
     assert_eq!(list, [&b"a"[..], b"b"]);
     assert_eq!(s.value_bytes(), 3);
-    let held = s.get(b"l").unwrap()[0].clone();
+    let held = s.get(b"l").unwrap().first().unwrap().clone();
     assert!(s.remove(b"l"));
     assert!(!s.remove(b"l"));
     assert_eq!(held.as_slice(), b"a", "a removed value referenced elsewhere stays intact");
     assert_eq!((s.len(), s.value_bytes()), (1, 1));
     s.clear();
     assert_eq!((s.len(), s.value_bytes()), (0, 0));
+}
+
+#[test]
+fn many_prepends_keep_their_order() {
+    let mut s = Store::new(Pool::new().expect("pool"), Limits { max_list: 1 << 20, ..Limits::default() });
+    for i in 0..10_000u32 {
+        s.prepend(b"l", &i.to_le_bytes()).unwrap();
+    }
+    let l = s.get(b"l").unwrap();
+    assert_eq!(l.len(), 10_000);
+    assert_eq!(l.first().unwrap().as_slice(), 9999u32.to_le_bytes());
+    assert_eq!(l.get(9999).unwrap().as_slice(), 0u32.to_le_bytes());
+    assert!(l.get(10_000).is_none());
+    assert!(l.single().is_none());
+}
+
+/// One step of the list model.
+#[derive(Clone, Debug)]
+enum ListOp {
+    Prepend(u8),
+    Append(u8),
+    Put(Vec<u8>),
+    Remove,
+    Pop { front: bool },
+}
+
+fn list_op() -> impl proptest::strategy::Strategy<Value = ListOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => any::<u8>().prop_map(ListOp::Prepend),
+        4 => any::<u8>().prop_map(ListOp::Append),
+        1 => proptest::collection::vec(any::<u8>(), 1..4).prop_map(ListOp::Put),
+        1 => Just(ListOp::Remove),
+        3 => any::<bool>().prop_map(|front| ListOp::Pop { front }),
+    ]
+}
+
+proptest::proptest! {
+    /// Prepends, appends, pops at both ends, puts and removes give the
+    /// elements, length, byte count and plain-value view a `VecDeque` would
+    /// (a list goes with its last element, as in Redis).
+    #[test]
+    fn lists_behave_like_a_deque(ops in proptest::collection::vec(list_op(), 1..80)) {
+        let mut s = store();
+        let mut model: Option<std::collections::VecDeque<u8>> = None;
+        for op in ops {
+            match op {
+                ListOp::Prepend(b) => {
+                    s.prepend(b"l", &[b]).unwrap();
+                    model.get_or_insert_with(Default::default).push_front(b);
+                }
+                ListOp::Append(b) => {
+                    s.append(b"l", &[b]).unwrap();
+                    model.get_or_insert_with(Default::default).push_back(b);
+                }
+                ListOp::Put(v) => {
+                    let elems: Vec<&[u8]> = v.iter().map(std::slice::from_ref).collect();
+                    s.put(b"l", &elems).unwrap();
+                    model = Some(v.into_iter().collect());
+                }
+                ListOp::Remove => {
+                    proptest::prop_assert_eq!(s.remove(b"l"), model.take().is_some());
+                }
+                ListOp::Pop { front } => {
+                    let got = s.pop(b"l", front).map(|b| b.as_slice()[0]);
+                    let want = model.as_mut().and_then(|m| if front { m.pop_front() } else { m.pop_back() });
+                    proptest::prop_assert_eq!(got, want);
+                    if model.as_ref().is_some_and(|m| m.is_empty()) {
+                        model = None;
+                    }
+                }
+            }
+            let got: Option<Vec<u8>> = s.get(b"l").map(|l| l.iter().map(|b| b.as_slice()[0]).collect());
+            let want: Option<Vec<u8>> = model.as_ref().map(|m| m.iter().copied().collect());
+            proptest::prop_assert_eq!(&got, &want);
+            let n = want.as_ref().map_or(0, |w| w.len());
+            proptest::prop_assert_eq!(s.value_bytes(), n);
+            proptest::prop_assert_eq!(s.len(), usize::from(want.is_some()));
+            if let (Some(l), Some(w)) = (s.get(b"l"), want.as_ref()) {
+                proptest::prop_assert_eq!(l.len(), w.len());
+                proptest::prop_assert_eq!(l.single().map(|b| b.as_slice()[0]), (w.len() == 1).then(|| w[0]));
+                for (i, &x) in w.iter().enumerate() {
+                    proptest::prop_assert_eq!(l.get(i).map(|b| b.as_slice()[0]), Some(x));
+                }
+            }
+        }
+    }
 }
