@@ -531,6 +531,13 @@ impl BulkArgs {
     }
 }
 
+/// A memory amount as Redis's configuration takes it (`100mb`, `2gb`,
+/// `1000`; `k`/`m`/`g` are powers of 1000).
+fn parse_memory(s: &str) -> Result<usize, String> {
+    cornflakes_kv::resp::memory_value(s.as_bytes())
+        .ok_or_else(|| format!("{s:?} is not a memory amount (examples: 0, 100mb, 2gb; kb/mb/gb are powers of 1024)"))
+}
+
 /// A byte count with an optional K, M or G suffix (powers of 1024).
 fn parse_size(s: &str) -> Result<usize, String> {
     let (digits, shift) = match s.as_bytes().last() {
@@ -990,6 +997,13 @@ pub(crate) struct ServerArgs {
     /// is answered "-ERR max number of clients reached" and closed.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..(1 << 20)))]
     maxclients: u64,
+    /// RESP: refuse commands that may add data, with Redis's OOM error,
+    /// once keys and values take more than this (Redis's maxmemory with
+    /// its default policy, noeviction; 100mb, 2gb, ...; 0: no limit; also
+    /// CONFIG SET maxmemory). Redis counts its allocator's total, this the
+    /// bytes of keys and values.
+    #[arg(long, default_value = "0", value_parser = parse_memory)]
+    maxmemory: usize,
     /// Record when the serving loop lost its core, slept or spent long on
     /// a batch, and append those spans to this file (TSV) each time the
     /// parent asks for counters (set by `cf tails`).
@@ -1042,6 +1056,7 @@ impl ServerArgs {
             kv_addr: self.kv_addr.clone(),
             zero_copy_min: self.zero_copy_min,
             max_clients: self.maxclients as usize,
+            maxmemory: self.maxmemory,
         })
     }
 

@@ -36,6 +36,9 @@ pub struct RespServerOptions {
     /// Most clients at once (Redis's `maxclients`); one more is answered
     /// `-ERR max number of clients reached` and closed, as Redis does.
     pub max_clients: usize,
+    /// Bytes of keys and values past which writes are refused with
+    /// Redis's OOM error (`maxmemory`, policy `noeviction`); 0: no limit.
+    pub maxmemory: usize,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
@@ -83,6 +86,8 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     let mut store = Store::new(cornflakes_datapath::Datapath::pool(&dp).clone(), resp::resp_limits());
     crate::kv::preload(&mut store, workload.as_ref())?;
     let mut db = RespDb::new(store, args.threshold);
+    db.set_max_clients(args.max_clients);
+    db.set_maxmemory(args.maxmemory);
     let local = dp.local_addrs()[0];
     eprintln!(
         "kv-server: RESP2 on tcp at {local}, {} keys preloaded, zero-copy from {} B (try: redis-cli -p {})",

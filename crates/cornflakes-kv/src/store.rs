@@ -26,6 +26,7 @@ pub struct Store {
     fronts: HashMap<Box<[u8]>, Vec<RcBuf>>,
     limits: Limits,
     value_bytes: usize,
+    key_bytes: usize,
 }
 
 /// The elements of a stored value, in order: a view that
@@ -79,7 +80,12 @@ impl<'a> Elems<'a> {
 impl Store {
     /// An empty store whose values live in `pool`.
     pub fn new(pool: Pool, limits: Limits) -> Self {
-        Store { pool, map: HashMap::new(), fronts: HashMap::new(), limits, value_bytes: 0 }
+        Store { pool, map: HashMap::new(), fronts: HashMap::new(), limits, value_bytes: 0, key_bytes: 0 }
+    }
+
+    /// The pool the values live in.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// The limits requests are checked against.
@@ -100,6 +106,16 @@ impl Store {
     /// Bytes of all values.
     pub fn value_bytes(&self) -> usize {
         self.value_bytes
+    }
+
+    /// Bytes of all keys and values (what RESP's `maxmemory` counts).
+    pub fn data_bytes(&self) -> usize {
+        self.key_bytes + self.value_bytes
+    }
+
+    /// The keys, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.map.keys().map(|k| &k[..])
     }
 
     /// The value of `key`.
@@ -152,6 +168,7 @@ impl Store {
         match self.map.get_mut(key) {
             Some(v) => v.push(buf),
             None => {
+                self.key_bytes += key.len();
                 self.map.insert(key.into(), smallvec::smallvec![buf]);
             }
         }
@@ -176,6 +193,7 @@ impl Store {
                 }
             }
         } else {
+            self.key_bytes += key.len();
             self.map.insert(key.into(), smallvec::smallvec![buf]);
         }
         Ok(())
@@ -234,6 +252,7 @@ impl Store {
         self.remove_front(key);
         match self.map.remove(key) {
             Some(old) => {
+                self.key_bytes -= key.len();
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
                 true
             }
@@ -253,6 +272,7 @@ impl Store {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.map.clear();
+        self.key_bytes = 0;
         self.fronts.clear();
         self.value_bytes = 0;
     }
@@ -355,6 +375,7 @@ impl Store {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
             }
             None => {
+                self.key_bytes += key.len();
                 self.map.insert(key.into(), value);
             }
         }

@@ -513,6 +513,34 @@ PEXPIRE e2 -5
 GET e2
 EXPIRE
 FLUSHALL
+SET user:1 a
+SET user:2 b
+SET other c
+KEYS other
+KEYS o*
+KEYS *:1
+KEYS user:[2]
+KEYS user:[^1]
+KEYS user:[1-1]
+KEYS u?er:2
+KEYS \o*
+KEYS nomatch*
+KEYS [
+KEYS
+SET e3 v EX 1000
+KEYS e?
+CONFIG GET maxmemory
+CONFIG GET maxmemory-policy
+CONFIG SET maxmemory 100mb
+CONFIG GET maxmemory
+CONFIG SET maxmemory 2gb
+CONFIG GET maxmemory
+CONFIG SET maxmemory 0
+CONFIG SET maxmemory abc
+CONFIG SET nosuch 1
+CONFIG SET maxmemory
+CONFIG GET maxmemory
+FLUSHALL
 DBSIZE
 "#;
 
@@ -563,6 +591,35 @@ fn a_client_past_maxclients_hears_what_redis_server_says() {
         answers[0]
     );
     assert_eq!(answers[1], answers[0], "ours, then redis-server's");
+    ours.stop();
+}
+
+#[test]
+fn redis_cli_stat_shows_the_keys_and_clients() {
+    if find("redis-cli").is_none() {
+        return;
+    }
+    let ours = Server::start(ServeOptions::default());
+    let port = ours.addr.port().to_string();
+    redis_cli(ours.addr.port(), "SET a 1\nSET b 2\nRPUSH c x y z\n");
+    let out = Command::new("timeout")
+        .args(["1.5", "stdbuf", "-oL", "redis-cli", "-p", &port, "--stat", "-i", "0.2"])
+        .output()
+        .expect("redis-cli --stat");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Columns: keys, mem, clients, blocked, requests, connections (line
+    // buffered: `timeout` ends redis-cli, which would lose a full buffer).
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.first().is_some_and(|k| k.parse::<u64>().is_ok()))
+        .collect();
+    assert!(rows.len() >= 3, "redis-cli --stat printed {text:?}");
+    for r in &rows {
+        assert_eq!(r[0], "3", "keys: {text}");
+        assert!(r[1].ends_with('B'), "memory is human-readable: {text}");
+        assert!(r[2].parse::<u64>().is_ok_and(|c| c >= 1), "clients: {text}");
+    }
     ours.stop();
 }
 

@@ -7,9 +7,10 @@
 //! # What is Redis's and what is not
 //!
 //! Commands: PING ECHO GET SET (EX PX NX XX KEEPTTL GET) MGET MSET DEL
-//! EXISTS TYPE APPEND STRLEN INCR DECR INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE
-//! (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN DBSIZE
-//! FLUSHALL SELECT INFO CONFIG GET COMMAND (COUNT, DOCS, INFO) CLIENT
+//! EXISTS TYPE KEYS APPEND STRLEN INCR DECR INCRBY DECRBY TTL PTTL EXPIRE
+//! PEXPIRE (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
+//! DBSIZE FLUSHALL SELECT INFO (server, clients, memory, stats, keyspace)
+//! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT, with Redis 7.0's arities and error
 //! texts. Differences, each answered with an error rather than a wrong
 //! answer: one database (`SELECT n`, n ≠ 0: `DB index is out of range`);
@@ -34,10 +35,16 @@
 //! clients at once (`cf kv-server --maxclients`, 4096 by default; Redis's
 //! is 10000); one more is answered [`MAX_CLIENTS_REACHED`] and closed, as
 //! Redis does. LPUSH is amortized O(1), as in Redis.
-//! Not implemented, answered `unknown command`: KEYS, SCAN, EXPIREAT,
+//! Memory: `maxmemory` (`cf kv-server --maxmemory`, `CONFIG SET
+//! maxmemory`) with Redis's default policy, `noeviction`: once keys and
+//! values take more, commands that may add data get Redis's `OOM` error
+//! ([`RespDb::set_maxmemory`] says how this count differs from Redis's).
+//! INFO's `used_memory` is that count; `pool_mapped_bytes` is the pinned
+//! pool, which grows and is not given back (after FLUSHALL either).
+//!
+//! Not implemented, answered `unknown command`: SCAN, EXPIREAT,
 //! hashes and sets, persistence (SAVE), AUTH; so
-//! `redis-cli --bigkeys` (SCAN) does not work, and `--stat` prints
-//! nonsense (INFO has the Server and Keyspace sections only).
+//! `redis-cli --bigkeys` (SCAN) does not work; `redis-cli --stat` does.
 
 mod serve;
 #[cfg(test)]
@@ -94,6 +101,25 @@ pub struct RespDb {
     expires: HashMap<Box<[u8]>, Instant>,
     threshold: usize,
     started: Instant,
+    /// Bytes of keys and values past which commands that may add data are
+    /// refused (Redis's `maxmemory` with its default policy, `noeviction`);
+    /// 0: no limit.
+    maxmemory: usize,
+    /// The serving loop's counts, for INFO (see [`ServerCounters`]).
+    pub(crate) counters: ServerCounters,
+}
+
+/// What INFO reports of the serving loop ([`serve`] keeps it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerCounters {
+    /// Connections that have sent something and are not closed.
+    pub connected_clients: usize,
+    /// Connections seen since the start.
+    pub total_connections: u64,
+    /// Commands run since the start.
+    pub total_commands: u64,
+    /// The connection limit (`cf kv-server --maxclients`); 0: not known.
+    pub max_clients: usize,
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -126,6 +152,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("incr", 2, &["write", "denyoom", "fast"]),
     ("incrby", 3, &["write", "denyoom", "fast"]),
     ("info", -1, &["loading", "stale"]),
+    ("keys", 2, &["readonly"]),
     ("lindex", 3, &["readonly"]),
     ("llen", 2, &["readonly", "fast"]),
     ("lpop", -2, &["write", "fast"]),
@@ -207,7 +234,34 @@ impl RespDb {
     /// A database over `store`; values of at least `threshold` bytes are
     /// replied by reference (zero-copy).
     pub fn new(store: Store, threshold: usize) -> Self {
-        RespDb { store, lists: HashSet::new(), expires: HashMap::new(), threshold, started: Instant::now() }
+        RespDb {
+            store,
+            lists: HashSet::new(),
+            expires: HashMap::new(),
+            threshold,
+            started: Instant::now(),
+            maxmemory: 0,
+            counters: ServerCounters::default(),
+        }
+    }
+
+    /// Refuses commands that may add data once keys and values take more
+    /// than `bytes` (0: no limit), answering Redis's `OOM` error, as Redis
+    /// does with `maxmemory` and its default policy (`noeviction`). Redis
+    /// counts its allocator's total; this counts the bytes of keys and
+    /// values, so the same limit holds more data here.
+    pub fn set_maxmemory(&mut self, bytes: usize) {
+        self.maxmemory = bytes;
+    }
+
+    /// The `maxmemory` limit in bytes (0: none).
+    pub fn maxmemory(&self) -> usize {
+        self.maxmemory
+    }
+
+    /// The connection limit INFO and `CONFIG GET maxclients` report.
+    pub fn set_max_clients(&mut self, n: usize) {
+        self.counters.max_clients = n;
     }
 
     /// The underlying store.
@@ -302,10 +356,15 @@ impl RespDb {
             reply.error(&unknown_command(cmd));
             return After::Continue;
         };
-        let (name, arity, _) = *entry;
+        let (name, arity, flags) = *entry;
         let args = &cmd.args[1..];
+        self.counters.total_commands += 1;
         if !arity_ok(arity, cmd.args.len()) {
             reply.error(&arity_error(name));
+            return After::Continue;
+        }
+        if self.maxmemory != 0 && self.store.data_bytes() > self.maxmemory && flags.contains(&"denyoom") {
+            reply.error(status_error(Status::NoMemory));
             return After::Continue;
         }
         match name {
@@ -435,6 +494,7 @@ impl RespDb {
                 Some(Kind::List) => reply.integer(self.store.get(&args[0]).map_or(0, |l| l.len() as i64)),
             },
             "dbsize" => reply.integer(self.store.len() as i64),
+            "keys" => self.keys(&args[0], reply),
             "flushall" => match args {
                 [] => self.flushall(reply),
                 [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
@@ -731,30 +791,76 @@ impl RespDb {
                 self.started.elapsed().as_secs()
             ));
         }
-        if wants("keyspace") {
+        let section = |text: &mut String, body: String| {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }
-            text.push_str("# Keyspace\r\n");
+            text.push_str(&body);
+        };
+        let c = self.counters;
+        if wants("clients") {
+            section(
+                &mut text,
+                format!(
+                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+                    c.connected_clients, c.max_clients
+                ),
+            );
+        }
+        if wants("memory") {
+            // Keys and values (what maxmemory counts), then the pinned pool
+            // they live in, which grows and is not given back.
+            let used = self.store.data_bytes();
+            let pool = self.store.pool().stats().mapped_bytes;
+            section(
+                &mut text,
+                format!(
+                    "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\npool_mapped_bytes:{pool}\r\npool_mapped_human:{}\r\n",
+                    bytes_to_human(used),
+                    self.maxmemory,
+                    bytes_to_human(self.maxmemory),
+                    bytes_to_human(pool)
+                ),
+            );
+        }
+        if wants("stats") {
+            section(
+                &mut text,
+                format!(
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n",
+                    c.total_connections, c.total_commands
+                ),
+            );
+        }
+        if wants("keyspace") {
+            let mut body = String::from("# Keyspace\r\n");
             if !self.store.is_empty() {
-                text.push_str(&format!("db0:keys={},expires={},avg_ttl=0\r\n", self.store.len(), self.expires.len()));
+                body.push_str(&format!("db0:keys={},expires={},avg_ttl=0\r\n", self.store.len(), self.expires.len()));
             }
+            section(&mut text, body);
         }
         reply.bulk(text.as_bytes());
     }
 
     fn config(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        if args[0].eq_ignore_ascii_case(b"set") {
+            return self.config_set(&args[1..], reply);
+        }
         if !args[0].eq_ignore_ascii_case(b"get") {
             return reply.error(&unknown_subcommand("config", &args[0]));
         }
         if args.len() < 2 {
             return reply.error(&arity_error("config|get"));
         }
-        // What clients ask at start (redis-benchmark: save, appendonly).
-        let known: [(&str, &str); 6] = [
+        // What clients ask at start (redis-benchmark: save, appendonly), and
+        // the limits an operator checks.
+        let (maxmemory, maxclients) = (self.maxmemory.to_string(), self.counters.max_clients.to_string());
+        let known: [(&str, &str); 8] = [
             ("appendonly", "no"),
             ("databases", "1"),
-            ("maxmemory", "0"),
+            ("maxclients", &maxclients),
+            ("maxmemory", &maxmemory),
+            ("maxmemory-policy", "noeviction"),
             ("proto-max-bulk-len", "1048576"),
             ("save", ""),
             ("timeout", "0"),
@@ -770,15 +876,159 @@ impl RespDb {
             reply.bulk(v.as_bytes());
         }
     }
+
+    /// `CONFIG SET maxmemory <bytes>[k|kb|m|mb|g|gb]` (and
+    /// `maxmemory-policy noeviction`, the only policy); all or nothing.
+    fn config_set(&mut self, pairs: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+            return reply.error(&arity_error("config|set"));
+        }
+        let mut maxmemory = None;
+        for kv in pairs.chunks(2) {
+            let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
+            let failed =
+                |why: &str| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {why}", lossy(&name));
+            match name.as_slice() {
+                b"maxmemory" => match memory_value(value) {
+                    Some(n) => maxmemory = Some(n),
+                    None => return reply.error(&failed("argument must be a memory value")),
+                },
+                b"maxmemory-policy" if value.eq_ignore_ascii_case(b"noeviction") => {}
+                b"maxmemory-policy" => {
+                    return reply.error(&failed("this server evicts nothing: the only policy is noeviction"))
+                }
+                _ => {
+                    return reply.error(&format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                        lossy(&kv[0])
+                    ))
+                }
+            }
+        }
+        if let Some(n) = maxmemory {
+            self.maxmemory = n;
+        }
+        reply.simple("OK");
+    }
+
+    /// `KEYS pattern`: every live key matching Redis's glob. O(keys), as in
+    /// Redis.
+    fn keys(&mut self, pattern: &[u8], reply: &mut Reply<RcBuf>) {
+        let now = Instant::now();
+        let expired = |k: &[u8]| !self.expires.is_empty() && self.expires.get(k).is_some_and(|&at| at <= now);
+        let all = pattern == b"*";
+        let found: Vec<&[u8]> = self.store.keys().filter(|k| (all || glob_match(pattern, k)) && !expired(k)).collect();
+        reply.array(found.len());
+        for k in found {
+            reply.bulk(k);
+        }
+    }
 }
 
-/// Redis's glob (`*`, `?`, literal otherwise), for CONFIG GET patterns.
+/// Bytes as Redis's INFO writes them: `512B`, `1.50K`, `2.00M`, `3.25G`.
+fn bytes_to_human(n: usize) -> String {
+    let f = n as f64;
+    match n {
+        0..1024 => format!("{n}B"),
+        1024..1_048_576 => format!("{:.2}K", f / 1024.0),
+        1_048_576..1_073_741_824 => format!("{:.2}M", f / 1_048_576.0),
+        _ => format!("{:.2}G", f / 1_073_741_824.0),
+    }
+}
+
+/// A memory amount as Redis's configuration takes it: digits and an
+/// optional unit, `k`/`m`/`g` (powers of 1000) or `kb`/`mb`/`gb` (of
+/// 1024), any case.
+///
+/// ```
+/// use cornflakes_kv::resp::memory_value;
+///
+/// assert_eq!(memory_value(b"100mb"), Some(100 << 20));
+/// assert_eq!(memory_value(b"2G"), Some(2_000_000_000));
+/// assert_eq!(memory_value(b"12"), Some(12));
+/// assert_eq!(memory_value(b"1.5gb"), None);
+/// assert_eq!(memory_value(b"mb"), None);
+/// ```
+pub fn memory_value(v: &[u8]) -> Option<usize> {
+    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
+    let n: usize = std::str::from_utf8(&v[..digits]).ok()?.parse().ok()?;
+    let unit: usize = match v[digits..].to_ascii_lowercase().as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(unit)
+}
+
+/// Redis's glob (`*`, `?`, `[abc]`, `[^a-z]`, `\\` escaping the next
+/// byte), for KEYS and CONFIG GET. Linear in the text for each `*` of the
+/// pattern (it backtracks to the last `*` only), so no pattern can make
+/// it exponential.
 fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|i| glob_match(rest, &text[i..])),
-        Some((b'?', rest)) => !text.is_empty() && glob_match(rest, &text[1..]),
-        Some((c, rest)) => text.first() == Some(c) && glob_match(rest, &text[1..]),
+    let (mut p, mut t) = (0, 0);
+    // After the last `*`: where the pattern resumes and the text position
+    // it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            if pattern[p] == b'*' {
+                star = Some((p + 1, t));
+                p += 1;
+                continue;
+            }
+            if let Some(next) = glob_one(pattern, p, text[t]) {
+                p = next;
+                t += 1;
+                continue;
+            }
+        }
+        match star {
+            Some((resume, tried)) => {
+                p = resume;
+                t = tried + 1;
+                star = Some((resume, tried + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
+}
+
+/// Whether the one-byte element of `pattern` at `p` (not `*`) matches `c`;
+/// the index after it when it does.
+fn glob_one(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
+    match pattern[p] {
+        b'?' => Some(p + 1),
+        b'\\' if p + 1 < pattern.len() => (pattern[p + 1] == c).then_some(p + 2),
+        b'[' => {
+            let mut i = p + 1;
+            let negate = pattern.get(i) == Some(&b'^');
+            if negate {
+                i += 1;
+            }
+            let mut hit = false;
+            // An unclosed class ends with the pattern, as in Redis.
+            while i < pattern.len() && pattern[i] != b']' {
+                if pattern[i] == b'\\' && i + 1 < pattern.len() {
+                    hit |= pattern[i + 1] == c;
+                    i += 2;
+                } else if i + 2 < pattern.len() && pattern[i + 1] == b'-' {
+                    let (a, b) = (pattern[i].min(pattern[i + 2]), pattern[i].max(pattern[i + 2]));
+                    hit |= (a..=b).contains(&c);
+                    i += 3;
+                } else {
+                    hit |= pattern[i] == c;
+                    i += 1;
+                }
+            }
+            (hit != negate).then_some((i + 1).min(pattern.len()))
+        }
+        b => (b == c).then_some(p + 1),
     }
 }
 

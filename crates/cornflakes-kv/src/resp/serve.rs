@@ -206,10 +206,14 @@ impl RespLoop {
             }
             Err(e) => return Err(e),
         };
+        db.counters.connected_clients = self.conns.len();
+        db.counters.total_connections = self.stats.connections;
         let (stats, reply) = (&mut self.stats, &mut self.reply);
         for r in self.rx.drain(..) {
             let conn = self.conns.entry(r.conn).or_insert_with(|| {
                 stats.connections += 1;
+                db.counters.connected_clients += 1;
+                db.counters.total_connections += 1;
                 self.next_id += 1;
                 Conn { session: Session { id: self.next_id - 1, name: None }, ..Conn::default() }
             });

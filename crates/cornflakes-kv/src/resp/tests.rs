@@ -91,6 +91,77 @@ fn glob_patterns_match_as_redis_does() {
     assert!(glob_match(b"s?ve", b"save"));
     assert!(!glob_match(b"save", b"saves"));
     assert!(!glob_match(b"x*", b"save"));
+    assert!(glob_match(b"user:[12]", b"user:2"));
+    assert!(!glob_match(b"user:[12]", b"user:3"));
+    assert!(glob_match(b"user:[^1]", b"user:3"));
+    assert!(!glob_match(b"user:[^1]", b"user:1"));
+    assert!(glob_match(b"[a-c]x", b"bx"));
+    assert!(glob_match(b"[c-a]x", b"bx"), "a reversed range, as Redis takes it");
+    assert!(glob_match(b"\\*x", b"*x"));
+    assert!(!glob_match(b"\\*x", b"ax"));
+    assert!(glob_match(b"[\\]]", b"]"));
+    assert!(glob_match(b"*a*b*c", b"xxaxxbxxc"));
+    assert!(!glob_match(b"*a*b*c", b"xxaxxbxx"));
+    assert!(glob_match(b"a[b", b"ab"), "an unclosed class ends with the pattern");
+    assert!(glob_match(b"**", b""));
+}
+
+#[test]
+fn a_pattern_with_many_stars_takes_linear_time_not_exponential() {
+    // Exponential backtracking would take longer than the age of the universe here.
+    let text = vec![b'a'; 100_000];
+    let pattern = [&b"*a"[..]; 40].concat().into_iter().chain(*b"*b").collect::<Vec<u8>>();
+    assert!(!glob_match(&pattern, &text));
+}
+
+#[test]
+fn maxmemory_refuses_what_may_add_data_once_keys_and_values_exceed_it() {
+    let mut d = db();
+    let oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    assert_eq!(answer(&mut d, "CONFIG SET maxmemory 1kb\r\n"), "+OK\r\n");
+    assert_eq!(d.maxmemory(), 1024);
+    let big = "x".repeat(1500);
+    // Redis checks before a command, so the one that crosses the limit runs.
+    assert_eq!(answer(&mut d, &format!("SET a {big}\r\n")), "+OK\r\n");
+    assert_eq!(d.store().data_bytes(), 1501);
+    for cmd in ["SET b x", "APPEND a y", "INCR n", "RPUSH l x", "LPUSH l x", "MSET c d", "INCRBY n 2"] {
+        assert_eq!(answer(&mut d, &format!("{cmd}\r\n")), oom, "{cmd}");
+    }
+    // Reads and deletions go on.
+    assert_eq!(answer(&mut d, "STRLEN a\r\n"), ":1500\r\n");
+    assert_eq!(answer(&mut d, "EXPIRE a 100\r\n"), ":1\r\n");
+    assert!(answer(&mut d, "INFO memory\r\n").contains("used_memory:1501\r\nused_memory_human:1.47K\r\n"));
+    assert_eq!(answer(&mut d, "DEL a\r\n"), ":1\r\n");
+    assert_eq!(answer(&mut d, "SET b x\r\n"), "+OK\r\n");
+    assert_eq!(
+        answer(&mut d, "CONFIG SET maxmemory 1.5gb\r\n"),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value\r\n"
+    );
+    assert_eq!(answer(&mut d, "CONFIG SET maxmemory 0\r\n"), "+OK\r\n");
+    assert_eq!(answer(&mut d, &format!("SET a {big}\r\nSET c d\r\n")), "+OK\r\n+OK\r\n");
+}
+
+#[test]
+fn info_reports_clients_memory_and_commands() {
+    let mut d = db();
+    d.set_max_clients(77);
+    d.counters.connected_clients = 3;
+    d.counters.total_connections = 9;
+    answer(&mut d, "SET k vvvv\r\nRPUSH l a b\r\n");
+    let info = answer(&mut d, "INFO\r\n");
+    for line in [
+        "connected_clients:3\r\n",
+        "maxclients:77\r\n",
+        "used_memory:8\r\n",
+        "maxmemory_policy:noeviction\r\n",
+        "total_connections_received:9\r\n",
+        "total_commands_processed:3\r\n",
+        "db0:keys=2,expires=0,avg_ttl=0\r\n",
+    ] {
+        assert!(info.contains(line), "{line:?} not in {info}");
+    }
+    let clients = answer(&mut d, "INFO clients\r\n");
+    assert!(clients.contains("# Clients") && !clients.contains("# Memory"), "{clients}");
 }
 
 #[test]
