@@ -121,14 +121,15 @@ fn prepend_remove_and_clear_keep_the_byte_count() {
 #[test]
 fn many_prepends_keep_their_order() {
     let mut s = Store::new(Pool::new().expect("pool"), Limits { max_list: 1 << 20, ..Limits::default() });
-    for i in 0..10_000u32 {
+    let n = if cfg!(miri) { 300 } else { 10_000u32 };
+    for i in 0..n {
         s.prepend(b"l", &i.to_le_bytes()).unwrap();
     }
     let l = s.get(b"l").unwrap();
-    assert_eq!(l.len(), 10_000);
-    assert_eq!(l.first().unwrap().as_slice(), 9999u32.to_le_bytes());
-    assert_eq!(l.get(9999).unwrap().as_slice(), 0u32.to_le_bytes());
-    assert!(l.get(10_000).is_none());
+    assert_eq!(l.len(), n as usize);
+    assert_eq!(l.first().unwrap().as_slice(), (n - 1).to_le_bytes());
+    assert_eq!(l.get(n as usize - 1).unwrap().as_slice(), 0u32.to_le_bytes());
+    assert!(l.get(n as usize).is_none());
     assert!(l.single().is_none());
 }
 
@@ -154,6 +155,9 @@ fn list_op() -> impl proptest::strategy::Strategy<Value = ListOp> {
 }
 
 proptest::proptest! {
+    // Fewer cases under Miri, which runs each about a thousand times slower.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
     /// Prepends, appends, pops at both ends, puts and removes give the
     /// elements, length, byte count and plain-value view a `VecDeque` would
     /// (a list goes with its last element, as in Redis).
