@@ -431,7 +431,7 @@ impl Gen<'_> {
             "impl ::core::fmt::Debug for {name}<'_> {{\nfn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{\nf.debug_struct(\"{name}\")"
         );
         for f in fields.iter().filter(|f| f.shape != Shape::Oneof) {
-            let _ = write!(code, ".field(\"{}\", &self.{})", f.member.trim_start_matches("r#"), f.member);
+            let _ = write!(code, ".field(\"{}\", &{})", f.member.trim_start_matches("r#"), debug_value(f));
         }
         for oneof in &m.oneofs {
             let mem = to_snake(&oneof.name);
@@ -619,18 +619,37 @@ fn variant_name(enum_name: &str, value: &str) -> String {
 fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: &[String]) {
     let members: Vec<&FieldDef> = m.fields.iter().filter(|f| f.oneof == Some(o)).collect();
     let lt = if members.iter().any(|f| needs_lifetime(&f.kind)) { "<'a>" } else { "" };
+    // With an enum member, Debug names its value (as prost's does).
+    let has_enum = members.iter().any(|f| matches!(f.kind, Kind::Enum(_)));
+    let derive = if has_enum { "Clone, PartialEq" } else { "Clone, Debug, PartialEq" };
+    let name = upper_camel(oneof);
     let _ = writeln!(
         code,
-        "/// Oneof `{oneof}` of message `{}`: at most one member is set.\n#[derive(Clone, Debug, PartialEq)]\npub enum {}{lt} {{",
+        "/// Oneof `{oneof}` of message `{}`: at most one member is set.\n#[derive({derive})]\npub enum {name}{lt} {{",
         m.name,
-        upper_camel(oneof)
     );
-    for f in members {
+    for f in &members {
         let elem = elem_type(&f.kind, module);
         let ty = if matches!(f.kind, Kind::Message(_)) { format!("{PRIV}::Nested<'a, {elem}>") } else { elem };
         let _ = writeln!(code, "/// Field `{}` = {}.\n{}({ty}),", f.name, f.number, upper_camel(&f.name));
     }
     code.push_str("}\n\n");
+    if has_enum {
+        let _ = writeln!(
+            code,
+            "impl ::core::fmt::Debug for {name}{} {{\nfn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{\nmatch self {{",
+            if lt.is_empty() { "" } else { "<'_>" }
+        );
+        for f in &members {
+            let v = upper_camel(&f.name);
+            let value = match &f.kind {
+                Kind::Enum(t) => format!("&{PRIV}::EnumDebug::<{}>::new(*v)", type_path(module, t)),
+                _ => "v".to_owned(),
+            };
+            let _ = writeln!(code, "Self::{v}(v) => f.debug_tuple(\"{v}\").field({value}).finish(),");
+        }
+        code.push_str("}\n}\n}\n\n");
+    }
 }
 
 /// The protobuf key of field `number` with wire type `wire`, as the bytes
@@ -841,6 +860,34 @@ fn present(f: &FieldCode) -> String {
             present_cond(f),
             f.member
         ),
+    }
+}
+
+/// Expression for a field in the message's `Debug`, printed as prost's
+/// derive prints it: enums by name (the number if the schema does not know
+/// it), `optional` fields as `Some(..)` or `None`.
+fn debug_value(f: &FieldCode) -> String {
+    let mem = &f.member;
+    let enum_path = f.enum_path.as_ref().filter(|_| f.def.map.is_none());
+    match (f.shape, enum_path) {
+        (Shape::List, Some(e)) => format!("{PRIV}::EnumListDebug::<{e}>::new(&self.{mem})"),
+        (Shape::Single, e) => {
+            let value = match e {
+                Some(e) => format!("{PRIV}::EnumDebug::<{e}>::new(self.{mem})"),
+                None => format!("&self.{mem}"),
+            };
+            if f.def.optional {
+                format!(
+                    "if {} {{ ::core::option::Option::Some({value}) }} else {{ ::core::option::Option::None }}",
+                    present_cond(f)
+                )
+            } else if e.is_some() {
+                value
+            } else {
+                format!("self.{mem}")
+            }
+        }
+        _ => format!("self.{mem}"),
     }
 }
 
@@ -1067,6 +1114,24 @@ impl Accessors {
                     "(&mut self)",
                     &format!("self.{mem} = ::core::default::Default::default(); {clear_bit}"),
                 );
+                if f.def.optional {
+                    // What a prost user reads from the field's `Option`.
+                    let (ret, some) = match &f.def.kind {
+                        Kind::Enum(_) => {
+                            let e = f.enum_path.clone().unwrap_or_default();
+                            (e.clone(), format!("{e}::try_from(self.{mem}).unwrap_or_default()"))
+                        }
+                        Kind::Bytes | Kind::String => (format!("&{ty}"), format!("&self.{mem}")),
+                        _ => (ty.to_owned(), format!("self.{mem}")),
+                    };
+                    self.method(
+                        format!("get_{a}_opt"),
+                        n,
+                        &format!("`{n}` if set, else `None` (it has explicit presence: `optional`), as prost's `Option` field reads."),
+                        &format!("(&self) -> ::core::option::Option<{ret}>"),
+                        &format!("if {PRIV}::bit(&self.__cf_bitmap, {i}) {{ ::core::option::Option::Some({some}) }} else {{ ::core::option::Option::None }}"),
+                    );
+                }
                 match &f.def.kind {
                     Kind::Scalar(_) => {
                         self.method(

@@ -81,3 +81,35 @@ fn corpus_samples_round_trip_small() {
     let _ = round_trip!(corpus::acme::maps::Inventory<'_>);
     let _ = round_trip!(corpus::acme::config::HttpServer<'_>);
 }
+
+/// Debug names enum values as prost's does (the number when the schema
+/// does not know it), in fields and in oneof members, and shows an
+/// `optional` field as `Some(..)` or `None`.
+#[test]
+fn debug_names_enum_values_and_shows_presence() {
+    use corpus::acme::chat::{post, user, Post, User};
+    use corpus::acme::maps::{Item, Tier};
+    let arena = Arena::copying();
+    let mut u = User::new_in(&arena);
+    u.set_presence(user::Presence::Away);
+    assert!(format!("{u:?}").contains("presence: Away,"), "{u:?}");
+    u.set_presence_raw(42);
+    assert!(format!("{u:?}").contains("presence: 42,"), "{u:?}");
+
+    let mut p = Post::new_in(&arena);
+    p.set_status_change(user::Presence::Online);
+    assert!(format!("{p:?}").contains("content: Some(StatusChange(Online))"), "{p:?}");
+    p.set_content(post::Content::StatusChange(-3));
+    assert!(format!("{p:?}").contains("content: Some(StatusChange(-3))"), "{p:?}");
+
+    let mut item = Item::new_in(&arena);
+    assert!(format!("{item:?}").ends_with("history: [], stock: None }"), "{item:?}");
+    assert_eq!(item.get_stock_opt(), None);
+    item.append_history(Tier::Gold);
+    item.get_mut_history().append(9);
+    item.set_stock(0);
+    assert!(format!("{item:?}").ends_with("history: [Gold, 9], stock: Some(0) }"), "{item:?}");
+    assert_eq!(item.get_stock_opt(), Some(0), "set to its default is still set");
+    item.clear_stock();
+    assert_eq!(item.get_stock_opt(), None);
+}

@@ -501,6 +501,7 @@ fn check_both_ways(pool: &Pool, v: &pb::Tree) -> usize {
     assert_eq!(sent, prost_bytes, "serialize-and-send differs from prost's bytes");
     assert_eq!(ours.serialize_proto_to_vec(), prost_bytes);
     assert_eq!(ours.proto_layout().total_len(), v.encoded_len());
+    assert_eq!(ours.proto_encoded_len(), v.encoded_len());
     // ours -> prost
     let back = pb::Tree::decode(&sent[..]).expect("prost decodes ours");
     assert_eq!(&back, v);

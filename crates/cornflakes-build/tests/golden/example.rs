@@ -641,7 +641,14 @@ impl ::core::fmt::Debug for Everything<'_> {
             .field("r_text", &self.r_text)
             .field("r_data", &self.r_data)
             .field("r_inner", &self.r_inner)
-            .field("maybe", &self.maybe)
+            .field(
+                "maybe",
+                &if ::cornflakes::__private::bit(&self.__cf_bitmap, 20) {
+                    ::core::option::Option::Some(&self.maybe)
+                } else {
+                    ::core::option::Option::None
+                },
+            )
             .field("far", &self.far)
             .field("tree", &self.tree)
             .finish()
@@ -1393,6 +1400,15 @@ impl<'a> Everything<'a> {
     pub fn clear_maybe(&mut self) {
         self.maybe = ::core::default::Default::default();
         ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 20);
+    }
+    /// `maybe` if set, else `None` (it has explicit presence: `optional`), as prost's `Option` field reads.
+    #[inline]
+    pub fn get_maybe_opt(&self) -> ::core::option::Option<u32> {
+        if ::cornflakes::__private::bit(&self.__cf_bitmap, 20) {
+            ::core::option::Option::Some(self.maybe)
+        } else {
+            ::core::option::Option::None
+        }
     }
     /// `maybe` (its default when unset).
     #[inline]

@@ -7,8 +7,16 @@ use super::Arena;
 /// A `repeated` field: a vector in the request's arena. Dropping it drops
 /// the elements (releasing zero-copy references) but returns no memory;
 /// the arena's reset does that.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct List<'a, T>(BumpVec<'a, T>);
+
+/// Prints the elements as a slice does (`[1, 2]`), as a prost user's `Vec`
+/// would print.
+impl<T: std::fmt::Debug> std::fmt::Debug for List<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
 
 impl<'a, T> List<'a, T> {
     /// An empty list in `arena` (allocates nothing).

@@ -49,6 +49,46 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Nested<'_, T> {
     }
 }
 
+/// How a message's `Debug` shows an enum field, which holds an `i32`: the
+/// enum's variant when the schema knows the value, else the number (as
+/// prost's derive prints it).
+pub struct EnumDebug<E>(pub i32, pub std::marker::PhantomData<fn() -> E>);
+
+impl<E> EnumDebug<E> {
+    /// Wraps a stored value.
+    #[inline]
+    pub fn new(value: i32) -> Self {
+        EnumDebug(value, std::marker::PhantomData)
+    }
+}
+
+impl<E: TryFrom<i32> + std::fmt::Debug> std::fmt::Debug for EnumDebug<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match E::try_from(self.0) {
+            Ok(known) => known.fmt(f),
+            Err(_) => self.0.fmt(f),
+        }
+    }
+}
+
+/// A repeated enum field in a message's `Debug`: each element as
+/// [`EnumDebug`] shows it.
+pub struct EnumListDebug<'l, E>(pub &'l [i32], pub std::marker::PhantomData<fn() -> E>);
+
+impl<'l, E> EnumListDebug<'l, E> {
+    /// Wraps a stored list.
+    #[inline]
+    pub fn new(values: &'l [i32]) -> Self {
+        EnumListDebug(values, std::marker::PhantomData)
+    }
+}
+
+impl<E: TryFrom<i32> + std::fmt::Debug> std::fmt::Debug for EnumListDebug<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|v| EnumDebug::<E>::new(*v))).finish()
+    }
+}
+
 /// The arena a generated message was created in. Compares equal to any
 /// other, so that messages compare by content.
 #[derive(Clone, Copy)]

@@ -157,6 +157,13 @@ pub trait ProtoMessage<'a>: Message<'a> + ProtoImpl<'a> {
         Ok(())
     }
 
+    /// Length in bytes of the protobuf encoding, zero-copy payloads
+    /// included: what prost's `encoded_len` gives for the same values.
+    #[inline]
+    fn proto_encoded_len(&self) -> usize {
+        self.pw_size(&mut Tally::default())
+    }
+
     /// Encodes into one contiguous vector (zero-copy payloads copied in).
     #[inline]
     fn serialize_proto_to_vec(&self) -> Vec<u8> {

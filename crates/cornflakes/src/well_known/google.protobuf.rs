@@ -1911,7 +1911,7 @@ impl ValueOwned {
 /// Types nested in message `Value`.
 pub mod value {
     /// Oneof `kind` of message `Value`: at most one member is set.
-    #[derive(Clone, Debug, PartialEq)]
+    #[derive(Clone, PartialEq)]
     pub enum Kind<'a> {
         /// Field `null_value` = 1.
         NullValue(i32),
@@ -1925,6 +1925,26 @@ pub mod value {
         StructValue(::cornflakes::__private::Nested<'a, super::Struct<'a>>),
         /// Field `list_value` = 6.
         ListValue(::cornflakes::__private::Nested<'a, super::ListValue<'a>>),
+    }
+    impl ::core::fmt::Debug for Kind<'_> {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            match self {
+                Self::NullValue(v) => {
+                    f.debug_tuple("NullValue")
+                        .field(
+                            &::cornflakes::__private::EnumDebug::<
+                                super::NullValue,
+                            >::new(*v),
+                        )
+                        .finish()
+                }
+                Self::NumberValue(v) => f.debug_tuple("NumberValue").field(v).finish(),
+                Self::StringValue(v) => f.debug_tuple("StringValue").field(v).finish(),
+                Self::BoolValue(v) => f.debug_tuple("BoolValue").field(v).finish(),
+                Self::StructValue(v) => f.debug_tuple("StructValue").field(v).finish(),
+                Self::ListValue(v) => f.debug_tuple("ListValue").field(v).finish(),
+            }
+        }
     }
 }
 /// Message `ListValue`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.

@@ -228,6 +228,26 @@ pub trait Message<'a>: MessageImpl<'a> {
         layout
     }
 
+    /// Length in bytes of the serialized message, every segment together
+    /// (what prost's `encoded_len` gives): `self.layout().total_len()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{Arena, Message};
+    ///
+    /// let arena = Arena::copying();
+    /// let mut m = example::GetM::new_in(&arena);
+    /// m.set_id(7);
+    /// m.append_keys("user:42");
+    /// assert_eq!(m.encoded_len(), m.serialize_to_vec().unwrap().len());
+    /// ```
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        self.layout().total_len()
+    }
+
     /// Writes the header area and the copied data (the first segment) into
     /// `buf`, which must hold at least `layout.first_segment_len()` bytes.
     /// `layout` must come from [`Message::layout`] on the unchanged message.
