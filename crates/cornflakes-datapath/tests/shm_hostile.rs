@@ -290,6 +290,14 @@ fn bad_handshakes_are_refused() {
     let sock3 = UnixStream::connect(socket_path("handshake")).unwrap();
     send_fds(&sock3, &[0u8; HELLO_LEN], &[rx.memfd(), pool.as_fd()]).unwrap();
     assert!(matches!(server.accept(Duration::from_secs(5)), Err(ShmError::Handshake(_))));
+    // A peer of another build (protocol version 1) is told so.
+    let sock4 = UnixStream::connect(socket_path("handshake")).unwrap();
+    let mut old = hello.encode();
+    old[8..12].copy_from_slice(&1u32.to_le_bytes());
+    send_fds(&sock4, &old, &[rx.memfd(), pool.as_fd()]).unwrap();
+    let err = server.accept(Duration::from_secs(5)).unwrap_err();
+    assert!(matches!(err, ShmError::Version { peer: 1, .. }), "{err}");
+    assert!(err.to_string().contains("run the same Cornflakes build on both sides"), "{err}");
     // A peer that says nothing times out (short timeout for the test).
     let config = ShmConfig { handshake_timeout: Duration::from_millis(100), ..ShmConfig::default() };
     let path = socket_path("silent");
@@ -297,7 +305,7 @@ fn bad_handshakes_are_refused() {
     let _silent = UnixStream::connect(&path).unwrap();
     assert!(matches!(quiet_server.accept(Duration::from_secs(5)), Err(ShmError::Handshake(_))));
     // The server still accepts a good peer.
-    drop((sock, sock2, sock3));
+    drop((sock, sock2, sock3, sock4));
     let (_h, id) = hostile_connect(&mut server, "handshake");
     assert_eq!(server.connections().collect::<Vec<_>>(), [id]);
 }

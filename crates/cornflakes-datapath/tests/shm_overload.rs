@@ -294,6 +294,36 @@ fn closed_connection_releases_buffers_once_the_peer_has_read_them() {
 }
 
 #[test]
+fn closed_connections_held_for_silent_peers_are_bounded() {
+    // Ten peers that get a zero-copy value, are closed, and never read nor
+    // go away: at most `max_closing` of them keep our buffers and sockets.
+    let config = ShmConfig { max_closing: 4, ..ShmConfig::default() };
+    let mut server = ShmDatapath::new(config.clone()).unwrap();
+    let live = server.pool().stats().live_slots;
+    let mut peers = Vec::new();
+    for k in 0..10u8 {
+        let mut peer = ShmDatapath::new(config.clone()).unwrap();
+        let (conn, _) = ShmDatapath::link(&mut server, &mut peer).unwrap();
+        let value = server.pool().alloc_copy(&[k; 4096]).unwrap();
+        server.push_segments(conn, 1, &[Segment::ZeroCopy(value)]).unwrap();
+        server.close(conn);
+        peers.push(peer);
+        assert_eq!(server.closing(), usize::from(k + 1).min(4));
+    }
+    assert_eq!(server.shm_stats().closes_forced, 6);
+    assert_eq!(server.pool().stats().live_slots, live + 4, "the six let go released their buffers");
+    // The four kept are still released as their peers read.
+    for peer in &mut peers[6..] {
+        let r = recv_n(peer, 1);
+        assert_eq!(r[0].payload.len(), 4096);
+    }
+    server.poll_completions().unwrap();
+    assert_eq!(server.closing(), 0);
+    assert_eq!(server.pool().stats().live_slots, live);
+    assert_eq!(server.shm_stats().closes_drained, 4);
+}
+
+#[test]
 fn a_datapath_waiting_for_input_still_publishes_what_it_parked() {
     // An idle server: its replies parked behind the client's full ring, no
     // new request coming, only `wait` called. The client must still get

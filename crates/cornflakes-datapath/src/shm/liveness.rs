@@ -203,7 +203,8 @@ impl ShmDatapath {
     /// (we close it), the peer is told (our socket's write side is shut
     /// down: it drains what was published, then closes its end), and if it
     /// may still read zero-copy buffers of ours the connection moves to the
-    /// closing list until it acknowledges them or goes away.
+    /// closing list until it acknowledges them or goes away (the oldest
+    /// is let go when the list is full).
     pub(super) fn reclaim(&mut self, index: usize, report: bool) {
         let slot = &mut self.slots[index];
         let Some(mut conn) = slot.conn.take() else { return };
@@ -228,7 +229,13 @@ impl ShmDatapath {
             conn.stop_deferring_acks();
             conn.release_acked();
             if !conn.inflight.is_empty() && !conn.dead {
-                self.closing.push(conn);
+                self.closing.push_back(conn);
+                if self.closing.len() > self.config.max_closing {
+                    // Dropping the oldest releases its buffers and closes
+                    // its socket.
+                    self.closing.pop_front();
+                    self.shm.closes_forced += 1;
+                }
             }
         }
     }
@@ -237,17 +244,12 @@ impl ShmDatapath {
     /// connections that are done or, with `look_at_sockets` (one system
     /// call each), whose peer went away.
     pub(super) fn reap_closing(&mut self, look_at_sockets: bool) {
-        let mut k = 0;
-        while k < self.closing.len() {
-            let c = &mut self.closing[k];
+        let before = self.closing.len();
+        self.closing.retain_mut(|c| {
             c.release_acked();
-            if c.inflight.is_empty() || (look_at_sockets && !socket_alive(&c.sock)) {
-                self.closing.swap_remove(k);
-                self.shm.closes_drained += 1;
-            } else {
-                k += 1;
-            }
-        }
+            !(c.inflight.is_empty() || (look_at_sockets && !socket_alive(&c.sock)))
+        });
+        self.shm.closes_drained += (before - self.closing.len()) as u64;
     }
 
     /// On drop: closes every connection, waits up to

@@ -301,6 +301,16 @@ pub struct ShmConfig {
     /// then is leaked (never freed, so never reused under a reader), not
     /// released. Default 100 ms.
     pub close_linger: Duration,
+    /// Connections closed by us that are kept while their peer may still
+    /// read zero-copy buffers of ours ([`ShmDatapath::close`]). Past this,
+    /// the oldest is let go and its unacknowledged buffers are released
+    /// ([`ShmStats::closes_forced`]): a peer that neither acknowledges nor
+    /// goes away cannot hold our sockets, mappings and pool without bound.
+    /// A released buffer may be reused while that peer reads it; it then
+    /// reads other bytes of our shared pool, which it has mapped anyway
+    /// (values change under a misbehaving peer, memory safety holds on
+    /// both sides). Default 256.
+    pub max_closing: usize,
     /// Receive in place from peers we trust
     /// ([`Datapath::recv_batch_in_place`]): a message's zero-copy segments
     /// stay in the sender's pool as leased [`PeerSlice`]s, within these
@@ -346,6 +356,7 @@ impl Default for ShmConfig {
             max_parked_messages: 1024,
             max_parked_bytes: 4 << 20,
             close_linger: Duration::from_millis(100),
+            max_closing: 256,
             receive_in_place: None,
             receive_into_shared_pool: false,
             accept_returns: false,
@@ -369,6 +380,17 @@ pub enum ShmError {
     /// The peer's hello was missing or wrong.
     #[error("connection set-up failed: {0}")]
     Handshake(&'static str),
+    /// The peer speaks another version of the protocol (another build).
+    #[error(
+        "connection set-up failed: the peer speaks shared-memory protocol version {peer}, this build \
+         version {ours}; run the same Cornflakes build on both sides"
+    )]
+    Version {
+        /// The peer's version.
+        peer: u32,
+        /// Ours ([`proto::VERSION`]).
+        ours: u32,
+    },
     /// The configuration is unusable.
     #[error("bad configuration: {0}")]
     BadConfig(&'static str),
@@ -402,6 +424,10 @@ pub struct ShmStats {
     /// Closed connections whose zero-copy buffers were released once the
     /// peer acknowledged them or went away.
     pub closes_drained: u64,
+    /// Closed connections let go before their peer acknowledged every
+    /// zero-copy buffer, because more than [`ShmConfig::max_closing`] were
+    /// waiting; their buffers were released.
+    pub closes_forced: u64,
     /// Zero-copy buffers leaked (never freed) because a peer neither
     /// acknowledged them nor went away within [`ShmConfig::close_linger`]
     /// of the datapath being dropped.
@@ -474,7 +500,7 @@ pub struct ShmDatapath {
     /// Connections closed by us whose zero-copy buffers the peer may still
     /// read: kept (rings, socket, in-flight clones) until it acknowledges
     /// them or goes away.
-    closing: Vec<Conn>,
+    closing: VecDeque<Conn>,
     /// Completion polls since the closing connections' sockets were last
     /// looked at.
     closing_polls: u32,
@@ -572,7 +598,7 @@ impl ShmDatapath {
             inflight_sends: 0,
             parked_conns: 0,
             to_wake: Vec::new(),
-            closing: Vec::new(),
+            closing: VecDeque::new(),
             closing_polls: 0,
             busy_batches: 0,
             idle_gaps: Default::default(),
@@ -602,7 +628,9 @@ impl ShmDatapath {
     /// (after draining what was already published to it). Zero-copy
     /// buffers the peer may still read are **not** released now: they are
     /// held until it acknowledges them or goes away
-    /// ([`ShmStats::closes_drained`]); records still parked for it are lost
+    /// ([`ShmStats::closes_drained`]), or until more than
+    /// [`ShmConfig::max_closing`] closed connections wait
+    /// ([`ShmStats::closes_forced`]); records still parked for it are lost
     /// ([`ShmStats::parked_lost`]). No `Closed` event is reported for it
     /// here. Unknown or already closed ids are ignored.
     ///

@@ -57,8 +57,10 @@ use crate::PACKET_HEADER_LEN;
 pub const HELLO_LEN: usize = 64;
 /// Hello magic.
 pub const HELLO_MAGIC: u64 = u64::from_le_bytes(*b"CFKSHELO");
-/// Protocol version.
-pub const VERSION: u32 = 1;
+/// Protocol version: 2 since the hello's `flags` and [`DESC_RETURN`]
+/// descriptors (version 1 had neither). Peers of different versions refuse
+/// each other at set-up ([`ShmError::Version`](super::ShmError::Version)).
+pub const VERSION: u32 = 2;
 
 /// Bytes of one descriptor.
 pub const DESC_LEN: usize = 16;
@@ -150,6 +152,26 @@ impl Hello {
         }
         Some(Self { ring_size: u64_at(16), max_message: u64_at(24), pid: u32_at(32), flags })
     }
+
+    /// The protocol version a hello claims, if it is a Cornflakes hello at
+    /// all (right magic): what tells a peer of another build apart from
+    /// garbage.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_datapath::shm::proto::{Hello, VERSION};
+    ///
+    /// let mut b = Hello { ring_size: 1 << 20, max_message: 4096, pid: 7, flags: 0 }.encode();
+    /// assert_eq!(Hello::version(&b), Some(VERSION));
+    /// b[8] = 1;
+    /// assert_eq!((Hello::version(&b), Hello::decode(&b)), (Some(1), None));
+    /// assert_eq!(Hello::version(&[0; 64]), None);
+    /// ```
+    pub fn version(b: &[u8; HELLO_LEN]) -> Option<u32> {
+        let magic = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        (magic == HELLO_MAGIC).then(|| u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")))
+    }
 }
 
 /// One descriptor, as copied out of shared memory.
@@ -219,7 +241,7 @@ mod tests {
             b[i] = magic[i];
             i += 1;
         }
-        b[8] = 1; // version
+        b[8] = VERSION as u8;
         b[59] = 10;
         b
     };

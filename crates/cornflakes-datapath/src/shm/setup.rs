@@ -21,7 +21,7 @@ use rustix::event::{poll, PollFd, PollFlags};
 use super::conn::{conn_id, Conn, Slot};
 use super::lease::Ledger;
 use super::liveness::timespec;
-use super::proto::{Hello, HELLO_ACCEPTS_RETURNS, HELLO_LEN, MAX_SEGMENTS};
+use super::proto::{Hello, HELLO_ACCEPTS_RETURNS, HELLO_LEN, MAX_SEGMENTS, VERSION};
 use super::receive::PeerPool;
 use super::ring::{RingConsumer, RingProducer};
 use super::{recv_fds, send_fds, sys, ShmConfig, ShmDatapath, ShmError};
@@ -108,7 +108,10 @@ pub(super) struct PeerHello {
 /// Parses and checks the peer's hello bytes (untrusted). The ring size is
 /// checked again against the attached ring.
 pub(super) fn check_hello(bytes: &[u8; HELLO_LEN]) -> Result<PeerHello, ShmError> {
-    let hello = Hello::decode(bytes).ok_or(ShmError::Handshake("bad hello"))?;
+    let hello = Hello::decode(bytes).ok_or(match Hello::version(bytes) {
+        Some(peer) if peer != VERSION => ShmError::Version { peer, ours: VERSION },
+        _ => ShmError::Handshake("bad hello"),
+    })?;
     Ok(PeerHello {
         accepts_returns: hello.flags & HELLO_ACCEPTS_RETURNS != 0,
         ring_size: hello.ring_size,
