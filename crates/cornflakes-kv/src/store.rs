@@ -238,6 +238,11 @@ impl Store {
                 },
             }
         };
+        // An emptied front goes, so that reads of other keys skip the
+        // fronts again once none is left.
+        if !fronts.is_empty() && fronts.get(key).is_some_and(Vec::is_empty) {
+            fronts.remove(key);
+        }
         let popped = popped?;
         self.value_bytes -= popped.len();
         if self.get(key).is_some_and(|v| v.is_empty()) {

@@ -199,6 +199,7 @@ proptest::proptest! {
             proptest::prop_assert_eq!(s.value_bytes(), n);
             proptest::prop_assert_eq!(s.len(), usize::from(want.is_some()));
             proptest::prop_assert_eq!(s.data_bytes(), n + usize::from(want.is_some()), "one key byte");
+            proptest::prop_assert!(s.fronts.values().all(|f| !f.is_empty()), "an emptied front is not kept");
             if let (Some(l), Some(w)) = (s.get(b"l"), want.as_ref()) {
                 proptest::prop_assert_eq!(l.len(), w.len());
                 proptest::prop_assert_eq!(l.single().map(|b| b.as_slice()[0]), (w.len() == 1).then(|| w[0]));
