@@ -12,14 +12,20 @@
 //! record is valid and what message it carries; the datapath must agree
 //! exactly (same verdict, same message id, same payload bytes), both when
 //! it gathers (`receive_record`) and when it receives in place, leaving
-//! pool segments in the peer pool (`receive_record_in_place`).
+//! pool segments in the peer pool (`receive_record_in_place`). Returned
+//! values (`DESC_RETURN`, ranges of *our* shared pool) are valid exactly
+//! when they lie inside one of the parser's live buffers (`own_live`); a
+//! range into its freed slot, its slot still being written, an unused
+//! slot, or across two buffers is malformed.
 #![no_main]
 
 use std::cell::RefCell;
 
-use cornflakes_datapath::shm::__fuzz::{peer_pool_byte, Dropped, RecordParser, PEER_POOL_FILE};
+use cornflakes_datapath::shm::__fuzz::{
+    own_byte, peer_pool_byte, Dropped, RecordParser, OWN_BUFFER_LEN, PEER_POOL_FILE,
+};
 use cornflakes_datapath::shm::proto::{
-    DESC_INLINE, DESC_LEN, DESC_POOL, INFO_DESC_MASK, INFO_VALID_BITS, MAX_SEGMENTS,
+    DESC_INLINE, DESC_LEN, DESC_POOL, DESC_RETURN, INFO_DESC_MASK, INFO_VALID_BITS, MAX_SEGMENTS,
 };
 use cornflakes_datapath::{read_packet_header, PACKET_HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
@@ -34,7 +40,7 @@ thread_local! {
 }
 
 /// The record layout read the obvious way.
-fn model(body: &[u8], info: u32) -> Option<(u32, Vec<u8>)> {
+fn model(body: &[u8], info: u32, own_live: &[usize]) -> Option<(u32, Vec<u8>)> {
     if info & !INFO_VALID_BITS != 0 {
         return None;
     }
@@ -61,6 +67,13 @@ fn model(body: &[u8], info: u32) -> Option<(u32, Vec<u8>)> {
                 }
             }
             DESC_INLINE if offset == 0 => inline_total += len,
+            DESC_RETURN => {
+                let end = offset.checked_add(len as u64)?;
+                let inside = |b: &usize| *b as u64 <= offset && end <= (*b + OWN_BUFFER_LEN) as u64;
+                if len == 0 || !own_live.iter().any(inside) {
+                    return None;
+                }
+            }
             _ => return None,
         }
         descs.push((kind, offset as usize, len));
@@ -79,6 +92,8 @@ fn model(body: &[u8], info: u32) -> Option<(u32, Vec<u8>)> {
     for (kind, offset, len) in descs {
         if kind == DESC_POOL {
             out.extend((offset..offset + len).map(peer_pool_byte));
+        } else if kind == DESC_RETURN {
+            out.extend((offset..offset + len).map(own_byte));
         } else {
             out.extend_from_slice(&body[inline_at..inline_at + len]);
             inline_at += len;
@@ -94,9 +109,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let info = u16::from_le_bytes([data[0], data[1]]) as u32;
     let body = data[2..].to_vec();
-    let expected = model(&body, info);
     PARSER.with(|p| {
         let mut parser = p.borrow_mut();
+        let expected = model(&body, info, parser.own_live());
         let got = parser.parse(&body, info);
         match (&got, &expected) {
             (Err(Dropped::NoBuffer), _) => {}

@@ -401,3 +401,43 @@ fn the_pool_a_peer_receives_cannot_be_mapped_writable() {
     unsafe { munmap(readable, len) }.unwrap();
     assert!(pwrite(&theirs, b"x", 0).is_err(), "a peer wrote our pool");
 }
+
+/// The fuzz harness's record parser (`fuzz/fuzz_targets/shm_record.rs`
+/// models it): a return naming a range inside one of its live buffers is
+/// delivered with that buffer's bytes, on both receive paths; a range into
+/// its freed slot, its slot still being written, an unused slot or across
+/// two buffers is malformed.
+#[test]
+fn the_fuzz_parser_resolves_returns_against_its_live_buffers() {
+    use cornflakes_datapath::shm::__fuzz::{own_byte, Dropped, RecordParser, OWN_BUFFERS, OWN_BUFFER_LEN};
+    let mut parser = RecordParser::new(1 << 20);
+    let live = parser.own_live().to_vec();
+    assert_eq!(live.len(), OWN_BUFFERS - 2, "one freed, one writable");
+    let record = |offset: usize, len: u32| {
+        let mut body = descs(&[Desc { offset: offset as u64, len, kind: DESC_RETURN }]);
+        body.extend_from_slice(&packet(7));
+        body.extend_from_slice(b"hdr");
+        (body, 1 | INFO_NEEDS_ACK)
+    };
+    for &b in &live {
+        let (body, info) = record(b + 100, 200);
+        let mut want = b"hdr".to_vec();
+        want.extend((b + 100..b + 300).map(own_byte));
+        assert_eq!(parser.parse(&body, info), Ok((7, want.clone())));
+        let (id, bytes, _) = parser.parse_in_place(&body, info).unwrap();
+        assert_eq!((id, bytes), (7, want));
+    }
+    // Every slot of the size class that is not live: freed, writable, unused.
+    // (The slots follow the first live one: a fresh region of that class.)
+    let not_live: Vec<usize> =
+        (0..OWN_BUFFERS + 2).map(|s| live[0] + s * OWN_BUFFER_LEN).filter(|o| !live.contains(o)).collect();
+    assert_eq!(not_live.len(), 4, "{live:?}");
+    let across = live.iter().find(|&&b| live.contains(&(b + OWN_BUFFER_LEN))).expect("two adjacent live buffers");
+    let mut bad: Vec<(usize, u32)> = not_live.iter().map(|&o| (o, 16)).collect();
+    bad.extend([(across + OWN_BUFFER_LEN - 8, 16), (live[0], 0), (usize::MAX - 4, 16)]);
+    for (offset, len) in bad {
+        let (body, info) = record(offset, len);
+        assert_eq!(parser.parse(&body, info), Err(Dropped::Malformed), "offset {offset} len {len}");
+        assert_eq!(parser.parse_in_place(&body, info).map(|r| r.0), Err(Dropped::Malformed), "offset {offset}");
+    }
+}

@@ -788,7 +788,7 @@ impl Datapath for ShmDatapath {
 #[doc(hidden)]
 pub mod __fuzz {
     use cornflakes::mem::{HugePages, PoolConfig};
-    use cornflakes::Pool;
+    use cornflakes::{Pool, RcBuf, RcBufMut};
 
     use super::lease::Ledger;
     use super::proto::{Desc, HELLO_LEN};
@@ -805,8 +805,14 @@ pub mod __fuzz {
         peer: PeerPool,
         peer_fd: std::os::fd::OwnedFd,
         pool: Pool,
-        /// "Our" shared pool for returned values: empty.
+        /// "Our" shared pool, for returned values ([`DESC_RETURN`](super::proto::DESC_RETURN)):
+        /// [`OWN_BUFFERS`] slots of [`OWN_BUFFER_LEN`] bytes, of which the
+        /// [`RecordParser::own_live`] ones are frozen and live, one was
+        /// freed and one is still being written.
         own: Pool,
+        _own_live: Vec<RcBuf>,
+        _own_writing: RcBufMut,
+        own_live: Vec<usize>,
         descs: Vec<Desc>,
         stats: ShmStats,
         limits: RecordLimits,
@@ -819,6 +825,12 @@ pub mod __fuzz {
     pub const PEER_POOL_FILE: usize = 256 << 10;
     /// Bytes of it mapped before any re-map.
     pub const PEER_POOL_MAPPED: usize = 64 << 10;
+
+    /// Slots of our own shared pool the parser sets up.
+    pub const OWN_BUFFERS: usize = 6;
+    /// Bytes of each (a whole slot of its size class, so that a range a
+    /// return may name is exactly a buffer's).
+    pub const OWN_BUFFER_LEN: usize = 4096;
 
     /// Why a record was dropped.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -838,11 +850,27 @@ pub mod __fuzz {
         pub fn new(max_message: usize) -> Self {
             let config = PoolConfig { max_bytes: 64 << 20, hugepages: HugePages::Never, lock: false };
             let peer = fuzzing::fake_peer_pool(PEER_POOL_FILE, PEER_POOL_MAPPED).expect("fake peer pool");
+            let own = Pool::with_config(config.clone()).expect("pool");
+            let mut slots: Vec<RcBufMut> =
+                (0..OWN_BUFFERS).map(|_| own.alloc(OWN_BUFFER_LEN).expect("own buffer")).collect();
+            let offset_of = |b: &[u8]| b.as_ptr() as usize - own.base() as usize;
+            for b in &mut slots {
+                let at = offset_of(b);
+                b.iter_mut().enumerate().for_each(|(i, x)| *x = own_byte(at + i));
+            }
+            // Slot 2 freed, slot 4 kept writable: returns naming them are refused.
+            let writing = slots.remove(4);
+            drop(slots.remove(2));
+            let live: Vec<RcBuf> = slots.into_iter().map(RcBufMut::freeze).collect();
+            let own_live = live.iter().map(|b| offset_of(b)).collect();
             Self {
                 peer_fd: peer.dup_fd().expect("dup"),
                 peer,
-                pool: Pool::with_config(config.clone()).expect("pool"),
-                own: Pool::with_config(config).expect("pool"),
+                pool: Pool::with_config(config).expect("pool"),
+                own,
+                _own_live: live,
+                _own_writing: writing,
+                own_live,
                 descs: Vec::new(),
                 stats: ShmStats::default(),
                 limits: RecordLimits { max_message, max_peer_pool_bytes: 1 << 30 },
@@ -865,9 +893,8 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
-                    // Returned values are resolved against a pool of
-                    // their own with no live buffer: every return is
-                    // refused, on both paths alike (as the model says).
+                    // Returned values resolve against our pool's live
+                    // buffers (`own_live`), on both paths alike.
                     Some(&self.own),
                     &self.limits,
                     &mut self.stats,
@@ -899,9 +926,8 @@ pub mod __fuzz {
                     &mut self.descs,
                     &mut self.peer,
                     &self.pool,
-                    // Returned values are resolved against a pool of
-                    // their own with no live buffer: every return is
-                    // refused, on both paths alike (as the model says).
+                    // Returned values resolve against our pool's live
+                    // buffers (`own_live`), on both paths alike.
                     Some(&self.own),
                     &self.limits,
                     &mut self.stats,
@@ -912,6 +938,13 @@ pub mod __fuzz {
                 Err(Discard::Malformed) => Err(Dropped::Malformed),
                 Err(Discard::NoBuffer) => Err(Dropped::NoBuffer),
             }
+        }
+
+        /// Offsets (in our shared pool) of the live, frozen buffers of
+        /// [`OWN_BUFFER_LEN`] bytes a return may name, whole or in part;
+        /// byte `i` of the pool holds [`own_byte`]`(i)`.
+        pub fn own_live(&self) -> &[usize] {
+            &self.own_live
         }
 
         /// Re-maps of the peer pool so far.
@@ -930,6 +963,11 @@ pub mod __fuzz {
             self.peer = PeerPool::map(fd, PEER_POOL_MAPPED).expect("map");
             self.stats.peer_pool_remaps = 0;
         }
+    }
+
+    /// The byte at `offset` of our own shared pool's live buffers.
+    pub fn own_byte(offset: usize) -> u8 {
+        (offset % 253) as u8 ^ 0x5A
     }
 
     /// The byte at `offset` of the fake peer pool.
