@@ -44,12 +44,13 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
         let module: Vec<String> = package.split('.').filter(|s| !s.is_empty()).map(to_snake).collect();
         let mut code = String::new();
         let mut messages = Vec::new();
+        // One module for the package, whichever files declare its types.
+        let mut items = Items::default();
         for file in &files {
             let mut gen = Gen { code: &mut code, file: &file.name, options, messages: &mut messages };
-            let mut items = Items::default();
             for e in &file.enums {
-                items.add_type(&upper_camel(&e.name), &file.name, (1, 1))?;
-                gen.emit_enum(e);
+                items.add_type(&upper_camel(&e.name), &file.name, e.location)?;
+                gen.emit_enum(e)?;
             }
             for m in &file.messages {
                 items.add_type(&upper_camel(&m.name), &file.name, m.location)?;
@@ -79,23 +80,31 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
 }
 
 /// Names declared in one Rust module, to report two proto names that
-/// become the same Rust name.
+/// become the same Rust name: each with where it was declared first.
 #[derive(Default)]
 struct Items {
-    types: HashMap<String, ()>,
-    modules: HashMap<String, ()>,
+    types: HashMap<String, (String, (u32, u32))>,
+    modules: HashMap<String, (String, (u32, u32))>,
 }
 
 impl Items {
     fn add_type(&mut self, name: &str, file: &str, at: (u32, u32)) -> Result<(), Unsupported> {
-        if self.types.insert(name.to_owned(), ()).is_some() {
-            return Err(collision(file, at, format!("two types in one module are both named `{name}` in Rust")));
+        if let Some((first, (line, _))) = self.types.insert(name.to_owned(), (file.to_owned(), at)) {
+            return Err(collision(
+                file,
+                at,
+                format!("two types in one module are both named `{name}` in Rust (the first at {first}:{line})"),
+            ));
         }
         Ok(())
     }
     fn add_module(&mut self, name: &str, file: &str, at: (u32, u32)) -> Result<(), Unsupported> {
-        if self.modules.insert(name.to_owned(), ()).is_some() {
-            return Err(collision(file, at, format!("two messages both need the nested-type module `{name}`")));
+        if let Some((first, (line, _))) = self.modules.insert(name.to_owned(), (file.to_owned(), at)) {
+            return Err(collision(
+                file,
+                at,
+                format!("two messages both need the nested-type module `{name}` (the first at {first}:{line})"),
+            ));
         }
         Ok(())
     }
@@ -244,12 +253,24 @@ struct Gen<'g> {
 }
 
 impl Gen<'_> {
-    fn emit_enum(&mut self, e: &EnumDef) {
-        let code = &mut *self.code;
+    fn emit_enum(&mut self, e: &EnumDef) -> Result<(), Unsupported> {
         let name = upper_camel(&e.name);
         let default = e.values.iter().position(|(_, n)| *n == 0).unwrap_or(0);
         let variants: Vec<(String, &str, i32)> =
             e.values.iter().map(|(v, n)| (variant_name(&e.name, v), v.as_str(), *n)).collect();
+        for (k, (v, proto, _)) in variants.iter().enumerate() {
+            if let Some((_, first, _)) = variants[..k].iter().find(|(w, _, _)| w == v) {
+                return Err(collision(
+                    self.file,
+                    e.location,
+                    format!(
+                        "in enum {}, `{first}` and `{proto}` are both the variant `{v}` in Rust (the enum's prefix is stripped, as prost does); rename one of them",
+                        e.name
+                    ),
+                ));
+            }
+        }
+        let code = &mut *self.code;
         let _ = writeln!(
             code,
             "/// Enum `{}`: an open enum, so fields hold its `i32` value and keep values this schema does not know.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\n#[repr(i32)]\npub enum {name} {{",
@@ -283,6 +304,7 @@ impl Gen<'_> {
             code,
             "impl ::core::convert::From<{name}> for i32 {{\nfn from(value: {name}) -> i32 {{ value as i32 }}\n}}\n"
         );
+        Ok(())
     }
 
     fn field_code<'f>(&self, f: &'f FieldDef, index: usize, m: &MessageDef, module: &[String]) -> FieldCode<'f> {
@@ -582,8 +604,8 @@ impl Gen<'_> {
                 package.iter().cloned().chain(inner_parents.iter().map(|p| to_snake(p))).collect();
             let mut items = Items::default();
             for e in &m.enums {
-                items.add_type(&upper_camel(&e.name), self.file, m.location)?;
-                self.emit_enum(e);
+                items.add_type(&upper_camel(&e.name), self.file, e.location)?;
+                self.emit_enum(e)?;
             }
             for (o, oneof) in m.oneofs.iter().enumerate() {
                 items.add_type(&upper_camel(&oneof.name), self.file, m.location)?;

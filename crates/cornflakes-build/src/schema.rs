@@ -109,6 +109,8 @@ pub(crate) struct EnumDef {
     /// (proto name, number), aliases removed (the first name of a number
     /// wins, as in prost).
     pub(crate) values: Vec<(String, i32)>,
+    /// (line, column) of its declaration.
+    pub(crate) location: (u32, u32),
 }
 
 #[derive(Clone, Debug)]
@@ -180,22 +182,86 @@ pub(crate) fn parse(
     let requested: Vec<String> = compiler.files().filter(|f| !f.is_import()).map(|f| f.name().to_owned()).collect();
     let source_paths = compiler.files().filter_map(|f| f.path().map(Path::to_path_buf)).collect();
 
-    let known: HashMap<String, TypeInfo> = collect_types(&fds.file, extern_paths);
+    let mut known: HashMap<String, TypeInfo> = collect_types(&fds.file, extern_paths);
+    let is_requested = |fd: &FileDescriptorProto| requested.iter().any(|r| r == fd.name());
+    // An import is generated too, so that the types the requested files name
+    // from it exist (prost-build does the same). One that uses features
+    // Cornflakes lacks is left out, not an error (an unused import, or one
+    // of a proto2 package, stays harmless), but its types are marked, so a
+    // field that uses one is an error that says why. Leaving one out can
+    // make another fail (it used the first's types): repeat until none does.
+    let mut left_out: Vec<&str> = Vec::new();
+    for fd in &fds.file {
+        if !is_requested(fd) && is_extern(fd, extern_paths) && !provided_externally(fd, extern_paths) {
+            let why = format!(
+                "{} is not among the well-known files `::cornflakes::well_known` provides ({}); generate it with your \
+                 schema instead (`Config::clear_extern_paths()`, or an extern path of your own for `.google.protobuf`)",
+                fd.name(),
+                crate::WELL_KNOWN_FILES.join(", ")
+            );
+            mark_unavailable(&mut known, fd, &why);
+        }
+    }
+    loop {
+        let mut changed = false;
+        for fd in &fds.file {
+            if is_requested(fd) || is_extern(fd, extern_paths) || left_out.contains(&fd.name()) {
+                continue;
+            }
+            if let Err(u) = convert_file(fd, &known) {
+                let why = format!("{} is not generated: {u}", fd.name());
+                mark_unavailable(&mut known, fd, &why);
+                left_out.push(fd.name());
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     let mut files = Vec::new();
     for fd in &fds.file {
-        if requested.iter().any(|r| r == fd.name()) {
+        if is_requested(fd) {
             files.push(convert_file(fd, &known)?);
-        } else if !is_extern(fd, extern_paths) {
-            // An import is generated too, so that the types the requested
-            // files name from it exist (prost-build does the same). One that
-            // uses features Cornflakes lacks is left out, not an error: an
-            // unused import, or one of a proto2 package, stays harmless.
-            if let Ok(file) = convert_file(fd, &known) {
-                files.push(file);
-            }
+        } else if !is_extern(fd, extern_paths) && !left_out.contains(&fd.name()) {
+            files.push(convert_file(fd, &known)?);
         }
     }
     Ok(Parsed { files, source_paths })
+}
+
+/// Whether the Rust an extern path names for `fd` exists: always for the
+/// application's own paths; for the default `.google.protobuf` one, only
+/// for the files `::cornflakes::well_known` holds.
+fn provided_externally(fd: &FileDescriptorProto, extern_paths: &[(String, String)]) -> bool {
+    let default = extern_paths.iter().any(|(p, r)| p == ".google.protobuf" && r == "::cornflakes::well_known");
+    !(default && fd.package() == "google.protobuf") || crate::WELL_KNOWN_FILES.contains(&fd.name())
+}
+
+/// Marks every type of `fd` as one that will not exist, and why.
+fn mark_unavailable(known: &mut HashMap<String, TypeInfo>, fd: &FileDescriptorProto, why: &str) {
+    let prefix = if fd.package().is_empty() { String::new() } else { format!(".{}", fd.package()) };
+    fn walk(
+        known: &mut HashMap<String, TypeInfo>,
+        msgs: &[DescriptorProto],
+        enums: &[EnumDescriptorProto],
+        prefix: &str,
+        why: &str,
+    ) {
+        for e in enums {
+            if let Some(info) = known.get_mut(&format!("{prefix}.{}", e.name())) {
+                info.unavailable = Some(why.to_owned());
+            }
+        }
+        for m in msgs {
+            let full = format!("{prefix}.{}", m.name());
+            if let Some(info) = known.get_mut(&full) {
+                info.unavailable = Some(why.to_owned());
+            }
+            walk(known, &m.nested_type, &m.enum_type, &full, why);
+        }
+    }
+    walk(known, &fd.message_type, &fd.enum_type, &prefix, why);
 }
 
 /// Whether an extern path covers `fd`'s package, or a type in it (then the
@@ -221,6 +287,8 @@ struct TypeInfo {
     /// For a map entry message: its key and value fields.
     map_entry: Option<(prost_types::FieldDescriptorProto, prost_types::FieldDescriptorProto)>,
     is_enum: bool,
+    /// Why the type will not exist in Rust (its file is left out), if so.
+    unavailable: Option<String>,
 }
 
 fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)]) -> HashMap<String, TypeInfo> {
@@ -246,7 +314,12 @@ fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)
     ) {
         for e in enums {
             let full = format!("{prefix}.{}", e.name());
-            let info = TypeInfo { type_ref: type_ref(ctx, parents, e.name()), map_entry: None, is_enum: true };
+            let info = TypeInfo {
+                type_ref: type_ref(ctx, parents, e.name()),
+                map_entry: None,
+                is_enum: true,
+                unavailable: None,
+            };
             ctx.out.insert(full, info);
         }
         for m in msgs {
@@ -258,7 +331,8 @@ fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)
             } else {
                 None
             };
-            let info = TypeInfo { type_ref: type_ref(ctx, parents, m.name()), map_entry, is_enum: false };
+            let info =
+                TypeInfo { type_ref: type_ref(ctx, parents, m.name()), map_entry, is_enum: false, unavailable: None };
             ctx.out.insert(full.clone(), info);
             let mut p = parents.to_vec();
             p.push(m.name().to_owned());
@@ -325,10 +399,12 @@ impl Locations {
 
 // Field numbers in descriptor.proto, for source-info paths.
 const FILE_MESSAGE: i32 = 4;
+const FILE_ENUM: i32 = 5;
 const FILE_EXTENSION: i32 = 7;
 const FILE_SYNTAX: i32 = 12;
 const MSG_FIELD: i32 = 2;
 const MSG_NESTED: i32 = 3;
+const MSG_ENUM: i32 = 4;
 const MSG_EXTENSION_RANGE: i32 = 5;
 const MSG_EXTENSION: i32 = 6;
 const MSG_RESERVED_RANGE: i32 = 9;
@@ -353,7 +429,8 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
             format!("extend {}: Cornflakes has no extensions (custom options included)", fd.extension[0].extendee()),
         ));
     }
-    let enums = fd.enum_type.iter().map(convert_enum).collect();
+    let enums =
+        fd.enum_type.iter().enumerate().map(|(i, e)| convert_enum(e, locs.at(&[FILE_ENUM, i as i32]))).collect();
     let mut messages = Vec::new();
     for (i, m) in fd.message_type.iter().enumerate() {
         messages.push(convert_message(m, &[FILE_MESSAGE, i as i32], &name, &locs, known)?);
@@ -361,14 +438,14 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
     Ok(SchemaFile { name, package: fd.package().to_owned(), messages, enums })
 }
 
-fn convert_enum(e: &EnumDescriptorProto) -> EnumDef {
+fn convert_enum(e: &EnumDescriptorProto, location: (u32, u32)) -> EnumDef {
     let mut values: Vec<(String, i32)> = Vec::new();
     for v in &e.value {
         if !values.iter().any(|(_, n)| *n == v.number()) {
             values.push((v.name().to_owned(), v.number()));
         }
     }
-    EnumDef { name: e.name().to_owned(), values }
+    EnumDef { name: e.name().to_owned(), values, location }
 }
 
 fn scalar_kind(f: &prost_types::FieldDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<Kind, &'static str> {
@@ -454,6 +531,18 @@ fn convert_message(
         let repeated = f.label() == Label::Repeated;
         let kind = scalar_kind(f, known)
             .map_err(|feature| locs.unsupported(file, &fpath, feature, format!("field {}", f.name())))?;
+        // A type (or a map's value type) whose file is left out.
+        let value_type = known.get(f.type_name()).and_then(|i| i.map_entry.as_ref()).map(|(_, v)| v.type_name());
+        for t in [f.type_name()].into_iter().chain(value_type) {
+            if let Some(why) = known.get(t).and_then(|i| i.unavailable.as_ref()) {
+                return Err(locs.unsupported(
+                    file,
+                    &fpath,
+                    "a type Cornflakes does not generate",
+                    format!("field {} uses {}: {why}", f.name(), t.trim_start_matches('.')),
+                ));
+            }
+        }
         let map = match &kind {
             Kind::Message(_) => match known.get(f.type_name()).and_then(|i| i.map_entry.as_ref()) {
                 Some((k, v)) => {
@@ -490,7 +579,8 @@ fn convert_message(
     for (k, n) in m.nested_type.iter().enumerate() {
         nested.push(convert_message(n, &at(&[MSG_NESTED, k as i32]), file, locs, known)?);
     }
-    let enums = m.enum_type.iter().map(convert_enum).collect();
+    let enums =
+        m.enum_type.iter().enumerate().map(|(k, e)| convert_enum(e, locs.at(&at(&[MSG_ENUM, k as i32])))).collect();
     Ok(MessageDef { name: m.name().to_owned(), fields, oneofs, nested, enums, reserved_slots, location: locs.at(path) })
 }
 

@@ -224,3 +224,62 @@ fn a_missing_file_and_an_edition_get_errors_that_say_so() {
     let err = config.generate(&[dir.join("e.proto")], &[&dir]).unwrap_err();
     assert!(err.to_string().contains("protobuf editions (`edition = ...`) are not supported"), "{err}");
 }
+
+#[test]
+fn a_field_of_a_type_that_is_not_generated_is_an_error_that_says_why() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("legacy.proto", "syntax = \"proto2\";\npackage acme.legacy;\nmessage Old { optional int32 x = 1; }\n");
+    // Uses the proto2 import's type through a second proto3 import.
+    write(
+        "middle.proto",
+        "syntax = \"proto3\";\npackage acme.middle;\nimport \"legacy.proto\";\nmessage Wrap { acme.legacy.Old old = 1; }\n",
+    );
+    write(
+        "top.proto",
+        "syntax = \"proto3\";\npackage acme.top;\nimport \"middle.proto\";\nmessage Item {\n  uint32 id = 1;\n  map<string, acme.middle.Wrap> by_name = 2;\n}\n",
+    );
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false);
+    let u = match config.generate(&[dir.join("top.proto")], &[&dir]) {
+        Err(Error::Unsupported(u)) => u,
+        other => panic!("expected an error, got {other:?}"),
+    };
+    assert_eq!((u.file.as_str(), u.line), ("top.proto", 6), "{u}");
+    assert!(u.detail.contains("field by_name uses acme.middle.Wrap"), "{u}");
+    assert!(u.detail.contains("middle.proto is not generated") && u.detail.contains("legacy.proto"), "{u}");
+
+    // A Google file that `::cornflakes::well_known` does not hold.
+    let u = unsupported(
+        "syntax = \"proto3\";\nimport \"google/protobuf/api.proto\";\nmessage M {\n  google.protobuf.Api api = 1;\n}\n",
+    );
+    assert_eq!(u.line, 4, "{u}");
+    assert!(u.detail.contains("google/protobuf/api.proto is not among the well-known files"), "{u}");
+    assert!(u.detail.contains("clear_extern_paths"), "{u}");
+}
+
+#[test]
+fn collisions_across_files_of_a_package_and_in_enums_are_reported() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("a.proto", "syntax = \"proto3\";\npackage same;\nmessage HTTPServer { uint32 x = 1; }\n");
+    write("b.proto", "syntax = \"proto3\";\npackage same;\n\nmessage HttpServer { uint32 y = 1; }\n");
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false);
+    let u = match config.generate(&[dir.join("a.proto"), dir.join("b.proto")], &[&dir]) {
+        Err(Error::Unsupported(u)) => u,
+        other => panic!("expected an error, got {other:?}"),
+    };
+    assert_eq!((u.file.as_str(), u.line, u.feature), ("b.proto", 4, "a Rust name collision"), "{u}");
+    assert!(u.detail.contains("HttpServer") && u.detail.contains("a.proto"), "{u}");
+
+    // Two values that are one variant once the prefix is stripped.
+    let u = unsupported("syntax = \"proto3\";\nenum Color {\n  COLOR_RED = 0;\n  RED = 1;\n}\n");
+    assert_eq!((u.line, u.feature), (2, "a Rust name collision"), "{u}");
+    assert!(u.detail.contains("COLOR_RED") && u.detail.contains("RED") && u.detail.contains("`Red`"), "{u}");
+    let u = unsupported("syntax = \"proto3\";\nmessage M {\n  enum E {\n    E_A = 0;\n    A = 1;\n  }\n}\n");
+    assert_eq!(u.line, 3, "nested enums too: {u}");
+    // Two top-level enums: the second one's line.
+    let u = unsupported("syntax = \"proto3\";\nenum HTTPStatus { H_A = 0; }\n\nenum HttpStatus { H_B = 0; }\n");
+    assert_eq!(u.line, 4, "{u}");
+}
