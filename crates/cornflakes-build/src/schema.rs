@@ -221,9 +221,7 @@ pub(crate) fn parse(
     }
     let mut files = Vec::new();
     for fd in &fds.file {
-        if is_requested(fd) {
-            files.push(convert_file(fd, &known)?);
-        } else if !is_extern(fd, extern_paths) && !left_out.contains(&fd.name()) {
+        if is_requested(fd) || (!is_extern(fd, extern_paths) && !left_out.contains(&fd.name())) {
             files.push(convert_file(fd, &known)?);
         }
     }
