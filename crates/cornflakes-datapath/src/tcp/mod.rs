@@ -468,11 +468,16 @@ impl TcpDatapath {
     }
 
     /// Closes `conn` (shuts its socket down; queued messages are dropped,
-    /// in-flight ones release their buffers as the kernel finishes). Not
-    /// reported as [`RecvError::Closed`]. No effect on an unknown id.
+    /// in-flight ones release their buffers as the kernel finishes).
+    /// Nothing more is received from it, not even what had arrived and
+    /// waited for [`recv_batch`](Datapath::recv_batch): an application
+    /// that closed a connection (after `QUIT`, a protocol error) never
+    /// sees, and so never runs, input sent after that. Not reported as
+    /// [`RecvError::Closed`]. No effect on an unknown id.
     pub fn close(&mut self, conn: ConnId) {
         if let Some(i) = self.conns.index(conn) {
             self.begin_close(i, false);
+            self.ready.retain(|r| r.conn != conn);
         }
     }
 

@@ -383,13 +383,14 @@ fn frames_across_tiny_receive_buffers_are_reassembled_in_order() {
 fn closing_a_connection_ends_the_peers_stream_and_is_not_reported_here() {
     let (mut server, addr) = server("127.0.0.1:0", config());
     let mut raw = TcpStream::connect(addr).unwrap();
-    raw.write_all(&[4, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    // Two messages in one write; the second still waits when we close.
+    raw.write_all(&[4, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut out = Vec::new();
     while out.is_empty() {
         assert!(Instant::now() < deadline);
         server.wait(Duration::from_millis(10)).unwrap();
-        server.recv_batch(&mut out, 8).unwrap();
+        server.recv_batch(&mut out, 1).unwrap();
     }
     let conn = out[0].conn;
     assert_eq!((out[0].msg_id, out[0].payload.len()), (4, 0), "an empty message");
@@ -398,10 +399,12 @@ fn closing_a_connection_ends_the_peers_stream_and_is_not_reported_here() {
     raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buf = [0u8; 8];
     assert_eq!(raw.read(&mut buf).unwrap(), 0, "the peer sees the end of the stream");
+    out.clear();
     for _ in 0..10 {
         assert!(server.recv_batch(&mut out, 8).is_ok(), "a close we asked for is not reported");
         server.wait(Duration::from_millis(5)).unwrap();
     }
+    assert!(out.is_empty(), "nothing more is received from a closed connection: {out:?}");
     assert!(matches!(server.push_buf(conn, 1, b"x"), Err(SendError::Closed(_))));
 }
 

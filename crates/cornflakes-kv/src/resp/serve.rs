@@ -209,7 +209,13 @@ impl RespLoop {
         db.counters.connected_clients = self.conns.len();
         db.counters.total_connections = self.stats.connections;
         let (stats, reply) = (&mut self.stats, &mut self.reply);
+        // Connections closed during this batch: what else of theirs the
+        // batch holds is dropped, never taken for a new connection.
+        let mut closed_now: Vec<ConnId> = Vec::new();
         for r in self.rx.drain(..) {
+            if !closed_now.is_empty() && closed_now.contains(&r.conn) {
+                continue;
+            }
             let conn = self.conns.entry(r.conn).or_insert_with(|| {
                 stats.connections += 1;
                 db.counters.connected_clients += 1;
@@ -229,7 +235,10 @@ impl RespLoop {
                 if conn.pending.len() > options.limits.max_query_buffer {
                     stats.query_buffer_full += 1;
                     dp.close_conn(r.conn);
-                    self.conns.remove(&r.conn);
+                    if self.conns.remove(&r.conn).is_some_and(|c| c.out.is_some()) {
+                        self.outboxes -= 1;
+                    }
+                    closed_now.push(r.conn);
                 }
                 continue;
             }
@@ -248,6 +257,7 @@ impl RespLoop {
                         stats.reply_dropped += 1;
                         dp.close_conn(r.conn);
                         self.conns.remove(&r.conn);
+                        closed_now.push(r.conn);
                         continue;
                     }
                 }
