@@ -24,8 +24,11 @@
 //! with more than one element is a list; a list made by LPUSH/RPUSH is
 //! remembered as one even with a single element.
 //!
-//! Expiry is lazy (checked when a key is touched), as Redis does without
-//! its active cycle.
+//! Expiry, as in Redis, both when a key is touched and actively: the
+//! serving loop removes keys whose time is up between batches, soonest
+//! first (up to 128 a batch, 4096 when idle; an index by time makes it
+//! exact where Redis samples), so short-lived keys nobody reads again do
+//! not hold memory (`INFO stats` `expired_keys`).
 //!
 //! Connections ([`ServeOptions`]): a command of up to 64 MiB may arrive in
 //! any number of reads (parsed again only once the bytes it needs are
@@ -46,6 +49,7 @@
 //! hashes and sets, persistence (SAVE), AUTH; so
 //! `redis-cli --bigkeys` (SCAN) does not work; `redis-cli --stat` does.
 
+mod expiry;
 mod serve;
 #[cfg(test)]
 mod tests;
@@ -54,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
 use cornflakes_resp::{parse::parse_integer, Command, Reply};
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashSet;
 
 pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
 use crate::protocol::{Limits, Status};
@@ -98,7 +102,7 @@ pub struct RespDb {
     /// Keys made lists by LPUSH/RPUSH (a value of more than one element
     /// is a list anyway).
     lists: HashSet<Box<[u8]>>,
-    expires: HashMap<Box<[u8]>, Instant>,
+    expires: expiry::Expiry,
     threshold: usize,
     started: Instant,
     /// Bytes of keys and values past which commands that may add data are
@@ -120,6 +124,9 @@ pub struct ServerCounters {
     pub total_commands: u64,
     /// The connection limit (`cf kv-server --maxclients`); 0: not known.
     pub max_clients: usize,
+    /// Keys removed because their time was up (read after it, or found by
+    /// the active expiry).
+    pub expired_keys: u64,
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -237,7 +244,7 @@ impl RespDb {
         RespDb {
             store,
             lists: HashSet::new(),
-            expires: HashMap::new(),
+            expires: expiry::Expiry::default(),
             threshold,
             started: Instant::now(),
             maxmemory: 0,
@@ -285,6 +292,7 @@ impl RespDb {
             if let Some(&at) = self.expires.get(key) {
                 if at <= Instant::now() {
                     self.delete(key);
+                    self.counters.expired_keys += 1;
                     return None;
                 }
             }
@@ -295,6 +303,22 @@ impl RespDb {
         } else {
             Some(Kind::String)
         }
+    }
+
+    /// Removes up to `max` keys whose time is up at `now` (the active
+    /// expiry, which the serving loop runs between batches); how many.
+    pub fn expire_due(&mut self, now: Instant, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(key) = self.expires.pop_due(now) else { break };
+            if !self.lists.is_empty() {
+                self.lists.remove(&key);
+            }
+            self.store.remove(&key);
+            n += 1;
+        }
+        self.counters.expired_keys += n as u64;
+        n
     }
 
     fn delete(&mut self, key: &[u8]) -> bool {
@@ -827,8 +851,8 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n",
-                    c.total_connections, c.total_commands
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\n",
+                    c.total_connections, c.total_commands, c.expired_keys
                 ),
             );
         }

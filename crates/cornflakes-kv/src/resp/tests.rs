@@ -190,3 +190,26 @@ fn http_requests_are_closed_without_a_reply_as_redis_does() {
     }
     assert_eq!(answer(&mut d, "GET / HTTP/1.1\r\n"), "-ERR wrong number of arguments for 'get' command\r\n");
 }
+
+/// Keys nobody reads after their time is up are reclaimed by the active
+/// expiry (before, they stayed, counted in DBSIZE and against maxmemory,
+/// until something touched them: found by an operator review).
+#[test]
+#[cfg_attr(miri, ignore)] // reads the clock
+fn keys_whose_time_is_up_are_reclaimed_without_being_read() {
+    let mut d = db();
+    answer(&mut d, "SET a 1 PX 1\r\nSET b 2 PX 1\r\nRPUSH l x y\r\nPEXPIRE l 1\r\nSET c 3 PX 100000\r\nSET k v\r\n");
+    assert_eq!(answer(&mut d, "DBSIZE\r\n"), ":5\r\n");
+    let later = Instant::now() + Duration::from_millis(50);
+    assert_eq!(d.expire_due(later, 2), 2, "at most as many as asked");
+    assert_eq!(d.expire_due(later, 100), 1);
+    assert_eq!(d.expire_due(later, 100), 0, "c is not due, k has no expiry");
+    assert_eq!(answer(&mut d, "DBSIZE\r\n"), ":2\r\n");
+    assert_eq!(d.store().data_bytes(), 4, "c, 3, k, v");
+    assert!(answer(&mut d, "INFO\r\n").contains("expired_keys:3\r\n"));
+    assert!(answer(&mut d, "INFO keyspace\r\n").contains("db0:keys=2,expires=1,"));
+    // A key set again without a TTL, or persisted, is not expired later.
+    answer(&mut d, "SET p 1 PX 1\r\nSET p 2\r\nSET q 1 PX 1\r\nPERSIST q\r\n");
+    assert_eq!(d.expire_due(Instant::now() + Duration::from_millis(50), 100), 0);
+    assert_eq!(answer(&mut d, "MGET p q\r\n"), "*2\r\n$1\r\n2\r\n$1\r\n1\r\n");
+}
