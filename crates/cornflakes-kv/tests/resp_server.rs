@@ -416,7 +416,8 @@ fn redis_cli(port: u16, script: &str) -> Vec<String> {
 }
 
 /// Commands of issue 14, item 1, with their error cases: answers must be
-/// the same from both servers. (Left out, as answered differently on
+/// the same from both servers. (A TTL after EXAT/PXAT is not asked: its
+/// rounding depends on when in the second each server runs the line.) (Left out, as answered differently on
 /// purpose: INFO, COMMAND and HELLO, whose contents describe the server.)
 const SCRIPT: &str = r#"FLUSHALL
 PING
@@ -613,6 +614,56 @@ CONFIG SET maxmemory
 CONFIG GET maxmemory
 FLUSHALL
 DBSIZE
+SETEX sx 100 v
+TTL sx
+GET sx
+SETEX sx 0 v
+SETEX sx -5 v
+SETEX sx abc v
+SETEX sx 10
+PSETEX px 100000 v
+PTTL px
+PSETEX px 0 v
+SETNX nx 1
+SETNX nx 2
+GET nx
+RPUSH nxl a
+SETNX nxl x
+GETSET nx 3
+GETSET fresh 1
+GETSET nxl x
+GET nx
+GETDEL nx
+GETDEL nx
+EXISTS nx
+GETDEL nxl
+GETEX sx
+GETEX sx PERSIST
+TTL sx
+GETEX sx EX 500
+TTL sx
+GETEX sx PX 9000000
+TTL sx
+GETEX sx EXAT 99999999999
+PERSIST sx
+GETEX sx EX 0
+GETEX sx EX abc
+GETEX sx BOGUS
+GETEX sx EX 1 PX 1
+GETEX missing EX 10
+GETEX nxl
+SET at v EXAT 99999999999
+PERSIST at
+SET at v PXAT 99999999999000
+PERSIST at
+SET at v EXAT 1
+GET at
+SET at v EXAT 0
+SET at v EX 10 EXAT 99999999999
+FLUSHDB
+DBSIZE
+FLUSHDB ASYNC
+FLUSHDB BOGUS
 "#;
 
 #[test]

@@ -6,10 +6,11 @@
 //!
 //! # What is Redis's and what is not
 //!
-//! Commands: PING ECHO GET SET (EX PX NX XX KEEPTTL GET) MGET MSET DEL
+//! Commands: PING ECHO GET SET (EX PX EXAT PXAT NX XX KEEPTTL GET) SETEX
+//! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) MGET MSET DEL
 //! EXISTS TYPE KEYS APPEND STRLEN INCR DECR INCRBY DECRBY TTL PTTL EXPIRE
 //! PEXPIRE (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
-//! DBSIZE FLUSHALL SELECT INFO (server, clients, memory, stats, keyspace)
+//! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT, with Redis 7.0's arities and error
 //! texts. Differences, each answered with an error rather than a wrong
@@ -17,8 +18,7 @@
 //! RESP2 only (`HELLO 3`: `NOPROTO`, what Redis says for a version it does
 //! not speak); empty keys, keys over [`Limits::max_key`] and values over
 //! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
-//! pool exhaustion is Redis's `OOM` error. SET's EXAT/PXAT are not parsed
-//! (`syntax error`).
+//! pool exhaustion is Redis's `OOM` error.
 //!
 //! Types: a key holds a string (one element) or a list. A value preloaded
 //! with more than one element is a list; a list made by LPUSH/RPUSH is
@@ -154,7 +154,11 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("exists", -2, &["readonly", "fast"]),
     ("expire", -3, &["write", "fast"]),
     ("flushall", -1, &["write"]),
+    ("flushdb", -1, &["write"]),
     ("get", 2, &["readonly", "fast"]),
+    ("getdel", 2, &["write", "fast"]),
+    ("getex", -2, &["write", "fast"]),
+    ("getset", 3, &["write", "denyoom", "fast"]),
     ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("incr", 2, &["write", "denyoom", "fast"]),
     ("incrby", 3, &["write", "denyoom", "fast"]),
@@ -169,6 +173,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("mset", -3, &["write", "denyoom"]),
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
+    ("psetex", 4, &["write", "denyoom"]),
     ("ping", -1, &["fast"]),
     ("pttl", 2, &["readonly", "fast"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
@@ -176,10 +181,60 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("rpush", -3, &["write", "denyoom", "fast"]),
     ("select", 2, &["loading", "stale", "fast"]),
     ("set", -3, &["write", "denyoom"]),
+    ("setex", 4, &["write", "denyoom"]),
+    ("setnx", 3, &["write", "denyoom", "fast"]),
     ("strlen", 2, &["readonly", "fast"]),
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
 ];
+
+/// How SET and GETEX give an expiry: a time to live or a Unix time, in
+/// seconds or milliseconds.
+#[derive(Clone, Copy)]
+enum TtlUnit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+impl TtlUnit {
+    fn of(opt: &[u8]) -> Option<TtlUnit> {
+        let is = |s: &[u8]| opt.eq_ignore_ascii_case(s);
+        Some(if is(b"ex") {
+            TtlUnit::Ex
+        } else if is(b"px") {
+            TtlUnit::Px
+        } else if is(b"exat") {
+            TtlUnit::ExAt
+        } else if is(b"pxat") {
+            TtlUnit::PxAt
+        } else {
+            return None;
+        })
+    }
+}
+
+/// The deadline `n` (in `unit`) names, checked as Redis checks it: a
+/// positive integer whose deadline in Unix milliseconds fits in an i64
+/// (TTL and PTTL report it). A Unix time already past is a deadline now.
+fn deadline(unit: TtlUnit, n: &[u8], command: &str) -> Result<Instant, String> {
+    let n = integer_arg(n).ok_or_else(|| NOT_INTEGER.to_owned())?;
+    let invalid = || format!("ERR invalid expire time in '{command}' command");
+    let seconds = matches!(unit, TtlUnit::Ex | TtlUnit::ExAt);
+    if n <= 0 || (seconds && n > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    let ms = if seconds { n * 1000 } else { n };
+    let now_ms = unix_ms();
+    let ttl_ms = match unit {
+        TtlUnit::Ex | TtlUnit::Px if ms > i64::MAX - now_ms => return Err(invalid()),
+        TtlUnit::Ex | TtlUnit::Px => ms,
+        TtlUnit::ExAt | TtlUnit::PxAt => ms.saturating_sub(now_ms).max(0),
+    };
+    let now = Instant::now();
+    Ok(now.checked_add(Duration::from_millis(ttl_ms as u64)).unwrap_or_else(|| now + Duration::from_secs(1 << 40)))
+}
 
 fn arity_ok(arity: i64, argc: usize) -> bool {
     let argc = argc as i64;
@@ -400,7 +455,37 @@ impl RespDb {
                 Ok(None) => reply.null(),
                 Err(e) => reply.error(e),
             },
-            "set" => self.set(args, reply),
+            "set" => self.set("set", args, reply),
+            // The SET variants Redis keeps, as SET with options.
+            "setex" | "psetex" => {
+                let unit: &[u8] = if name == "setex" { b"EX" } else { b"PX" };
+                let as_set = [args[0].clone(), args[2].clone(), unit.into(), args[1].clone()];
+                self.set(name, &as_set, reply)
+            }
+            "getset" => {
+                let as_set = [args[0].clone(), args[1].clone(), (&b"GET"[..]).into()];
+                self.set(name, &as_set, reply)
+            }
+            "setnx" => {
+                if self.kind(&args[0]).is_some() {
+                    reply.integer(0);
+                } else {
+                    match self.set_string(&args[0], &args[1]) {
+                        Ok(()) => reply.integer(1),
+                        Err(s) => reply.error(status_error(s)),
+                    }
+                }
+            }
+            "getdel" => match self.string(&args[0]) {
+                Ok(Some(v)) => {
+                    let v = v.clone();
+                    self.value(reply, &v);
+                    self.delete(&args[0]);
+                }
+                Ok(None) => reply.null(),
+                Err(e) => reply.error(e),
+            },
+            "getex" => self.getex(args, reply),
             "mget" => {
                 reply.array(args.len());
                 for key in args {
@@ -519,7 +604,7 @@ impl RespDb {
             },
             "dbsize" => reply.integer(self.store.len() as i64),
             "keys" => self.keys(&args[0], reply),
-            "flushall" => match args {
+            "flushall" | "flushdb" => match args {
                 [] => self.flushall(reply),
                 [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
                     self.flushall(reply)
@@ -560,10 +645,11 @@ impl RespDb {
 
     /// `SET key value [NX|XX] [GET] [EX s|PX ms|KEEPTTL]`, parsed as
     /// Redis 7.0's `parseExtendedStringArgumentsOrReply` does.
-    fn set(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+    /// SET and the commands that are SET with options (`name` for errors).
+    fn set(&mut self, name: &str, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let (key, value) = (&args[0][..], &args[1][..]);
         let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-        let mut ttl: Option<(bool, &[u8])> = None; // (milliseconds?, number)
+        let mut ttl: Option<(TtlUnit, &[u8])> = None;
         let mut i = 2;
         while i < args.len() {
             let opt = &args[i][..];
@@ -577,8 +663,8 @@ impl RespDb {
                 get = true;
             } else if is(b"keepttl") && ttl.is_none() {
                 keepttl = true;
-            } else if let Some(n) = next.filter(|_| (is(b"ex") || is(b"px")) && !keepttl && ttl.is_none()) {
-                ttl = Some((is(b"px"), &n[..]));
+            } else if let Some((unit, n)) = TtlUnit::of(opt).zip(next).filter(|_| !keepttl && ttl.is_none()) {
+                ttl = Some((unit, &n[..]));
                 i += 1;
             } else {
                 return reply.error(SYNTAX);
@@ -587,21 +673,9 @@ impl RespDb {
         }
         let deadline = match ttl {
             None => None,
-            Some((ms, n)) => match integer_arg(n) {
-                None => return reply.error(NOT_INTEGER),
-                // As Redis: the deadline in Unix milliseconds must fit in
-                // an i64 (TTL and PTTL report it), else the time is invalid.
-                Some(n)
-                    if n <= 0
-                        || (!ms && n > i64::MAX / 1000)
-                        || (if ms { n } else { n * 1000 }) > i64::MAX - unix_ms() =>
-                {
-                    return reply.error("ERR invalid expire time in 'set' command")
-                }
-                Some(n) => {
-                    let d = if ms { Duration::from_millis(n as u64) } else { Duration::from_secs(n as u64) };
-                    Some(Instant::now().checked_add(d).unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40)))
-                }
+            Some((unit, n)) => match deadline(unit, n, name) {
+                Ok(at) => Some(at),
+                Err(e) => return reply.error(&e),
             },
         };
         let old = match self.kind(key) {
@@ -627,6 +701,37 @@ impl RespDb {
             (false, _) => reply.simple("OK"),
             (true, Some(v)) => self.value(reply, &v),
             (true, None) => reply.null(),
+        }
+    }
+
+    /// GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]: the value,
+    /// and its expiry set or removed.
+    fn getex(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        let change = match &args[1..] {
+            [] => None,
+            [opt] if opt.eq_ignore_ascii_case(b"persist") => Some(None),
+            [opt, n] => match TtlUnit::of(opt) {
+                Some(unit) => match deadline(unit, n, "getex") {
+                    Ok(at) => Some(Some(at)),
+                    Err(e) => return reply.error(&e),
+                },
+                None => return reply.error(SYNTAX),
+            },
+            _ => return reply.error(SYNTAX),
+        };
+        let v = match self.string(key) {
+            Ok(Some(v)) => v.clone(),
+            Ok(None) => return reply.null(),
+            Err(e) => return reply.error(e),
+        };
+        self.value(reply, &v);
+        match change {
+            None => {}
+            Some(None) => {
+                self.expires.remove(key);
+            }
+            Some(Some(at)) => self.expires.insert(key.into(), at),
         }
     }
 
