@@ -348,6 +348,17 @@ impl Store {
         self.limits.check_response(out.iter().map(|v| v.len()).sum())
     }
 
+    /// Whether `key` and a value of `elems` are within the limits (what
+    /// [`put`](Self::put) refuses before writing anything), so that a
+    /// command writing several keys can refuse them all or write them all.
+    pub fn check_put(&self, key: &[u8], elems: &[&[u8]]) -> Result<(), Status> {
+        self.check_key(key)?;
+        if elems.len() > self.limits.max_list || elems.iter().any(|e| e.len() > self.limits.max_value) {
+            return Err(Status::TooLarge);
+        }
+        Ok(())
+    }
+
     fn check_key(&self, key: &[u8]) -> Result<(), Status> {
         if key.is_empty() {
             Err(Status::BadRequest)

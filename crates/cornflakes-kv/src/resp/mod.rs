@@ -502,10 +502,15 @@ impl RespDb {
                 if !args.len().is_multiple_of(2) {
                     reply.error(&arity_error(name));
                 } else {
-                    let mut failed = None;
-                    for kv in args.chunks(2) {
-                        if let Err(s) = self.set_string(&kv[0], &kv[1]) {
-                            failed = Some(s);
+                    // All or nothing, as in Redis: every pair is checked
+                    // before any is written.
+                    let mut failed = args.chunks(2).find_map(|kv| self.store.check_put(&kv[0], &[&kv[1]]).err());
+                    if failed.is_none() {
+                        for kv in args.chunks(2) {
+                            if let Err(s) = self.set_string(&kv[0], &kv[1]) {
+                                failed = Some(s);
+                                break;
+                            }
                         }
                     }
                     match failed {

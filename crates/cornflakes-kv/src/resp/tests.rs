@@ -213,3 +213,20 @@ fn keys_whose_time_is_up_are_reclaimed_without_being_read() {
     assert_eq!(d.expire_due(Instant::now() + Duration::from_millis(50), 100), 0);
     assert_eq!(answer(&mut d, "MGET p q\r\n"), "*2\r\n$1\r\n2\r\n$1\r\n1\r\n");
 }
+
+/// MSET writes every pair or none: a key past the limit refuses the whole
+/// command (before, the pairs before it were written: an operator review).
+#[test]
+fn mset_with_a_pair_past_the_limits_writes_nothing() {
+    let mut d = db();
+    let long_key = "k".repeat(70_000);
+    let args = ["MSET", "m1", "1", &long_key, "v", "m2", "2"];
+    let mut cmd = format!("*{}\r\n", args.len());
+    for a in args {
+        cmd.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    let got = answer(&mut d, &cmd);
+    assert!(got.starts_with("-ERR string exceeds maximum allowed size"), "{got}");
+    assert_eq!(answer(&mut d, "EXISTS m1 m2\r\n"), ":0\r\n");
+    assert_eq!(answer(&mut d, "MSET m1 1 m2 2\r\nMGET m1 m2\r\n"), "+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+}
