@@ -12,7 +12,9 @@
 //! PEXPIRE (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
-//! (SETNAME GETNAME ID) HELLO QUIT, with Redis 7.0's arities and error
+//! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD (a queuing error
+//! aborts the transaction with `EXECABORT`, as in Redis; no WATCH), with
+//! Redis 7.0's arities and error
 //! texts. Differences, each answered with an error rather than a wrong
 //! answer: one database (`SELECT n`, n ≠ 0: `DB index is out of range`);
 //! RESP2 only (`HELLO 3`: `NOPROTO`, what Redis says for a version it does
@@ -82,7 +84,24 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// `CLIENT ID`.
     pub id: u64,
+    /// The commands queued since `MULTI`, while in a transaction.
+    multi: Option<Transaction>,
 }
+
+/// A transaction being queued (`MULTI` .. `EXEC`).
+#[derive(Clone, Debug, Default)]
+struct Transaction {
+    /// Each command's name and arguments, copied.
+    queued: Vec<Vec<Vec<u8>>>,
+    /// Bytes queued, bounded by [`MAX_QUEUED_BYTES`].
+    bytes: usize,
+    /// A command was refused while queuing: `EXEC` discards them all.
+    failed: bool,
+}
+
+/// Bytes of commands one transaction may queue (Redis bounds them by its
+/// client output and query buffer limits).
+const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// What a client past the connection limit is told before it is closed, in
 /// Redis's words (a datapath's `refusal`, for example
@@ -150,7 +169,9 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("decr", 2, &["write", "denyoom", "fast"]),
     ("decrby", 3, &["write", "denyoom", "fast"]),
     ("del", -2, &["write"]),
+    ("discard", 1, &["noscript", "loading", "stale", "fast"]),
     ("echo", 2, &["fast"]),
+    ("exec", 1, &["noscript", "loading", "stale"]),
     ("exists", -2, &["readonly", "fast"]),
     ("expire", -3, &["write", "fast"]),
     ("flushall", -1, &["write"]),
@@ -171,6 +192,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("lrange", 4, &["readonly"]),
     ("mget", -2, &["readonly", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
+    ("multi", 1, &["noscript", "loading", "stale", "fast"]),
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
     ("psetex", 4, &["write", "denyoom"]),
@@ -433,6 +455,9 @@ impl RespDb {
                 return After::Close;
             }
             reply.error(&unknown_command(cmd));
+            if let Some(t) = session.multi.as_mut() {
+                t.failed = true;
+            }
             return After::Continue;
         };
         let (name, arity, flags) = *entry;
@@ -440,13 +465,56 @@ impl RespDb {
         self.counters.total_commands += 1;
         if !arity_ok(arity, cmd.args.len()) {
             reply.error(&arity_error(name));
+            if let Some(t) = session.multi.as_mut() {
+                t.failed = true;
+            }
             return After::Continue;
         }
         if self.maxmemory != 0 && self.store.data_bytes() > self.maxmemory && flags.contains(&"denyoom") {
             reply.error(status_error(Status::NoMemory));
+            if let Some(t) = session.multi.as_mut() {
+                t.failed = true;
+            }
             return After::Continue;
         }
+        if let Some(t) = session.multi.as_mut() {
+            if !matches!(name, "exec" | "discard" | "multi" | "quit") {
+                let bytes: usize = cmd.args.iter().map(|a| a.len() + 16).sum();
+                if t.bytes + bytes > MAX_QUEUED_BYTES {
+                    t.failed = true;
+                    reply.error("ERR transaction too large: its queued commands exceed 64 MiB");
+                } else {
+                    t.bytes += bytes;
+                    t.queued.push(cmd.args.iter().map(|a| a.to_vec()).collect());
+                    reply.simple("QUEUED");
+                }
+                return After::Continue;
+            }
+        }
         match name {
+            "multi" => match session.multi {
+                Some(_) => reply.error("ERR MULTI calls can not be nested"),
+                None => {
+                    session.multi = Some(Transaction::default());
+                    reply.simple("OK");
+                }
+            },
+            "discard" => match session.multi.take() {
+                Some(_) => reply.simple("OK"),
+                None => reply.error("ERR DISCARD without MULTI"),
+            },
+            // One thread runs every command: nothing runs between them.
+            "exec" => match session.multi.take() {
+                None => reply.error("ERR EXEC without MULTI"),
+                Some(t) if t.failed => reply.error("EXECABORT Transaction discarded because of previous errors."),
+                Some(t) => {
+                    reply.array(t.queued.len());
+                    for args in &t.queued {
+                        let cmd = Command { args: args.iter().map(|a| std::borrow::Cow::Borrowed(&a[..])).collect() };
+                        self.execute(&cmd, session, reply);
+                    }
+                }
+            },
             "get" => match self.string(&args[0]) {
                 Ok(Some(v)) => {
                     let v = v.clone();
@@ -573,7 +641,8 @@ impl RespDb {
                     Some(_) => match self.expires.get(&args[0][..]) {
                         None => -1,
                         Some(&at) => {
-                            let ms = at.saturating_duration_since(Instant::now()).as_millis() as i64;
+                            // Rounded to the millisecond Redis's clock has.
+                            let ms = (at.saturating_duration_since(Instant::now()).as_micros() as i64 + 500) / 1000;
                             if name == "ttl" {
                                 (ms + 500) / 1000
                             } else {

@@ -226,7 +226,7 @@ impl RespLoop {
                 db.counters.connected_clients += 1;
                 db.counters.total_connections += 1;
                 self.next_id += 1;
-                Conn { session: Session { id: self.next_id - 1, name: None }, ..Conn::default() }
+                Conn { session: Session { id: self.next_id - 1, ..Session::default() }, ..Conn::default() }
             });
             if conn.closing {
                 continue;
