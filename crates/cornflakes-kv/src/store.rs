@@ -265,6 +265,23 @@ impl Store {
         }
     }
 
+    /// Moves the value of `from` to `to` (replacing what `to` held), its
+    /// buffers and all, without copying; whether `from` was there.
+    pub fn rename(&mut self, from: &[u8], to: &[u8]) -> bool {
+        if from == to {
+            return self.map.contains_key(from);
+        }
+        let Some(value) = self.map.remove(from) else { return false };
+        let front = if self.fronts.is_empty() { None } else { self.fronts.remove(from) };
+        self.remove(to);
+        self.key_bytes = self.key_bytes - from.len() + to.len();
+        self.map.insert(to.into(), value);
+        if let Some(front) = front {
+            self.fronts.insert(to.into(), front);
+        }
+        true
+    }
+
     /// Drops what was prepended to `key`.
     fn remove_front(&mut self, key: &[u8]) {
         if !self.fronts.is_empty() {

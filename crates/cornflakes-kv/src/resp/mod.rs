@@ -8,8 +8,9 @@
 //!
 //! Commands: PING ECHO GET SET (EX PX EXAT PXAT NX XX KEEPTTL GET) SETEX
 //! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) MGET MSET DEL
-//! EXISTS TYPE KEYS APPEND STRLEN INCR DECR INCRBY DECRBY TTL PTTL EXPIRE
-//! PEXPIRE (NX XX GT LT) PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
+//! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
+//! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
+//! PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD (a queuing error
@@ -47,7 +48,7 @@
 //! INFO's `used_memory` is that count; `pool_mapped_bytes` is the pinned
 //! pool, which grows and is not given back (after FLUSHALL either).
 //!
-//! Not implemented, answered `unknown command`: SCAN, EXPIREAT,
+//! Not implemented, answered `unknown command`: SCAN, WATCH,
 //! hashes and sets, persistence (SAVE), AUTH; so
 //! `redis-cli --bigkeys` (SCAN) does not work; `redis-cli --stat` does.
 
@@ -174,6 +175,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("exec", 1, &["noscript", "loading", "stale"]),
     ("exists", -2, &["readonly", "fast"]),
     ("expire", -3, &["write", "fast"]),
+    ("expireat", -3, &["write", "fast"]),
     ("flushall", -1, &["write"]),
     ("flushdb", -1, &["write"]),
     ("get", 2, &["readonly", "fast"]),
@@ -195,10 +197,13 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("multi", 1, &["noscript", "loading", "stale", "fast"]),
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
+    ("pexpireat", -3, &["write", "fast"]),
     ("psetex", 4, &["write", "denyoom"]),
     ("ping", -1, &["fast"]),
     ("pttl", 2, &["readonly", "fast"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("rename", 3, &["write"]),
+    ("renamenx", 3, &["write", "fast"]),
     ("rpop", -2, &["write", "fast"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
     ("select", 2, &["loading", "stale", "fast"]),
@@ -206,8 +211,10 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("setex", 4, &["write", "denyoom"]),
     ("setnx", 3, &["write", "denyoom", "fast"]),
     ("strlen", 2, &["readonly", "fast"]),
+    ("touch", -2, &["readonly", "fast"]),
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
+    ("unlink", -2, &["write", "fast"]),
 ];
 
 /// How SET and GETEX give an expiry: a time to live or a Unix time, in
@@ -587,11 +594,11 @@ impl RespDb {
                     }
                 }
             }
-            "del" => {
+            "del" | "unlink" => {
                 let n = args.iter().filter(|k| self.kind(k).is_some() && self.delete(k)).count();
                 reply.integer(n as i64);
             }
-            "exists" => {
+            "exists" | "touch" => {
                 let n = args.iter().filter(|k| self.kind(k).is_some()).count();
                 reply.integer(n as i64);
             }
@@ -629,7 +636,33 @@ impl RespDb {
                 Some(Kind::String) => "string",
                 Some(Kind::List) => "list",
             }),
-            "expire" | "pexpire" => self.expire(name, args, reply),
+            "expire" | "pexpire" | "expireat" | "pexpireat" => self.expire(name, args, reply),
+            "rename" | "renamenx" => {
+                let (from, to) = (&args[0][..], &args[1][..]);
+                if self.kind(from).is_none() {
+                    reply.error("ERR no such key");
+                } else if name == "renamenx" && (from == to || self.kind(to).is_some()) {
+                    reply.integer(0);
+                } else {
+                    let ttl = self.expires.remove(from);
+                    let list = !self.lists.is_empty() && self.lists.remove(from);
+                    if from != to {
+                        self.delete(to);
+                    }
+                    self.store.rename(from, to);
+                    if let Some(at) = ttl {
+                        self.expires.insert(to.into(), at);
+                    }
+                    if list {
+                        self.lists.insert(to.into());
+                    }
+                    if name == "rename" {
+                        reply.simple("OK");
+                    } else {
+                        reply.integer(1);
+                    }
+                }
+            }
             "persist" => {
                 let had = self.kind(&args[0]).is_some() && self.expires.remove(&args[0][..]).is_some();
                 reply.integer(i64::from(had));
@@ -858,14 +891,21 @@ impl RespDb {
         }
         let Some(n) = integer_arg(&args[1]) else { return reply.error(NOT_INTEGER) };
         let invalid = format!("ERR invalid expire time in '{name}' command");
-        let Some(ms) = (if name == "expire" { n.checked_mul(1000) } else { Some(n) }) else {
+        let seconds = name == "expire" || name == "expireat";
+        let Some(ms) = (if seconds { n.checked_mul(1000) } else { Some(n) }) else {
             return reply.error(&invalid);
         };
-        // Redis adds the wall clock in milliseconds and refuses an overflow.
-        let wall_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        if ms.checked_add(wall_ms as i64).is_none() {
+        let wall_ms = unix_ms();
+        // A Unix time (EXPIREAT, PEXPIREAT) becomes milliseconds from now;
+        // for a time to live, Redis adds the wall clock and refuses an
+        // overflow.
+        let ms = if name.ends_with("at") {
+            ms.saturating_sub(wall_ms)
+        } else if ms.checked_add(wall_ms).is_none() {
             return reply.error(&invalid);
-        }
+        } else {
+            ms
+        };
         let key = &args[0][..];
         if self.kind(key).is_none() {
             return reply.integer(0);

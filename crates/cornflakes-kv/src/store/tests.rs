@@ -210,3 +210,24 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn rename_moves_the_value_and_its_prepends_and_keeps_the_counts() {
+    let mut s = store();
+    s.append(b"list", b"b").unwrap();
+    s.prepend(b"list", b"a").unwrap();
+    s.put(b"other", &[b"xyz"]).unwrap();
+    let before = s.data_bytes();
+    assert!(s.rename(b"list", b"l2"));
+    assert_eq!(s.data_bytes(), before - 4 + 2, "the key is shorter by two bytes");
+    let got: Vec<u8> = s.get(b"l2").unwrap().iter().map(|b| b.as_slice()[0]).collect();
+    assert_eq!(got, b"ab");
+    assert!(s.get(b"list").is_none() && s.fronts.contains_key(&b"l2"[..]), "the prepend moved with it");
+    // Onto an existing key: its value goes.
+    assert!(s.rename(b"l2", b"other"));
+    assert_eq!((s.len(), s.value_bytes()), (1, 2));
+    assert_eq!(s.data_bytes(), 5 + 2);
+    assert!(s.rename(b"other", b"other"));
+    assert!(!s.rename(b"nothing", b"x"));
+    assert_eq!(s.len(), 1);
+}
