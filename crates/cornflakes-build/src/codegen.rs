@@ -389,7 +389,7 @@ impl Gen<'_> {
                     column: m.location.1,
                     feature: "an extern message type with Wire::Protobuf",
                     detail: format!(
-                        "field {}.{} uses a message mapped by extern_path (the well-known types included), which has no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead",
+                        "field {}.{} uses a message mapped by extern_path (the well-known types included), which has no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead (Google's well-known types too: `Config::clear_extern_paths()` generates `google.protobuf.rs`, to include as module `google::protobuf` beside your package's root module)",
                         m.name, f.name
                     ),
                 }
@@ -467,6 +467,16 @@ impl Gen<'_> {
             "/// An empty message in `arena`.\n#[inline]\npub fn new_in(arena: &'a {RT}::Arena) -> Self {{ <Self as {RT}::Message<'a>>::new_in(arena) }}"
         );
         code.push_str(&acc.code);
+        if protobuf {
+            // prost's names, for the format this type is generated for (the
+            // trait `Message`'s methods are the Cornflakes format's).
+            let _ = writeln!(
+                code,
+                "/// Length of the protobuf encoding, as prost's `encoded_len` (this type's Cornflakes-format length is [`{RT}::Message::encoded_len`]).\n#[inline]\npub fn encoded_len(&self) -> usize {{ <Self as {RT}::protowire::ProtoMessage<'a>>::proto_encoded_len(self) }}\n\
+                 /// The protobuf encoding, as prost's `encode_to_vec`.\n#[inline]\npub fn encode_to_vec(&self) -> ::std::vec::Vec<u8> {{ <Self as {RT}::protowire::ProtoMessage<'a>>::serialize_proto_to_vec(self) }}\n\
+                 /// Decodes a protobuf encoding, as prost's `decode`: fields borrow from `data` (from a pool buffer, [`{RT}::protowire::ProtoMessage::deserialize_proto`] makes long ones zero-copy references).\n///\n/// # Errors\n///\n/// When `data` is not a valid protobuf encoding of this message.\n#[inline]\npub fn decode(data: &'a [u8], arena: &'a {RT}::Arena) -> ::core::result::Result<Self, {RT}::protowire::ProtoDecodeError> {{ <Self as {RT}::protowire::ProtoMessage<'a>>::deserialize_proto_from_slice(data, arena) }}"
+            );
+        }
         if self.options.samples {
             emit_sample(code, m, &fields);
         }
@@ -656,6 +666,23 @@ fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: 
         let _ = writeln!(code, "/// Field `{}` = {}.\n{}({ty}),", f.name, f.number, upper_camel(&f.name));
     }
     code.push_str("}\n\n");
+    // A message member's variant holds it boxed in its arena: constructors,
+    // so that no one has to name the box (`Kind::Prepaid(..)` as in prost
+    // is `Kind::prepaid(..)` here).
+    let message_members: Vec<&&FieldDef> = members.iter().filter(|f| matches!(f.kind, Kind::Message(_))).collect();
+    if !message_members.is_empty() {
+        let _ = writeln!(code, "impl<'a> {name}<'a> {{");
+        for f in message_members {
+            let elem = elem_type(&f.kind, module);
+            let _ = writeln!(
+                code,
+                "/// The variant `{v}` holding `value` (boxed in the arena `value` was made in).\n#[inline]\npub fn {ctor}(value: {elem}) -> Self {{ let arena = <{elem} as {RT}::Message<'a>>::arena(&value); Self::{v}({PRIV}::nested_in(value, arena)) }}",
+                v = upper_camel(&f.name),
+                ctor = to_snake(&f.name),
+            );
+        }
+        code.push_str("}\n\n");
+    }
     if has_enum {
         let _ = writeln!(
             code,

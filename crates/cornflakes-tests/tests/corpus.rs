@@ -101,6 +101,14 @@ fn debug_names_enum_values_and_shows_presence() {
     assert!(format!("{p:?}").contains("content: Some(StatusChange(Online))"), "{p:?}");
     p.set_content(post::Content::StatusChange(-3));
     assert!(format!("{p:?}").contains("content: Some(StatusChange(-3))"), "{p:?}");
+    // A message member is built with its constructor, as prost's variant.
+    let mut a = corpus::acme::chat::Attachment::new_in(&arena);
+    a.set_mime_type("text/plain");
+    p.set_content(post::Content::attachment(a));
+    assert!(format!("{p:?}").contains("content: Some(Attachment(Attachment { mime_type: \"text/plain\""), "{p:?}");
+    assert!(
+        matches!(p.get_content(), Some(post::Content::Attachment(a)) if a.get_mime_type().as_str() == Ok("text/plain"))
+    );
 
     let mut item = Item::new_in(&arena);
     assert!(format!("{item:?}").ends_with("history: [], stock: None }"), "{item:?}");

@@ -502,6 +502,10 @@ fn check_both_ways(pool: &Pool, v: &pb::Tree) -> usize {
     assert_eq!(ours.serialize_proto_to_vec(), prost_bytes);
     assert_eq!(ours.proto_layout().total_len(), v.encoded_len());
     assert_eq!(ours.proto_encoded_len(), v.encoded_len());
+    // prost's names, on a type generated with Wire::Protobuf, are protobuf's.
+    assert_eq!((ours.encoded_len(), ours.encode_to_vec()), (v.encoded_len(), prost_bytes.clone()));
+    let slice_arena = Arena::new(pool);
+    assert_eq!(&read(&pwtest::Tree::decode(&prost_bytes, &slice_arena).expect("decodes prost's")), v);
     // ours -> prost
     let back = pb::Tree::decode(&sent[..]).expect("prost decodes ours");
     assert_eq!(&back, v);

@@ -1926,6 +1926,22 @@ pub mod value {
         /// Field `list_value` = 6.
         ListValue(::cornflakes::__private::Nested<'a, super::ListValue<'a>>),
     }
+    impl<'a> Kind<'a> {
+        /// The variant `StructValue` holding `value` (boxed in the arena `value` was made in).
+        #[inline]
+        pub fn struct_value(value: super::Struct<'a>) -> Self {
+            let arena = <super::Struct<'a> as ::cornflakes::Message<'a>>::arena(&value);
+            Self::StructValue(::cornflakes::__private::nested_in(value, arena))
+        }
+        /// The variant `ListValue` holding `value` (boxed in the arena `value` was made in).
+        #[inline]
+        pub fn list_value(value: super::ListValue<'a>) -> Self {
+            let arena = <super::ListValue<
+                'a,
+            > as ::cornflakes::Message<'a>>::arena(&value);
+            Self::ListValue(::cornflakes::__private::nested_in(value, arena))
+        }
+    }
     impl ::core::fmt::Debug for Kind<'_> {
         fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
             match self {
