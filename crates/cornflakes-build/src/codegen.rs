@@ -290,6 +290,10 @@ impl Gen<'_> {
             let _ = writeln!(code, "Self::{v} => \"{proto}\",");
         }
         code.push_str("} }\n");
+        let _ = writeln!(
+            code,
+            "/// Whether the schema names `value` (prost's `is_valid`).\npub fn is_valid(value: i32) -> bool {{ <Self as ::core::convert::TryFrom<i32>>::try_from(value).is_ok() }}"
+        );
         let _ = writeln!(code, "/// The value of a name in the schema.\npub fn from_str_name(value: &str) -> ::core::option::Option<Self> {{ match value {{");
         for (v, proto, _) in &variants {
             let _ = writeln!(code, "\"{proto}\" => ::core::option::Option::Some(Self::{v}),");
@@ -1066,6 +1070,28 @@ impl Accessors {
                              let mut e = <{entry} as {RT}::Message<'a>>::new_in(self.__cf_arena.get()); e.set_key(key); e.set_value(value); self.{mem}.append(e);"
                         ),
                     );
+                    // Keys and values that do not outlive the message.
+                    let short = |k: &Kind| match k {
+                        Kind::String => Some("&str"),
+                        Kind::Bytes => Some("&[u8]"),
+                        _ => None,
+                    };
+                    if short(&map.key).is_some() || short(&map.value).is_some() {
+                        let kshort = short(&map.key).map_or(karg.clone(), str::to_owned);
+                        let vshort = short(&map.value).map_or(varg.clone(), str::to_owned);
+                        let kset = if short(&map.key).is_some() { "set_key_copied" } else { "set_key" };
+                        let vset = if short(&map.value).is_some() { "set_value_copied" } else { "set_value" };
+                        self.method(
+                            format!("insert_{a}_copied"),
+                            n,
+                            &format!("[`insert_{a}`](Self::insert_{a}) of a key and value that may not outlive the message (`&format!(..)`, a local): strings and bytes copied into the arena unless zero-copy."),
+                            &format!("(&mut self, key: {kshort}, value: {vshort})"),
+                            &format!(
+                                "if let ::core::option::Option::Some(e) = self.{mem}.iter_mut().rev().find(|e| {key_eq}) {{ e.{vset}(value); return; }} \
+                                 let mut e = <{entry} as {RT}::Message<'a>>::new_in(self.__cf_arena.get()); e.{kset}(key); e.{vset}(value); self.{mem}.append(e);"
+                            ),
+                        );
+                    }
                     self.method(
                         format!("lookup_{a}"),
                         n,
@@ -1083,6 +1109,15 @@ impl Accessors {
                     &format!("(&mut self, value: {arg})"),
                     &format!("self.{mem}.append({value});"),
                 );
+                if let Some(e) = &f.enum_path {
+                    self.method(
+                        format!("iter_{a}"),
+                        n,
+                        &format!("The elements of `{n}` as enums; a value this schema does not know reads as the default, as in prost's getter (the `i32`s: `get_{a}`)."),
+                        &format!("(&self) -> impl ::core::iter::Iterator<Item = {e}> + '_"),
+                        &format!("self.{mem}.iter().map(|v| {e}::try_from(*v).unwrap_or_default())"),
+                    );
+                }
                 if matches!(f.def.kind, Kind::Bytes | Kind::String) {
                     let (short, ctor) =
                         if matches!(f.def.kind, Kind::Bytes) { ("&[u8]", "CfBytes") } else { ("&str", "CfString") };

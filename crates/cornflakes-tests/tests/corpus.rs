@@ -120,4 +120,28 @@ fn debug_names_enum_values_and_shows_presence() {
     assert_eq!(item.get_stock_opt(), Some(0), "set to its default is still set");
     item.clear_stock();
     assert_eq!(item.get_stock_opt(), None);
+    // Repeated enums read as enums, unknown values as the default.
+    assert_eq!(item.iter_history().collect::<Vec<_>>(), [Tier::Gold, Tier::Unspecified]);
+    assert!(Tier::is_valid(2) && !Tier::is_valid(9));
+}
+
+/// Map entries from values that do not outlive the message: copied in.
+#[test]
+fn maps_take_keys_and_values_that_do_not_outlive_the_message() {
+    use corpus::acme::maps::Inventory;
+    use corpus::acme::r#type::Money;
+    let arena = Arena::copying();
+    let mut inv = Inventory::new_in(&arena);
+    for i in 0..3 {
+        inv.insert_by_int32_copied(i, &format!("value {i}"));
+        let mut m = Money::new_in(&arena);
+        m.set_units(i64::from(i));
+        inv.insert_prices_copied(&format!("sku-{i}"), m);
+    }
+    inv.insert_by_int32_copied(1, &String::from("replaced"));
+    let bytes = inv.serialize_to_vec().unwrap();
+    let back = Inventory::deserialize_from_slice(&bytes, &arena).unwrap();
+    assert_eq!(back.get_by_int32().len(), 3, "a key inserted again replaces its value");
+    assert_eq!(back.lookup_by_int32(1).unwrap().get_value().as_str(), Ok("replaced"));
+    assert_eq!(back.lookup_prices("sku-2").and_then(|e| e.get_value()).map(|m| m.get_units()), Some(2));
 }

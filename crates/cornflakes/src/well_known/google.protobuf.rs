@@ -891,6 +891,10 @@ impl NullValue {
             Self::NullValue => "NULL_VALUE",
         }
     }
+    /// Whether the schema names `value` (prost's `is_valid`).
+    pub fn is_valid(value: i32) -> bool {
+        <Self as ::core::convert::TryFrom<i32>>::try_from(value).is_ok()
+    }
     /// The value of a name in the schema.
     pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
         match value {
@@ -983,6 +987,25 @@ impl<'a> Struct<'a> {
             'a,
         > as ::cornflakes::Message<'a>>::new_in(self.__cf_arena.get());
         e.set_key(key);
+        e.set_value(value);
+        self.fields.append(e);
+    }
+    /// [`insert_fields`](Self::insert_fields) of a key and value that may not outlive the message (`&format!(..)`, a local): strings and bytes copied into the arena unless zero-copy.
+    #[inline]
+    pub fn insert_fields_copied(&mut self, key: &str, value: Value<'a>) {
+        if let ::core::option::Option::Some(e) = self
+            .fields
+            .iter_mut()
+            .rev()
+            .find(|e| e.get_key().as_bytes() == key.as_bytes())
+        {
+            e.set_value(value);
+            return;
+        }
+        let mut e = <r#struct::FieldsEntry<
+            'a,
+        > as ::cornflakes::Message<'a>>::new_in(self.__cf_arena.get());
+        e.set_key_copied(key);
         e.set_value(value);
         self.fields.append(e);
     }
