@@ -271,6 +271,7 @@ impl Gen<'_> {
             }
         }
         let code = &mut *self.code;
+        code.push_str(&schema_doc(&e.doc));
         let _ = writeln!(
             code,
             "/// Enum `{}`: an open enum, so fields hold its `i32` value and keep values this schema does not know.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\n#[repr(i32)]\npub enum {name} {{",
@@ -278,7 +279,8 @@ impl Gen<'_> {
         );
         for (i, (v, proto, n)) in variants.iter().enumerate() {
             let attr = if i == default { "#[default]\n" } else { "" };
-            let _ = writeln!(code, "/// `{proto}`.\n{attr}{v} = {n},");
+            let doc = schema_doc(e.value_docs.get(i).map_or("", String::as_str));
+            let _ = writeln!(code, "{doc}/// `{proto}`.\n{attr}{v} = {n},");
         }
         code.push_str("}\n");
         let _ = writeln!(code, "impl {name} {{");
@@ -428,6 +430,7 @@ impl Gen<'_> {
 
         let code = &mut *self.code;
         // The struct.
+        code.push_str(&schema_doc(&m.doc));
         let _ = writeln!(code, "/// Message `{}`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.", m.name);
         let _ = writeln!(code, "#[derive(Clone, PartialEq)]\npub struct {name}<'a> {{");
         let _ = writeln!(code, "__cf_arena: {PRIV}::ArenaRef<'a>,\n__cf_bitmap: [u32; {words}],");
@@ -944,16 +947,58 @@ fn debug_value(f: &FieldCode) -> String {
     }
 }
 
+/// A schema comment as doc lines (then an empty one, before what the
+/// generator says), made safe for rustdoc as prost-build makes it: no line
+/// is indented (an indented block would be a doctest), a fenced block is
+/// `text`, and brackets are escaped (not links).
+fn schema_doc(comment: &str) -> String {
+    if comment.trim().is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut fenced = false;
+    let lines: Vec<&str> = comment.trim_end().lines().collect();
+    let first = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+    for line in &lines[first..] {
+        let line = line.trim_end();
+        let text = if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            if fenced {
+                "```text".to_owned()
+            } else {
+                "```".to_owned()
+            }
+        } else if fenced {
+            line.strip_prefix(' ').unwrap_or(line).to_owned()
+        } else {
+            line.trim_start().replace('[', "\\[").replace(']', "\\]")
+        };
+        let _ = writeln!(out, "///{}{text}", if text.is_empty() { "" } else { " " });
+    }
+    if fenced {
+        out.push_str("/// ```\n");
+    }
+    out.push_str("///\n");
+    out
+}
+
 /// Generated accessor methods, with their names for the collision check.
 #[derive(Default)]
 struct Accessors {
     code: String,
     /// Method name -> the proto field or oneof that generated it.
     names: Vec<(String, String)>,
+    /// The getter of the field being generated and the schema's comment on
+    /// that field, which its getter's docs begin with (as prost puts it on
+    /// the struct field).
+    field_doc: Option<(String, String)>,
 }
 
 impl Accessors {
     fn method(&mut self, name: String, owner: &str, doc: &str, sig: &str, body: &str) {
+        if let Some((_, schema)) = self.field_doc.as_ref().filter(|(get, _)| *get == name) {
+            self.code.push_str(&schema_doc(schema));
+        }
         let _ = writeln!(self.code, "/// {doc}\n#[inline]\npub fn {name}{sig} {{ {body} }}");
         self.names.push((name, owner.to_owned()));
     }
@@ -990,6 +1035,7 @@ impl Accessors {
 
     fn field(&mut self, f: &FieldCode, m: &MessageDef) {
         let (i, mem, n, a) = (f.index, f.member.as_str(), f.def.name.as_str(), f.accessor.as_str());
+        self.field_doc = (!f.def.doc.is_empty()).then(|| (format!("get_{a}"), f.def.doc.clone()));
         let set_bit = format!("{PRIV}::set_bit(&mut self.__cf_bitmap, {i});");
         let clear_bit = format!("{PRIV}::clear_bit(&mut self.__cf_bitmap, {i});");
         let ty = f.elem.as_str();

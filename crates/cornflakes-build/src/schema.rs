@@ -96,6 +96,8 @@ pub(crate) struct FieldDef {
     /// A repeated scalar or enum field encoded packed (proto3's default,
     /// unless `[packed = false]`).
     pub(crate) packed: bool,
+    /// The schema's comment above the field (empty if none).
+    pub(crate) doc: String,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +113,10 @@ pub(crate) struct EnumDef {
     pub(crate) values: Vec<(String, i32)>,
     /// (line, column) of its declaration.
     pub(crate) location: (u32, u32),
+    /// The schema's comment above the enum, and above each value (in the
+    /// order of `values`).
+    pub(crate) doc: String,
+    pub(crate) value_docs: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -132,6 +138,8 @@ pub(crate) struct MessageDef {
     /// The position of the message in its file (source-info path), for
     /// errors found while generating.
     pub(crate) location: (u32, u32),
+    /// The schema's comment above the message (empty if none).
+    pub(crate) doc: String,
 }
 
 #[derive(Clone, Debug)]
@@ -358,20 +366,29 @@ fn collect_types(files: &[FileDescriptorProto], extern_paths: &[(String, String)
     ctx.out
 }
 
-/// Maps source-info paths to (line, column), both 1-based.
-struct Locations(HashMap<Vec<i32>, (u32, u32)>);
+/// Maps source-info paths to (line, column), both 1-based, and to the
+/// comments above the elements.
+struct Locations(HashMap<Vec<i32>, (u32, u32)>, HashMap<Vec<i32>, String>);
 
 impl Locations {
     fn new(info: Option<&SourceCodeInfo>) -> Self {
-        let mut map = HashMap::new();
+        let (mut map, mut docs) = (HashMap::new(), HashMap::new());
         if let Some(info) = info {
             for loc in &info.location {
                 if loc.span.len() >= 2 {
                     map.entry(loc.path.clone()).or_insert((loc.span[0] as u32 + 1, loc.span[1] as u32 + 1));
                 }
+                if let Some(text) = loc.leading_comments.as_deref().filter(|t| !t.trim().is_empty()) {
+                    docs.entry(loc.path.clone()).or_insert_with(|| text.to_owned());
+                }
             }
         }
-        Locations(map)
+        Locations(map, docs)
+    }
+
+    /// The comment above the element at `path` (empty if none).
+    fn doc(&self, path: &[i32]) -> String {
+        self.1.get(path).cloned().unwrap_or_default()
     }
 
     /// The position of `path`, or of its nearest enclosing element that has
@@ -403,6 +420,7 @@ const FILE_SYNTAX: i32 = 12;
 const MSG_FIELD: i32 = 2;
 const MSG_NESTED: i32 = 3;
 const MSG_ENUM: i32 = 4;
+const ENUM_VALUE: i32 = 2;
 const MSG_EXTENSION_RANGE: i32 = 5;
 const MSG_EXTENSION: i32 = 6;
 const MSG_RESERVED_RANGE: i32 = 9;
@@ -427,8 +445,7 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
             format!("extend {}: Cornflakes has no extensions (custom options included)", fd.extension[0].extendee()),
         ));
     }
-    let enums =
-        fd.enum_type.iter().enumerate().map(|(i, e)| convert_enum(e, locs.at(&[FILE_ENUM, i as i32]))).collect();
+    let enums = fd.enum_type.iter().enumerate().map(|(i, e)| convert_enum(e, &[FILE_ENUM, i as i32], &locs)).collect();
     let mut messages = Vec::new();
     for (i, m) in fd.message_type.iter().enumerate() {
         messages.push(convert_message(m, &[FILE_MESSAGE, i as i32], &name, &locs, known)?);
@@ -436,14 +453,16 @@ fn convert_file(fd: &FileDescriptorProto, known: &HashMap<String, TypeInfo>) -> 
     Ok(SchemaFile { name, package: fd.package().to_owned(), messages, enums })
 }
 
-fn convert_enum(e: &EnumDescriptorProto, location: (u32, u32)) -> EnumDef {
+fn convert_enum(e: &EnumDescriptorProto, path: &[i32], locs: &Locations) -> EnumDef {
     let mut values: Vec<(String, i32)> = Vec::new();
-    for v in &e.value {
+    let mut value_docs = Vec::new();
+    for (k, v) in e.value.iter().enumerate() {
         if !values.iter().any(|(_, n)| *n == v.number()) {
             values.push((v.name().to_owned(), v.number()));
+            value_docs.push(locs.doc(&[path, &[ENUM_VALUE, k as i32]].concat()));
         }
     }
-    EnumDef { name: e.name().to_owned(), values, location }
+    EnumDef { name: e.name().to_owned(), values, location: locs.at(path), doc: locs.doc(path), value_docs }
 }
 
 fn scalar_kind(f: &prost_types::FieldDescriptorProto, known: &HashMap<String, TypeInfo>) -> Result<Kind, &'static str> {
@@ -558,6 +577,7 @@ fn convert_message(
         let codec = proto_codec(f.r#type());
         let packed = repeated && !codec.is_empty() && f.options.as_ref().and_then(|o| o.packed).unwrap_or(true);
         fields.push(FieldDef {
+            doc: locs.doc(&fpath),
             codec,
             packed,
             name: f.name().to_owned(),
@@ -578,8 +598,17 @@ fn convert_message(
         nested.push(convert_message(n, &at(&[MSG_NESTED, k as i32]), file, locs, known)?);
     }
     let enums =
-        m.enum_type.iter().enumerate().map(|(k, e)| convert_enum(e, locs.at(&at(&[MSG_ENUM, k as i32])))).collect();
-    Ok(MessageDef { name: m.name().to_owned(), fields, oneofs, nested, enums, reserved_slots, location: locs.at(path) })
+        m.enum_type.iter().enumerate().map(|(k, e)| convert_enum(e, &at(&[MSG_ENUM, k as i32]), locs)).collect();
+    Ok(MessageDef {
+        name: m.name().to_owned(),
+        fields,
+        oneofs,
+        nested,
+        enums,
+        reserved_slots,
+        location: locs.at(path),
+        doc: locs.doc(path),
+    })
 }
 
 /// Most reserved numbers below a message's highest field number: each is a

@@ -283,3 +283,27 @@ fn collisions_across_files_of_a_package_and_in_enums_are_reported() {
     let u = unsupported("syntax = \"proto3\";\nenum HTTPStatus { H_A = 0; }\n\nenum HttpStatus { H_B = 0; }\n");
     assert_eq!(u.line, 4, "{u}");
 }
+
+#[test]
+fn schema_comments_reach_the_docs_safely() {
+    let files = generate(
+        "syntax = \"proto3\";\n// A user.\n//\n//     indented();\n// ```\n// fenced();\n// ```\n// See [RFC 1].\nmessage User {\n  // Unique per server.\n  uint64 id = 1;\n}\n// Colors.\nenum Color {\n  // Nothing.\n  COLOR_NONE = 0;\n}\n",
+    )
+    .unwrap();
+    let code = &files[0].code;
+    for want in [
+        "/// A user.\n",
+        "/// indented();\n",
+        "/// ```text\n",
+        "/// fenced();\n",
+        "/// See \\[RFC 1\\].\n",
+        "/// Unique per server.\n",
+        "/// Colors.\n",
+        "/// Nothing.\n",
+    ] {
+        assert!(code.contains(want), "{want:?} not in\n{code}");
+    }
+    // The field's comment is on its getter.
+    let at = code.find("/// Unique per server.").unwrap();
+    assert_eq!(code[at..].find("pub fn"), code[at..].find("pub fn get_id"), "{code}");
+}
