@@ -32,40 +32,19 @@ fn corpus() -> Result<(), Box<dyn std::error::Error>> {
     protos.sort();
     let out = PathBuf::from(std::env::var("OUT_DIR")?).join("corpus");
     let mut config = cornflakes_build::Config::new();
-    config.out_dir(&out).test_samples(true);
+    // The module tree (`mod.rs`) is the generator's `include_file`.
+    config.out_dir(&out).test_samples(true).include_file("mod.rs");
     let files = config.generate(&protos, &[&dir])?;
     config.compile_protos(&protos, &[&dir])?;
 
-    // Module tree.
-    #[derive(Default)]
-    struct Tree(std::collections::BTreeMap<String, Tree>, Option<String>);
-    let mut root = Tree::default();
     let mut list = String::from("macro_rules! for_each_corpus_message { ($m:ident) => {\n");
     for f in &files {
-        let mut node = &mut root;
         let segs: Vec<String> = f.package.split('.').map(escape).collect();
-        for seg in &segs {
-            node = node.0.entry(seg.clone()).or_default();
-        }
-        node.1 = Some(f.name.clone());
         for m in &f.messages {
             list.push_str(&format!("$m!(crate::corpus::{}::{});\n", segs.join("::"), m));
         }
     }
     list.push_str("}}\n");
-    fn emit(t: &Tree, code: &mut String) {
-        if let Some(file) = &t.1 {
-            code.push_str(&format!("include!(concat!(env!(\"OUT_DIR\"), \"/corpus/{file}\"));\n"));
-        }
-        for (name, child) in &t.0 {
-            code.push_str(&format!("/// Proto package segment `{name}`.\npub mod {name} {{\n"));
-            emit(child, code);
-            code.push_str("}\n");
-        }
-    }
-    let mut code = String::new();
-    emit(&root, &mut code);
-    std::fs::write(out.join("mod.rs"), code)?;
     std::fs::write(out.join("list.rs"), list)?;
     Ok(())
 }

@@ -307,3 +307,22 @@ fn schema_comments_reach_the_docs_safely() {
     let at = code.find("/// Unique per server.").unwrap();
     assert_eq!(code[at..].find("pub fn"), code[at..].find("pub fn get_id"), "{code}");
 }
+
+#[test]
+fn include_file_nests_one_module_per_package_segment() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("a.proto", "syntax = \"proto3\";\npackage acme.type;\nmessage A { uint32 x = 1; }\n");
+    write(
+        "b.proto",
+        "syntax = \"proto3\";\npackage acme.shop.v1;\nimport \"a.proto\";\nmessage B { acme.type.A a = 1; }\n",
+    );
+    let out = dir.join("out");
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false).out_dir(&out).include_file("protos.rs");
+    let written = config.compile_protos(&[dir.join("b.proto")], &[&dir]).unwrap();
+    assert_eq!(written.last(), Some(&out.join("protos.rs")));
+    let code = std::fs::read_to_string(out.join("protos.rs")).unwrap();
+    let want = "pub mod acme {\n/// Proto package `acme.shop`.\npub mod shop {\n/// Proto package `acme.shop.v1`.\npub mod v1 {\ninclude!(\"acme.shop.v1.rs\");\n}\n}\n/// Proto package `acme.type`.\npub mod r#type {\ninclude!(\"acme.type.rs\");\n}\n}\n";
+    assert!(code.ends_with(want), "{code}");
+}
