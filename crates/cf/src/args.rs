@@ -1004,6 +1004,11 @@ pub(crate) struct ServerArgs {
     /// bytes of keys and values.
     #[arg(long, default_value = "0", value_parser = parse_memory)]
     maxmemory: usize,
+    /// RESP: the password clients must give (AUTH, or HELLO's AUTH) before
+    /// anything else, as Redis's requirepass; also CONFIG SET requirepass.
+    /// Prefer the CF_REQUIREPASS environment variable: a flag shows in ps.
+    #[arg(long, env = "CF_REQUIREPASS", hide_env_values = true)]
+    requirepass: Option<String>,
     /// Record when the serving loop lost its core, slept or spent long on
     /// a batch, and append those spans to this file (TSV) each time the
     /// parent asks for counters (set by `cf tails`).
@@ -1057,6 +1062,7 @@ impl ServerArgs {
             zero_copy_min: self.zero_copy_min,
             max_clients: self.maxclients as usize,
             maxmemory: self.maxmemory,
+            requirepass: self.requirepass.clone(),
         })
     }
 

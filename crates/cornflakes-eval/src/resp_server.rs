@@ -39,6 +39,8 @@ pub struct RespServerOptions {
     /// Bytes of keys and values past which writes are refused with
     /// Redis's OOM error (`maxmemory`, policy `noeviction`); 0: no limit.
     pub maxmemory: usize,
+    /// The password clients must give first (Redis's `requirepass`).
+    pub requirepass: Option<String>,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
@@ -88,6 +90,7 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     let mut db = RespDb::new(store, args.threshold);
     db.set_max_clients(args.max_clients);
     db.set_maxmemory(args.maxmemory);
+    db.set_requirepass(args.requirepass.as_deref().map(str::as_bytes));
     let local = dp.local_addrs()[0];
     eprintln!(
         "kv-server: RESP2 on tcp at {local}, {} keys preloaded, zero-copy from {} B (try: redis-cli -p {})",

@@ -748,6 +748,37 @@ fn redis_cli_gets_the_answers_redis_server_gives() {
     ours.stop();
 }
 
+/// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
+/// sets it): each new connection must AUTH before anything else, and
+/// every answer on the way is redis-server's (the HELLO that succeeds is
+/// left out: its contents describe the server).
+#[test]
+fn auth_and_requirepass_answer_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let scripts = [
+        "AUTH x\nAUTH default x\nAUTH nobody x\nAUTH\nAUTH a b c\nCONFIG SET requirepass s3cret\nPING\nCONFIG GET requirepass\n",
+        // A new connection, which has not given the password.
+        "PING\nSET k v\nNOSUCHCMD\nGET\nMULTI\nHELLO 2\nHELLO 2 AUTH default wrong\nAUTH wrong\nAUTH nobody s3cret\n\
+         AUTH s3cret\nPING\nSET k v\nGET k\nAUTH default s3cret\nAUTH default wrong\nGET k\n",
+        "HELLO 2 AUTH default s3cret SETNAME named\nCLIENT GETNAME\nCONFIG SET requirepass \"\"\n",
+        "PING\nGET k\n",
+    ];
+    for (n, script) in scripts.iter().enumerate() {
+        let theirs = redis_cli(redis.port, script);
+        let mine = redis_cli(ours.addr.port(), script);
+        // The successful HELLO's reply (a map naming the server) is skipped.
+        let skip = if n == 2 { theirs.len() - 2 } else { 0 };
+        assert!(!theirs.is_empty(), "redis-server answered nothing to script {n}");
+        assert_eq!(mine.len(), theirs.len(), "script {n}: ours {mine:?}, redis-server's {theirs:?}");
+        assert_eq!(&mine[skip..], &theirs[skip..], "script {n} (ours, then redis-server's)");
+    }
+    ours.stop();
+}
+
 #[test]
 fn a_client_past_maxclients_hears_what_redis_server_says() {
     if find("redis-server").is_none() || find("redis-cli").is_none() {

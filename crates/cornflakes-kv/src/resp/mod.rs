@@ -48,8 +48,13 @@
 //! INFO's `used_memory` is that count; `pool_mapped_bytes` is the pinned
 //! pool, which grows and is not given back (after FLUSHALL either).
 //!
+//! A password, as Redis's `requirepass` (`cf kv-server --requirepass` or
+//! `CF_REQUIREPASS`, `CONFIG SET requirepass`): AUTH and HELLO's AUTH for
+//! the `default` user, with Redis's NOAUTH and WRONGPASS answers; no ACL
+//! users.
+//!
 //! Not implemented, answered `unknown command`: SCAN, WATCH,
-//! hashes and sets, persistence (SAVE), AUTH; so
+//! hashes and sets, persistence (SAVE), ACL; so
 //! `redis-cli --bigkeys` (SCAN) does not work; `redis-cli --stat` does.
 
 mod expiry;
@@ -85,6 +90,8 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// `CLIENT ID`.
     pub id: u64,
+    /// Gave the password (AUTH), when one is required.
+    authenticated: bool,
     /// The commands queued since `MULTI`, while in a transaction.
     multi: Option<Transaction>,
 }
@@ -129,6 +136,10 @@ pub struct RespDb {
     /// refused (Redis's `maxmemory` with its default policy, `noeviction`);
     /// 0: no limit.
     maxmemory: usize,
+    /// The password of Redis's `default` user (`requirepass`): when set, a
+    /// connection runs nothing but AUTH, HELLO and QUIT until it has given
+    /// it.
+    requirepass: Option<Vec<u8>>,
     /// The serving loop's counts, for INFO (see [`ServerCounters`]).
     pub(crate) counters: ServerCounters,
 }
@@ -163,6 +174,7 @@ enum Kind {
 /// positive arity is exact, a negative one a minimum (name included).
 const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("append", 3, &["write", "denyoom"]),
+    ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("client", -2, &["noscript", "loading", "stale"]),
     ("command", -1, &["loading", "stale"]),
     ("config", -2, &["admin", "noscript", "loading", "stale"]),
@@ -332,6 +344,7 @@ impl RespDb {
             threshold,
             started: Instant::now(),
             maxmemory: 0,
+            requirepass: None,
             counters: ServerCounters::default(),
         }
     }
@@ -343,6 +356,20 @@ impl RespDb {
     /// values, so the same limit holds more data here.
     pub fn set_maxmemory(&mut self, bytes: usize) {
         self.maxmemory = bytes;
+    }
+
+    /// Requires connections to authenticate with `password` (AUTH, or
+    /// HELLO's AUTH option) before anything else, as Redis's `requirepass`
+    /// does; `None` (the default): no password. Connections that already
+    /// authenticated stay so, as in Redis.
+    pub fn set_requirepass(&mut self, password: Option<&[u8]>) {
+        self.requirepass = password.filter(|p| !p.is_empty()).map(<[u8]>::to_vec);
+    }
+
+    /// Whether `user` / `password` are the `default` user's (any password,
+    /// when none is required, as Redis's `nopass` default user).
+    fn password_ok(&self, user: &[u8], password: &[u8]) -> bool {
+        user == b"default" && self.requirepass.as_deref().is_none_or(|want| same_secret(want, password))
     }
 
     /// The `maxmemory` limit in bytes (0: none).
@@ -479,6 +506,13 @@ impl RespDb {
         }
         if self.maxmemory != 0 && self.store.data_bytes() > self.maxmemory && flags.contains(&"denyoom") {
             reply.error(status_error(Status::NoMemory));
+            if let Some(t) = session.multi.as_mut() {
+                t.failed = true;
+            }
+            return After::Continue;
+        }
+        if self.requirepass.is_some() && !session.authenticated && !matches!(name, "auth" | "hello" | "quit") {
+            reply.error("NOAUTH Authentication required.");
             if let Some(t) = session.multi.as_mut() {
                 t.failed = true;
             }
@@ -733,7 +767,25 @@ impl RespDb {
             "config" => self.config(args, reply),
             "command" => command(args, reply),
             "client" => client(args, session, reply),
-            "hello" => hello(args, session, reply),
+            "hello" => self.hello(args, session, reply),
+            "auth" => {
+                let (user, password): (&[u8], &[u8]) = match args {
+                    [password] => (b"default", password),
+                    [user, password] => (user, password),
+                    _ => {
+                        reply.error(SYNTAX);
+                        return After::Continue;
+                    }
+                };
+                if args.len() == 1 && self.requirepass.is_none() {
+                    reply.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+                } else if self.password_ok(user, password) {
+                    session.authenticated = true;
+                    reply.simple("OK");
+                } else {
+                    reply.error(WRONGPASS);
+                }
+            }
             "quit" => {
                 reply.simple("OK");
                 return After::Close;
@@ -1098,13 +1150,15 @@ impl RespDb {
         // What clients ask at start (redis-benchmark: save, appendonly), and
         // the limits an operator checks.
         let (maxmemory, maxclients) = (self.maxmemory.to_string(), self.counters.max_clients.to_string());
-        let known: [(&str, &str); 8] = [
+        let requirepass = String::from_utf8_lossy(self.requirepass.as_deref().unwrap_or_default()).into_owned();
+        let known: [(&str, &str); 9] = [
             ("appendonly", "no"),
             ("databases", "1"),
             ("maxclients", &maxclients),
             ("maxmemory", &maxmemory),
             ("maxmemory-policy", "noeviction"),
             ("proto-max-bulk-len", "1048576"),
+            ("requirepass", &requirepass),
             ("save", ""),
             ("timeout", "0"),
         ];
@@ -1127,6 +1181,7 @@ impl RespDb {
             return reply.error(&arity_error("config|set"));
         }
         let mut maxmemory = None;
+        let mut requirepass = None;
         for kv in pairs.chunks(2) {
             let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
             let failed =
@@ -1136,6 +1191,7 @@ impl RespDb {
                     Some(n) => maxmemory = Some(n),
                     None => return reply.error(&failed("argument must be a memory value")),
                 },
+                b"requirepass" => requirepass = Some(value.to_vec()),
                 b"maxmemory-policy" if value.eq_ignore_ascii_case(b"noeviction") => {}
                 b"maxmemory-policy" => {
                     return reply.error(&failed("this server evicts nothing: the only policy is noeviction"))
@@ -1150,6 +1206,9 @@ impl RespDb {
         }
         if let Some(n) = maxmemory {
             self.maxmemory = n;
+        }
+        if let Some(p) = requirepass {
+            self.set_requirepass(Some(&p));
         }
         reply.simple("OK");
     }
@@ -1343,23 +1402,53 @@ fn client(args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mu
 
 /// `HELLO [2 [SETNAME name]]`; any other version is Redis's `NOPROTO`
 /// (this server speaks RESP2 only).
-fn hello(args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mut Reply<RcBuf>) {
-    if let Some(ver) = args.first() {
-        match integer_arg(ver) {
-            None => return reply.error("ERR Protocol version is not an integer or out of range"),
-            Some(2) => {}
-            Some(_) => return reply.error("NOPROTO unsupported protocol version"),
-        }
-        let mut i = 1;
-        while i < args.len() {
-            if args[i].eq_ignore_ascii_case(b"setname") && i + 1 < args.len() {
-                session.name = Some(args[i + 1].to_vec());
-                i += 2;
-            } else {
-                return reply.error(&format!("ERR Syntax error in HELLO option '{}'", lossy(&args[i])));
+/// A password compared in time that does not depend on where it differs.
+fn same_secret(want: &[u8], got: &[u8]) -> bool {
+    want.len() == got.len() && want.iter().zip(got).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+impl RespDb {
+    /// `HELLO [protover [AUTH user password] [SETNAME name]]`.
+    fn hello(&mut self, args: &[std::borrow::Cow<'_, [u8]>], session: &mut Session, reply: &mut Reply<RcBuf>) {
+        let mut name = None;
+        let mut auth = None;
+        if let Some(ver) = args.first() {
+            match integer_arg(ver) {
+                None => return reply.error("ERR Protocol version is not an integer or out of range"),
+                Some(2) => {}
+                Some(_) => return reply.error("NOPROTO unsupported protocol version"),
+            }
+            let mut i = 1;
+            while i < args.len() {
+                if args[i].eq_ignore_ascii_case(b"setname") && i + 1 < args.len() {
+                    name = Some(args[i + 1].to_vec());
+                    i += 2;
+                } else if args[i].eq_ignore_ascii_case(b"auth") && i + 2 < args.len() {
+                    auth = Some((&args[i + 1][..], &args[i + 2][..]));
+                    i += 3;
+                } else {
+                    return reply.error(&format!("ERR Syntax error in HELLO option '{}'", lossy(&args[i])));
+                }
             }
         }
+        match auth {
+            Some((user, password)) if !self.password_ok(user, password) => return reply.error(WRONGPASS),
+            Some(_) => session.authenticated = true,
+            None if self.requirepass.is_some() && !session.authenticated => {
+                return reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+            }
+            None => {}
+        }
+        if name.is_some() {
+            session.name = name;
+        }
+        hello_reply(session, reply);
     }
+}
+
+fn hello_reply(session: &Session, reply: &mut Reply<RcBuf>) {
     reply.array(14);
     for (k, v) in [("server", "redis"), ("version", "7.0.0")] {
         reply.bulk(k.as_bytes());
