@@ -779,6 +779,54 @@ fn auth_and_requirepass_answer_as_redis_server_does() {
     ours.stop();
 }
 
+/// `redis-cli --scan` lists the keys redis-server lists (in its own
+/// order), and `redis-cli --bigkeys` runs through and finds the biggest
+/// list (the biggest string is one of several of one length, either
+/// server may name any).
+#[test]
+fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let mut fill = String::new();
+    for i in 0..3000 {
+        fill.push_str(&format!("SET user:{i} {}\n", "x".repeat(i % 50 + 1)));
+    }
+    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\n");
+    for port in [redis.port, ours.addr.port()] {
+        redis_cli(port, &fill);
+    }
+    let scan = |port: u16, args: &[&str]| {
+        let out = Command::new("redis-cli").args(["-p", &port.to_string()]).args(args).output().expect("redis-cli");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sorted = |text: String| {
+        let mut v: Vec<String> = text.lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    let theirs = sorted(scan(redis.port, &["--scan", "--pattern", "user:1*"]));
+    let mine = sorted(scan(ours.addr.port(), &["--scan", "--pattern", "user:1*"]));
+    assert_eq!(theirs.len(), 1111);
+    assert_eq!(mine, theirs);
+    let big = |port: u16| {
+        let text = scan(port, &["--bigkeys"]);
+        assert!(!text.contains("error"), "{text}");
+        text.lines()
+            .filter(|l| l.starts_with("Biggest"))
+            .map(|l| l.split('\'').nth(1).unwrap_or("").trim_matches('"').to_owned())
+            .collect::<Vec<_>>()
+    };
+    let (theirs, mine) = (big(redis.port), big(ours.addr.port()));
+    assert!(theirs.contains(&"biglist".to_owned()), "{theirs:?}");
+    assert_eq!(mine.len(), theirs.len(), "ours {mine:?}, redis-server's {theirs:?}");
+    assert!(mine.contains(&"biglist".to_owned()), "{mine:?}");
+    ours.stop();
+}
+
 #[test]
 fn a_client_past_maxclients_hears_what_redis_server_says() {
     if find("redis-server").is_none() || find("redis-cli").is_none() {

@@ -53,9 +53,13 @@
 //! the `default` user, with Redis's NOAUTH and WRONGPASS answers; no ACL
 //! users.
 //!
-//! Not implemented, answered `unknown command`: SCAN, WATCH,
-//! hashes and sets, persistence (SAVE), ACL; so
-//! `redis-cli --bigkeys` (SCAN) does not work; `redis-cli --stat` does.
+//! SCAN (MATCH COUNT TYPE) returns every key present for the whole
+//! iteration exactly once, but each call is O(keys), not O(COUNT) (see
+//! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
+//!
+//! Not implemented, answered `unknown command`: WATCH, hashes and sets,
+//! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
+//! work).
 
 mod expiry;
 mod serve;
@@ -218,6 +222,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("renamenx", 3, &["write", "fast"]),
     ("rpop", -2, &["write", "fast"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
+    ("scan", -2, &["readonly"]),
     ("select", 2, &["loading", "stale", "fast"]),
     ("set", -3, &["write", "denyoom"]),
     ("setex", 4, &["write", "denyoom"]),
@@ -745,6 +750,7 @@ impl RespDb {
             },
             "dbsize" => reply.integer(self.store.len() as i64),
             "keys" => self.keys(&args[0], reply),
+            "scan" => self.scan(args, reply),
             "flushall" | "flushdb" => match args {
                 [] => self.flushall(reply),
                 [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
@@ -1211,6 +1217,78 @@ impl RespDb {
             self.set_requirepass(Some(&p));
         }
         reply.simple("OK");
+    }
+
+    /// `SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]`. The cursor is a
+    /// position in the order of the keys' hashes (fixed per key), so a key
+    /// present for the whole iteration is returned exactly once, whatever
+    /// else changes (Redis's guarantee, without its duplicates). Each call
+    /// looks at every key (two passes, O(keys); hashbrown gives no stable
+    /// bucket order to resume from), so it returns at least 1/64 of them
+    /// (COUNT is a hint, as in Redis): a full iteration is 64 calls at most.
+    fn scan(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let Some(cursor) = std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()) else {
+            return reply.error("ERR invalid cursor");
+        };
+        let (mut pattern, mut count, mut kind): (Option<&[u8]>, usize, Option<&[u8]>) = (None, 10, None);
+        let mut opts = args[1..].chunks(2);
+        for opt in &mut opts {
+            match opt {
+                [o, v] if o.eq_ignore_ascii_case(b"match") => pattern = Some(v),
+                [o, v] if o.eq_ignore_ascii_case(b"count") => match integer_arg(v) {
+                    None => return reply.error(NOT_INTEGER),
+                    Some(n) if n < 1 => return reply.error(SYNTAX),
+                    Some(n) => count = usize::try_from(n).unwrap_or(usize::MAX),
+                },
+                [o, v] if o.eq_ignore_ascii_case(b"type") => kind = Some(v),
+                _ => return reply.error(SYNTAX),
+            }
+        }
+        let hash = |k: &[u8]| {
+            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+            BuildHasherDefault::<DefaultHasher>::default().hash_one(k)
+        };
+        let want = count.max(self.store.len() / 64).max(1);
+        // Pass 1: the `want` smallest hashes from the cursor on.
+        let mut smallest = std::collections::BinaryHeap::with_capacity(want + 1);
+        for k in self.store.keys() {
+            let h = hash(k);
+            if h >= cursor && (smallest.len() < want || smallest.peek().is_some_and(|&top| h < top)) {
+                smallest.push(h);
+                if smallest.len() > want {
+                    smallest.pop();
+                }
+            }
+        }
+        let (last, next) = match smallest.peek() {
+            Some(&top) if smallest.len() == want && top < u64::MAX => (top, top + 1),
+            _ => (u64::MAX, 0),
+        };
+        // Pass 2: the keys in [cursor, last], hashes that collide included.
+        let now = Instant::now();
+        let mut found: Vec<Box<[u8]>> = Vec::new();
+        for k in self.store.keys() {
+            let h = hash(k);
+            if h < cursor || h > last {
+                continue;
+            }
+            if self.expires.get(k).is_some_and(|&at| at <= now) || pattern.is_some_and(|p| !glob_match(p, k)) {
+                continue;
+            }
+            if let Some(t) = kind {
+                let is_list = self.store.get(k).is_some_and(|v| v.len() != 1) || self.lists.contains(k);
+                if !t.eq_ignore_ascii_case(if is_list { b"list" } else { b"string" }) {
+                    continue;
+                }
+            }
+            found.push(k.into());
+        }
+        reply.array(2);
+        reply.bulk(next.to_string().as_bytes());
+        reply.array(found.len());
+        for k in found {
+            reply.bulk(&k);
+        }
     }
 
     /// `KEYS pattern`: every live key matching Redis's glob. O(keys), as in

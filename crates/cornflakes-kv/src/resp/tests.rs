@@ -230,3 +230,47 @@ fn mset_with_a_pair_past_the_limits_writes_nothing() {
     assert_eq!(answer(&mut d, "EXISTS m1 m2\r\n"), ":0\r\n");
     assert_eq!(answer(&mut d, "MSET m1 1 m2 2\r\nMGET m1 m2\r\n"), "+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
 }
+
+/// SCAN returns every key present for the whole iteration exactly once,
+/// while keys are added and removed under it; MATCH and TYPE filter.
+#[test]
+fn scan_returns_every_key_that_stays_exactly_once() {
+    let mut d = db();
+    let n = if cfg!(miri) { 40 } else { 2000 };
+    for i in 0..n {
+        answer(&mut d, &format!("SET k{i} v\r\n"));
+    }
+    answer(&mut d, "RPUSH l a b\r\nSET other x\r\n");
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    let mut cursor = "0".to_owned();
+    let mut calls = 0;
+    loop {
+        let got = answer(&mut d, &format!("SCAN {cursor} COUNT 7\r\n"));
+        let lines: Vec<&str> = got.split("\r\n").collect();
+        // *2, $len, cursor, *n, then $len key pairs.
+        cursor = lines[2].to_owned();
+        for key in lines[4..].iter().skip(1).step_by(2) {
+            *seen.entry((*key).to_owned()).or_default() += 1;
+        }
+        calls += 1;
+        // Churn: keys that come and go during the iteration.
+        answer(&mut d, &format!("SET new{calls} v\r\nDEL k{}\r\n", calls % 5));
+        if cursor == "0" {
+            break;
+        }
+        assert!(calls < 100, "64 calls at most for any size");
+    }
+    for i in 5..n {
+        assert_eq!(seen.get(&format!("k{i}")), Some(&1), "k{i}");
+    }
+    assert_eq!((seen.get("l"), seen.get("other")), (Some(&1), Some(&1)));
+    assert!(seen.values().all(|&c| c == 1), "no key twice");
+
+    let only =
+        |cmd: &str, d: &mut RespDb| answer(d, cmd).split("\r\n").skip(5).step_by(2).filter(|s| !s.is_empty()).count();
+    assert_eq!(only("SCAN 0 MATCH k1? COUNT 100000\r\n", &mut d), 10);
+    assert_eq!(only("SCAN 0 TYPE list COUNT 100000\r\n", &mut d), 1);
+    assert_eq!(answer(&mut d, "SCAN x\r\n"), "-ERR invalid cursor\r\n");
+    assert_eq!(answer(&mut d, "SCAN 0 COUNT 0\r\n"), "-ERR syntax error\r\n");
+    assert_eq!(answer(&mut d, "SCAN 0 BOGUS\r\n"), "-ERR syntax error\r\n");
+}
