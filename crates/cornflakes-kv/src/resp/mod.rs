@@ -162,6 +162,11 @@ pub struct ServerCounters {
     /// Keys removed because their time was up (read after it, or found by
     /// the active expiry).
     pub expired_keys: u64,
+    /// Keys GET, MGET and GETEX found, and did not find (a cache's hit
+    /// ratio, as Redis's `keyspace_hits` and `keyspace_misses`).
+    pub keyspace_hits: u64,
+    /// See [`keyspace_hits`](Self::keyspace_hits).
+    pub keyspace_misses: u64,
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -564,9 +569,13 @@ impl RespDb {
             "get" => match self.string(&args[0]) {
                 Ok(Some(v)) => {
                     let v = v.clone();
+                    self.counters.keyspace_hits += 1;
                     self.value(reply, &v)
                 }
-                Ok(None) => reply.null(),
+                Ok(None) => {
+                    self.counters.keyspace_misses += 1;
+                    reply.null()
+                }
                 Err(e) => reply.error(e),
             },
             "set" => self.set("set", args, reply),
@@ -606,9 +615,13 @@ impl RespDb {
                     match self.string(key) {
                         Ok(Some(v)) => {
                             let v = v.clone();
+                            self.counters.keyspace_hits += 1;
                             self.value(reply, &v)
                         }
-                        _ => reply.null(),
+                        _ => {
+                            self.counters.keyspace_misses += 1;
+                            reply.null()
+                        }
                     }
                 }
             }
@@ -887,9 +900,13 @@ impl RespDb {
         };
         let v = match self.string(key) {
             Ok(Some(v)) => v.clone(),
-            Ok(None) => return reply.null(),
+            Ok(None) => {
+                self.counters.keyspace_misses += 1;
+                return reply.null();
+            }
             Err(e) => return reply.error(e),
         };
+        self.counters.keyspace_hits += 1;
         self.value(reply, &v);
         match change {
             None => {}
@@ -1113,11 +1130,13 @@ impl RespDb {
             // they live in, which grows and is not given back.
             let used = self.store.data_bytes();
             let pool = self.store.pool().stats().mapped_bytes;
+            let rss = resident_bytes();
             section(
                 &mut text,
                 format!(
-                    "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\npool_mapped_bytes:{pool}\r\npool_mapped_human:{}\r\n",
+                    "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\npool_mapped_bytes:{pool}\r\npool_mapped_human:{}\r\n",
                     bytes_to_human(used),
+                    bytes_to_human(rss),
                     self.maxmemory,
                     bytes_to_human(self.maxmemory),
                     bytes_to_human(pool)
@@ -1128,10 +1147,17 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\n",
-                    c.total_connections, c.total_commands, c.expired_keys
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+                    c.total_connections, c.total_commands, c.expired_keys, c.keyspace_hits, c.keyspace_misses
                 ),
             );
+        }
+        if wants("persistence") {
+            // No persistence: nothing is loading, nothing is written.
+            section(&mut text, "# Persistence\r\nloading:0\r\naof_enabled:0\r\n".to_owned());
+        }
+        if wants("replication") {
+            section(&mut text, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".to_owned());
         }
         if wants("keyspace") {
             let mut body = String::from("# Keyspace\r\n");
@@ -1542,6 +1568,17 @@ fn hello_reply(session: &Session, reply: &mut Reply<RcBuf>) {
     }
     reply.bulk(b"modules");
     reply.array(0);
+}
+
+/// The process's resident memory in bytes (`VmRSS` of `/proc/self/status`;
+/// 0 where it cannot be read).
+fn resident_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok());
+    kib.unwrap_or(0) * 1024
 }
 
 /// Now, in milliseconds since the Unix epoch (0 if the clock is before it).

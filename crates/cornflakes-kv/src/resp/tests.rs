@@ -157,6 +157,8 @@ fn info_reports_clients_memory_and_commands() {
         "maxmemory_policy:noeviction\r\n",
         "total_connections_received:9\r\n",
         "total_commands_processed:3\r\n",
+        "keyspace_hits:0\r\nkeyspace_misses:0\r\n",
+        "# Replication\r\nrole:master\r\n",
         "db0:keys=2,expires=0,avg_ttl=0\r\n",
     ] {
         assert!(info.contains(line), "{line:?} not in {info}");
@@ -273,4 +275,16 @@ fn scan_returns_every_key_that_stays_exactly_once() {
     assert_eq!(answer(&mut d, "SCAN x\r\n"), "-ERR invalid cursor\r\n");
     assert_eq!(answer(&mut d, "SCAN 0 COUNT 0\r\n"), "-ERR syntax error\r\n");
     assert_eq!(answer(&mut d, "SCAN 0 BOGUS\r\n"), "-ERR syntax error\r\n");
+}
+
+#[test]
+fn info_counts_hits_and_misses_of_reads() {
+    let mut d = db();
+    answer(&mut d, "SET a 1\r\nGET a\r\nGET b\r\nMGET a b c\r\nGETEX a\r\nGETEX nope\r\n");
+    let info = answer(&mut d, "INFO stats\r\n");
+    assert!(info.contains("keyspace_hits:3\r\nkeyspace_misses:4\r\n"), "{info}");
+    let memory = answer(&mut d, "INFO memory\r\n");
+    let rss: usize =
+        memory.split("used_memory_rss:").nth(1).and_then(|r| r.split("\r\n").next()).unwrap().parse().unwrap();
+    assert!(cfg!(miri) || rss > 1 << 20, "{memory}");
 }
