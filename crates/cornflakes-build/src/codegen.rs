@@ -924,7 +924,25 @@ fn present(f: &FieldCode) -> String {
 /// it), `optional` fields as `Some(..)` or `None`.
 fn debug_value(f: &FieldCode) -> String {
     let mem = &f.member;
-    let enum_path = f.enum_path.as_ref().filter(|_| f.def.map.is_none());
+    if let Some(map) = &f.def.map {
+        // As prost's `HashMap` prints: `{key: value, ..}`, from the
+        // entries' accessors (their fields are private to their module).
+        let entry = f.elem.replace("<'a>", "<'_>");
+        let value_ty = f.map_value.clone().unwrap_or_default().replace("<'a>", "<'_>");
+        let put = match &map.value {
+            Kind::Enum(_) => format!("m.entry(&e.get_key(), &{PRIV}::EnumDebug::<{value_ty}>::new(e.get_value_raw()));"),
+            // A message value that is absent reads as its default, as in prost.
+            Kind::Message(_) => format!(
+                "match e.get_value() {{ ::core::option::Option::Some(v) => {{ m.entry(&e.get_key(), v); }} \
+                 ::core::option::Option::None => {{ m.entry(&e.get_key(), &<{value_ty} as {RT}::Message<'_>>::new_in(<{entry} as {RT}::Message<'_>>::arena(e))); }} }}"
+            ),
+            _ => "m.entry(&e.get_key(), &e.get_value());".to_owned(),
+        };
+        return format!(
+            "{PRIV}::MapDebug::new(&self.{mem}, |e: &{entry}, m: &mut ::core::fmt::DebugMap<'_, '_>| {{ {put} }})"
+        );
+    }
+    let enum_path = f.enum_path.as_ref();
     match (f.shape, enum_path) {
         (Shape::List, Some(e)) => format!("{PRIV}::EnumListDebug::<{e}>::new(&self.{mem})"),
         (Shape::Single, e) => {

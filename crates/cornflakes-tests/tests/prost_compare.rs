@@ -469,3 +469,26 @@ proptest! {
         prop_assert_eq!(back.encoded_len(), bytes.len());
     }
 }
+
+/// Maps print as prost's `HashMap`s print (one entry each, so that the
+/// order is not the hash map's): `{key: value}`, enum values by name, a
+/// message value as the message.
+#[test]
+fn debug_of_maps_prints_what_prost_prints() {
+    let item = pb::Item { sku: "s".into(), price: None, tier: 7, history: vec![1, 2], stock: Some(4) };
+    let money = pb::Money { currency_code: "EUR".into(), units: 3, nanos: 0 };
+    let v = pb::Inventory {
+        by_int32: [(1, "a".to_owned())].into(),
+        by_uint64: [(7, true)].into(),
+        by_sint32: [(-2, 1.5)].into(),
+        by_sfixed64: [(3, 1), (4, 99)].into_iter().take(1).collect(),
+        by_bool: [(true, "t".to_owned())].into(),
+        prices: [("p".to_owned(), money)].into(),
+        items: [("i".to_owned(), item)].into(),
+        ..Default::default()
+    };
+    let pool = Pool::new().unwrap();
+    let arena = Arena::new(&pool);
+    let ours = build_inventory(&v, &arena);
+    assert_eq!(format!("{ours:?}"), format!("{v:?}"));
+}

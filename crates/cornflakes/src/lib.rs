@@ -58,7 +58,9 @@ pub struct UnknownEnumValue(pub i32);
 /// (`::cornflakes::__private::...`), and they may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::field::storage::{bit, clear_bit, nested_in, set_bit, ArenaRef, EnumDebug, EnumListDebug, Nested};
+    pub use crate::field::storage::{
+        bit, clear_bit, nested_in, set_bit, ArenaRef, EnumDebug, EnumListDebug, MapDebug, Nested,
+    };
     /// The protobuf wire format's plumbing.
     pub use crate::protowire::private as pw;
     pub use crate::wire::field::{Field, Scalar};

@@ -89,6 +89,29 @@ impl<E: TryFrom<i32> + std::fmt::Debug> std::fmt::Debug for EnumListDebug<'_, E>
     }
 }
 
+/// A map field (a list of entry messages) in a message's `Debug`: printed
+/// as a map, `{key: value, ..}`, as prost's `HashMap` prints; `put` adds one
+/// entry.
+pub struct MapDebug<'l, E, F>(&'l [E], F);
+
+impl<'l, E, F: Fn(&E, &mut std::fmt::DebugMap<'_, '_>)> MapDebug<'l, E, F> {
+    /// Wraps a stored list of entries.
+    #[inline]
+    pub fn new(entries: &'l [E], put: F) -> Self {
+        MapDebug(entries, put)
+    }
+}
+
+impl<E, F: Fn(&E, &mut std::fmt::DebugMap<'_, '_>)> std::fmt::Debug for MapDebug<'_, E, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut m = f.debug_map();
+        for e in self.0 {
+            (self.1)(e, &mut m);
+        }
+        m.finish()
+    }
+}
+
 /// The arena a generated message was created in. Compares equal to any
 /// other, so that messages compare by content.
 #[derive(Clone, Copy)]

@@ -928,7 +928,38 @@ pub struct Struct<'a> {
 }
 impl ::core::fmt::Debug for Struct<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.debug_struct("Struct").field("fields", &self.fields).finish()
+        f.debug_struct("Struct")
+            .field(
+                "fields",
+                &::cornflakes::__private::MapDebug::new(
+                    &self.fields,
+                    |
+                        e: &r#struct::FieldsEntry<'_>,
+                        m: &mut ::core::fmt::DebugMap<'_, '_>|
+                    {
+                        match e.get_value() {
+                            ::core::option::Option::Some(v) => {
+                                m.entry(&e.get_key(), v);
+                            }
+                            ::core::option::Option::None => {
+                                m.entry(
+                                    &e.get_key(),
+                                    &<Value<
+                                        '_,
+                                    > as ::cornflakes::Message<
+                                        '_,
+                                    >>::new_in(
+                                        <r#struct::FieldsEntry<
+                                            '_,
+                                        > as ::cornflakes::Message<'_>>::arena(e),
+                                    ),
+                                );
+                            }
+                        }
+                    },
+                ),
+            )
+            .finish()
     }
 }
 impl<'a> Struct<'a> {
