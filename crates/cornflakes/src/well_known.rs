@@ -8,3 +8,197 @@
 #![allow(missing_docs)]
 
 include!("well_known/google.protobuf.rs");
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const NANOS_PER_SECOND: i64 = 1_000_000_000;
+
+impl<'a> Timestamp<'a> {
+    /// `time` as seconds and nanoseconds since the Unix epoch, in `arena`
+    /// (prost-types' `From<SystemTime>`): nanoseconds in `0..1e9`, seconds
+    /// negative before 1970. Saturates past what `i64` seconds hold.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use cornflakes::{well_known::Timestamp, Arena};
+    ///
+    /// let arena = Arena::copying();
+    /// let t = UNIX_EPOCH + Duration::new(1_700_000_000, 5);
+    /// let ts = Timestamp::from_system_time(t, &arena);
+    /// assert_eq!((ts.get_seconds(), ts.get_nanos()), (1_700_000_000, 5));
+    /// assert_eq!(ts.to_system_time(), Some(t));
+    /// assert_eq!(ts.to_string(), "2023-11-14T22:13:20.000000005Z");
+    /// let before = Timestamp::from_system_time(UNIX_EPOCH - Duration::from_millis(1500), &arena);
+    /// assert_eq!((before.get_seconds(), before.get_nanos()), (-2, 500_000_000));
+    /// assert_eq!(before.to_string(), "1969-12-31T23:59:58.500Z");
+    /// ```
+    pub fn from_system_time(time: SystemTime, arena: &'a crate::Arena) -> Self {
+        let (seconds, nanos) = match time.duration_since(UNIX_EPOCH) {
+            Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos() as i32),
+            Err(e) => {
+                let d = e.duration();
+                let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+                match d.subsec_nanos() {
+                    0 => (-s, 0),
+                    n => (-s - 1, (NANOS_PER_SECOND - i64::from(n)) as i32),
+                }
+            }
+        };
+        let mut ts = Timestamp::new_in(arena);
+        ts.set_seconds(seconds);
+        ts.set_nanos(nanos);
+        ts
+    }
+
+    /// The time it names (prost-types' `TryFrom<Timestamp> for
+    /// SystemTime`); `None` when its nanoseconds are outside `0..1e9` or
+    /// the time is outside what `SystemTime` holds.
+    pub fn to_system_time(&self) -> Option<SystemTime> {
+        let (s, n) = (self.get_seconds(), self.get_nanos());
+        if !(0..NANOS_PER_SECOND as i32).contains(&n) {
+            return None;
+        }
+        let n = std::time::Duration::from_nanos(n as u64);
+        if s >= 0 {
+            UNIX_EPOCH.checked_add(std::time::Duration::from_secs(s as u64))?.checked_add(n)
+        } else {
+            UNIX_EPOCH.checked_sub(std::time::Duration::from_secs(s.unsigned_abs()))?.checked_add(n)
+        }
+    }
+}
+
+/// RFC 3339 in UTC, as prost-types prints it (`2023-11-14T22:13:20Z`,
+/// fractions in 3, 6 or 9 digits); nanoseconds outside `0..1e9` are
+/// carried into the seconds.
+impl std::fmt::Display for Timestamp<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total = i128::from(self.get_seconds()) * i128::from(NANOS_PER_SECOND) + i128::from(self.get_nanos());
+        let (secs, nanos) =
+            (total.div_euclid(NANOS_PER_SECOND.into()), total.rem_euclid(NANOS_PER_SECOND.into()) as u32);
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (y, m, d) = civil_from_days(days);
+        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rest / 3600, rest / 60 % 60, rest % 60)?;
+        write_fraction(f, nanos)?;
+        f.write_str("Z")
+    }
+}
+
+impl<'a> Duration<'a> {
+    /// `d` as a Duration in `arena` (prost-types' `From<std::time::Duration>`);
+    /// saturates past what `i64` seconds hold.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes::{well_known::Duration, Arena};
+    ///
+    /// let arena = Arena::copying();
+    /// let d = Duration::from_std(std::time::Duration::from_millis(1500), &arena);
+    /// assert_eq!((d.get_seconds(), d.get_nanos()), (1, 500_000_000));
+    /// assert_eq!(d.to_std(), Some(std::time::Duration::from_millis(1500)));
+    /// assert_eq!(d.to_string(), "1.500s");
+    /// ```
+    pub fn from_std(d: std::time::Duration, arena: &'a crate::Arena) -> Self {
+        let mut out = Duration::new_in(arena);
+        out.set_seconds(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        out.set_nanos(d.subsec_nanos() as i32);
+        out
+    }
+
+    /// The span it names (prost-types' `TryFrom<Duration> for
+    /// std::time::Duration`); `None` when negative or its seconds and
+    /// nanoseconds disagree in sign or nanoseconds are out of range.
+    pub fn to_std(&self) -> Option<std::time::Duration> {
+        let (s, n) = (self.get_seconds(), self.get_nanos());
+        if s < 0 || !(0..NANOS_PER_SECOND as i32).contains(&n) {
+            return None;
+        }
+        Some(std::time::Duration::new(s as u64, n as u32))
+    }
+}
+
+/// As protobuf's JSON form and prost-types print it: seconds, a fraction
+/// of 3, 6 or 9 digits when there is one, then `s` (`-1.5s` is `-1.500s`).
+impl std::fmt::Display for Duration<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total = i128::from(self.get_seconds()) * i128::from(NANOS_PER_SECOND) + i128::from(self.get_nanos());
+        if total < 0 {
+            f.write_str("-")?;
+        }
+        let total = total.unsigned_abs();
+        write!(f, "{}", total / NANOS_PER_SECOND as u128)?;
+        write_fraction(f, (total % NANOS_PER_SECOND as u128) as u32)?;
+        f.write_str("s")
+    }
+}
+
+/// `.ddd`, `.dddddd` or `.ddddddddd` (the fewest that hold `nanos`), or
+/// nothing for 0.
+fn write_fraction(f: &mut std::fmt::Formatter<'_>, nanos: u32) -> std::fmt::Result {
+    if nanos == 0 {
+        Ok(())
+    } else if nanos.is_multiple_of(1_000_000) {
+        write!(f, ".{:03}", nanos / 1_000_000)
+    } else if nanos.is_multiple_of(1_000) {
+        write!(f, ".{:06}", nanos / 1_000)
+    } else {
+        write!(f, ".{nanos:09}")
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of `days` since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i128) -> (i128, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i128::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_print_as_rfc_3339_across_eras() {
+        let arena = crate::Arena::copying();
+        let ts = |s: i64, n: i32| {
+            let mut t = Timestamp::new_in(&arena);
+            t.set_seconds(s);
+            t.set_nanos(n);
+            t.to_string()
+        };
+        assert_eq!(ts(0, 0), "1970-01-01T00:00:00Z");
+        assert_eq!(ts(951_782_400, 0), "2000-02-29T00:00:00Z", "a leap day");
+        assert_eq!(ts(-62_135_596_800, 0), "0001-01-01T00:00:00Z", "protobuf's smallest");
+        assert_eq!(ts(253_402_300_799, 999_999_999), "9999-12-31T23:59:59.999999999Z", "and largest");
+        assert_eq!(ts(1, 20_000), "1970-01-01T00:00:01.000020Z");
+        assert_eq!(ts(0, -1), "1969-12-31T23:59:59.999999999Z", "negative nanos carried");
+        let mut bad = Timestamp::new_in(&arena);
+        bad.set_nanos(-1);
+        assert_eq!(bad.to_system_time(), None);
+    }
+
+    #[test]
+    fn durations_print_and_convert_as_prost_types_does() {
+        let arena = crate::Arena::copying();
+        let d = |s: i64, n: i32| {
+            let mut d = Duration::new_in(&arena);
+            d.set_seconds(s);
+            d.set_nanos(n);
+            d
+        };
+        assert_eq!(d(0, 0).to_string(), "0s");
+        assert_eq!(d(-1, -500_000_000).to_string(), "-1.500s");
+        assert_eq!(d(3, 1).to_string(), "3.000000001s");
+        assert_eq!(d(-1, 0).to_std(), None);
+        assert_eq!(d(2, 5).to_std(), Some(std::time::Duration::new(2, 5)));
+    }
+}
