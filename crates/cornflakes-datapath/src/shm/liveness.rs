@@ -259,6 +259,9 @@ impl ShmDatapath {
     pub(super) fn linger(&mut self) {
         self.wake_sleeping_peers();
         self.accepting.clear();
+        // Every connection lingers here, however many: the bound on the
+        // closing list is for a datapath that goes on serving.
+        self.config.max_closing = usize::MAX;
         for i in 0..self.slots.len() {
             self.reclaim(i, false);
         }
