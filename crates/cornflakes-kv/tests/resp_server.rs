@@ -325,7 +325,9 @@ fn expired_keys_nobody_reads_are_reclaimed_and_free_maxmemory() {
     assert_eq!(read_n(&mut c, 5), b"+OK\r\n");
     let value = vec![b'v'; 1000];
     let mut refused = 0;
-    for round in 0..10 {
+    // Rounds half a second apart: the idle loop wakes every 100 ms, so a
+    // loaded CI machine has several chances to reclaim a round's keys.
+    for round in 0..6 {
         let mut stream = Vec::new();
         for k in 0..200 {
             stream.extend(command(&[b"SET", format!("k{round}:{k}").as_bytes(), &value, b"PX", b"30"]));
@@ -338,11 +340,11 @@ fn expired_keys_nobody_reads_are_reclaimed_and_free_maxmemory() {
             }
             refused += usize::from(line.starts_with(b"-OOM"));
         }
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_millis(500));
     }
     assert_eq!(refused, 0, "every write taken: the expired keys' memory came back");
     c.write_all(b"DBSIZE\r\n").unwrap();
-    assert_eq!(read_n(&mut c, 4), b":0\r\n", "all 2 000 keys reclaimed");
+    assert_eq!(read_n(&mut c, 4), b":0\r\n", "all 1 200 keys reclaimed");
     server.stop();
 }
 
