@@ -1124,15 +1124,19 @@ impl Accessors {
                     };
                     let varg = f.map_value.clone().unwrap_or_default();
                     let key_lookup = karg.replace("&'a ", "&");
+                    // The body of an insert, with the entry's setters it uses.
+                    let insert = |kset: &str, vset: &str| {
+                        format!(
+                            "if let ::core::option::Option::Some(e) = self.{mem}.iter_mut().rev().find(|e| {key_eq}) {{ e.{vset}(value); return; }} \
+                             let mut e = <{entry} as {RT}::Message<'a>>::new_in(self.__cf_arena.get()); e.{kset}(key); e.{vset}(value); self.{mem}.append(e);"
+                        )
+                    };
                     self.method(
                         format!("insert_{a}"),
                         n,
                         &format!("Sets `{n}[key]` to `value`: replaces the value of an entry with this key, or appends an entry."),
                         &format!("(&mut self, key: {karg}, value: {varg})"),
-                        &format!(
-                            "if let ::core::option::Option::Some(e) = self.{mem}.iter_mut().rev().find(|e| {key_eq}) {{ e.set_value(value); return; }} \
-                             let mut e = <{entry} as {RT}::Message<'a>>::new_in(self.__cf_arena.get()); e.set_key(key); e.set_value(value); self.{mem}.append(e);"
-                        ),
+                        &insert("set_key", "set_value"),
                     );
                     // Keys and values that do not outlive the message.
                     let short = |k: &Kind| match k {
@@ -1150,10 +1154,7 @@ impl Accessors {
                             n,
                             &format!("[`insert_{a}`](Self::insert_{a}) of a key and value that may not outlive the message (`&format!(..)`, a local): strings and bytes copied into the arena unless zero-copy."),
                             &format!("(&mut self, key: {kshort}, value: {vshort})"),
-                            &format!(
-                                "if let ::core::option::Option::Some(e) = self.{mem}.iter_mut().rev().find(|e| {key_eq}) {{ e.{vset}(value); return; }} \
-                                 let mut e = <{entry} as {RT}::Message<'a>>::new_in(self.__cf_arena.get()); e.{kset}(key); e.{vset}(value); self.{mem}.append(e);"
-                            ),
+                            &insert(kset, vset),
                         );
                     }
                     self.method(

@@ -74,7 +74,7 @@ impl<'a> Timestamp<'a> {
 /// carried into the seconds.
 impl std::fmt::Display for Timestamp<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let total = i128::from(self.get_seconds()) * i128::from(NANOS_PER_SECOND) + i128::from(self.get_nanos());
+        let total = total_nanos(self.get_seconds(), self.get_nanos());
         let (secs, nanos) =
             (total.div_euclid(NANOS_PER_SECOND.into()), total.rem_euclid(NANOS_PER_SECOND.into()) as u32);
         let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
@@ -123,7 +123,7 @@ impl<'a> Duration<'a> {
 /// of 3, 6 or 9 digits when there is one, then `s` (`-1.5s` is `-1.500s`).
 impl std::fmt::Display for Duration<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let total = i128::from(self.get_seconds()) * i128::from(NANOS_PER_SECOND) + i128::from(self.get_nanos());
+        let total = total_nanos(self.get_seconds(), self.get_nanos());
         if total < 0 {
             f.write_str("-")?;
         }
@@ -132,6 +132,12 @@ impl std::fmt::Display for Duration<'_> {
         write_fraction(f, (total % NANOS_PER_SECOND as u128) as u32)?;
         f.write_str("s")
     }
+}
+
+/// Seconds and nanoseconds as one count of nanoseconds (nanoseconds out
+/// of range, or of the other sign, carried).
+fn total_nanos(seconds: i64, nanos: i32) -> i128 {
+    i128::from(seconds) * i128::from(NANOS_PER_SECOND) + i128::from(nanos)
 }
 
 /// `.ddd`, `.dddddd` or `.ddddddddd` (the fewest that hold `nanos`), or
