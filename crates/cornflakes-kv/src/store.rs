@@ -2,7 +2,7 @@
 //! every serializer.
 //!
 //! A value is one buffer or a list of buffers (the paper's linked list of
-//! buffers). A put allocates new buffers and swaps them in, so a value being
+//! buffers), or, for RESP, a hash of fields ([`Hash`]). A put allocates new buffers and swaps them in, so a value being
 //! sent (referenced by an in-flight zero-copy send) is never modified in
 //! place: the old buffers live on until the datapath releases them.
 
@@ -10,7 +10,10 @@ use cornflakes::{AllocError, Pool, RcBuf};
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
+pub use self::hash::Hash;
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
+
+mod hash;
 
 /// A value: its elements (one for a plain value).
 pub type Value = SmallVec<[RcBuf; 1]>;
@@ -24,6 +27,10 @@ pub struct Store {
     /// the whole list. Empty unless something was prepended, so a lookup of
     /// the key-value protocol pays one `is_empty`.
     fronts: HashMap<Box<[u8]>, Vec<RcBuf>>,
+    /// Keys holding hashes (RESP's HSET), none of them in `map`: a key is
+    /// in one of the two at most. Empty unless RESP made one, so the
+    /// key-value protocol pays nothing for them.
+    hashes: HashMap<Box<[u8]>, Hash>,
     limits: Limits,
     value_bytes: usize,
     key_bytes: usize,
@@ -80,7 +87,15 @@ impl<'a> Elems<'a> {
 impl Store {
     /// An empty store whose values live in `pool`.
     pub fn new(pool: Pool, limits: Limits) -> Self {
-        Store { pool, map: HashMap::new(), fronts: HashMap::new(), limits, value_bytes: 0, key_bytes: 0 }
+        Store {
+            pool,
+            map: HashMap::new(),
+            fronts: HashMap::new(),
+            hashes: HashMap::new(),
+            limits,
+            value_bytes: 0,
+            key_bytes: 0,
+        }
     }
 
     /// The pool the values live in.
@@ -93,14 +108,14 @@ impl Store {
         &self.limits
     }
 
-    /// Number of keys.
+    /// Number of keys (hashes included).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.map.len() + self.hashes.len()
     }
 
     /// Whether the store has no keys.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// Bytes of all values.
@@ -113,12 +128,12 @@ impl Store {
         self.key_bytes + self.value_bytes
     }
 
-    /// The keys, in no particular order.
+    /// The keys, in no particular order (hashes included).
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.map.keys().map(|k| &k[..])
+        self.map.keys().chain(self.hashes.keys()).map(|k| &k[..])
     }
 
-    /// The value of `key`.
+    /// The value of `key` (`None` for a hash: see [`hash`](Self::hash)).
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Elems<'_>> {
         let back = self.map.get(key)?.as_slice();
@@ -168,6 +183,7 @@ impl Store {
         match self.map.get_mut(key) {
             Some(v) => v.push(buf),
             None => {
+                self.remove_hash(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), smallvec::smallvec![buf]);
             }
@@ -193,6 +209,7 @@ impl Store {
                 }
             }
         } else {
+            self.remove_hash(key);
             self.key_bytes += key.len();
             self.map.insert(key.into(), smallvec::smallvec![buf]);
         }
@@ -261,7 +278,7 @@ impl Store {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
                 true
             }
-            None => false,
+            None => self.remove_hash(key),
         }
     }
 
@@ -269,7 +286,14 @@ impl Store {
     /// buffers and all, without copying; whether `from` was there.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> bool {
         if from == to {
-            return self.map.contains_key(from);
+            return self.map.contains_key(from) || self.hash(from).is_some();
+        }
+        let hash = if self.hashes.is_empty() { None } else { self.hashes.remove(from) };
+        if let Some(hash) = hash {
+            self.remove(to);
+            self.key_bytes = self.key_bytes - from.len() + to.len();
+            self.hashes.insert(to.into(), hash);
+            return true;
         }
         let Some(value) = self.map.remove(from) else { return false };
         let front = if self.fronts.is_empty() { None } else { self.fronts.remove(from) };
@@ -296,6 +320,7 @@ impl Store {
         self.map.clear();
         self.key_bytes = 0;
         self.fronts.clear();
+        self.hashes.clear();
         self.value_bytes = 0;
     }
 
@@ -408,6 +433,7 @@ impl Store {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
             }
             None => {
+                self.remove_hash(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), value);
             }

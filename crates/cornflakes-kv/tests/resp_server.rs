@@ -750,6 +750,105 @@ fn redis_cli_gets_the_answers_redis_server_gives() {
     ours.stop();
 }
 
+/// Hashes: every answer is redis-server's, errors and kinds included
+/// (fields in insertion order, as both servers keep a hash of at most 128
+/// fields; a value past the zero-copy threshold replied by reference).
+const HASH_SCRIPT: &str = r#"FLUSHALL
+HSET h f1 v1 f2 v2 f3 v3
+HSET h f2 w2 f4 v4
+HGET h f2
+HGET h nosuch
+HGET nokey f1
+HMGET h f1 nosuch f4
+HMGET nokey a b
+HGETALL h
+HKEYS h
+HVALS h
+HLEN h
+HLEN nokey
+HSTRLEN h f1
+HSTRLEN h nosuch
+HEXISTS h f1
+HEXISTS h nosuch
+HSETNX h f1 again
+HSETNX h f5 v5
+HGET h f1
+HDEL h f2 nosuch f2
+HGETALL h
+HSET h f2 back
+HKEYS h
+HINCRBY h n 5
+HINCRBY h n -7
+HINCRBY h f1 1
+HINCRBY h n x
+HINCRBY h n 9223372036854775807
+HSET h max 9223372036854775807
+HINCRBY h max 1
+HSET h odd
+HSET h a b c
+HMSET h m1 1 m2 2
+HMSET h m3
+TYPE h
+SET s v
+HGET s f
+HSET s f v
+HGETALL s
+HDEL s f
+HLEN s
+GET h
+LPUSH h x
+INCR h
+SET h v GET
+RPUSH l a
+HSET l f v
+HSCAN h 0
+HSCAN h 0 MATCH m*
+HSCAN h 0 COUNT 2 MATCH f?
+HSCAN h x
+HSCAN nokey 0
+HSET big v {big}
+HSTRLEN big v
+HGET big v
+HGETALL big
+EXPIRE h 1000
+HSET h f9 v9
+TTL h
+RENAME h h2
+HGET h2 f9
+TTL h2
+EXISTS h h2
+HDEL h2 f1 f3 f4 f5 n max m1 m2 f2 f9
+EXISTS h2
+TTL h2
+HSET h3 a 1
+DBSIZE
+KEYS h*
+SCAN 0 TYPE hash MATCH h*
+SET h3 plain
+TYPE h3
+GET h3
+DEL big h3
+DBSIZE
+"#;
+
+#[test]
+fn hashes_answer_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let script = HASH_SCRIPT.replace("{big}", &"x".repeat(700));
+    let theirs = redis_cli(redis.port, &script);
+    let mine = redis_cli(ours.addr.port(), &script);
+    assert!(theirs.len() > 80, "redis-server answered: {theirs:?}");
+    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
+        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+    ours.stop();
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is
@@ -783,7 +882,7 @@ fn auth_and_requirepass_answer_as_redis_server_does() {
 
 /// `redis-cli --scan` lists the keys redis-server lists (in its own
 /// order), and `redis-cli --bigkeys` runs through and finds the biggest
-/// list (the biggest string is one of several of one length, either
+/// list and hash (the biggest string is one of several of one length, either
 /// server may name any).
 #[test]
 fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
@@ -796,7 +895,7 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
     for i in 0..3000 {
         fill.push_str(&format!("SET user:{i} {}\n", "x".repeat(i % 50 + 1)));
     }
-    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\n");
+    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\nHSET bighash a 1 b 2 c 3\n");
     for port in [redis.port, ours.addr.port()] {
         redis_cli(port, &fill);
     }
@@ -823,9 +922,10 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
             .collect::<Vec<_>>()
     };
     let (theirs, mine) = (big(redis.port), big(ours.addr.port()));
-    assert!(theirs.contains(&"biglist".to_owned()), "{theirs:?}");
+    for big in [&theirs, &mine] {
+        assert!(big.contains(&"biglist".to_owned()) && big.contains(&"bighash".to_owned()), "{big:?}");
+    }
     assert_eq!(mine.len(), theirs.len(), "ours {mine:?}, redis-server's {theirs:?}");
-    assert!(mine.contains(&"biglist".to_owned()), "{mine:?}");
     ours.stop();
 }
 
@@ -906,9 +1006,9 @@ fn redis_benchmark_runs_against_it_without_errors() {
         assert!(!text.to_ascii_lowercase().contains("error"), "{text}");
         text
     };
-    let text = run(&["-t", "get,set,mset,lrange_100", "-d", "1024", "-P", "4"]);
+    let text = run(&["-t", "get,set,mset,lrange_100,hset", "-d", "1024", "-P", "4"]);
     // Progress lines end in \r, results in \n.
-    for test in ["SET: ", "GET: ", "MSET (10 keys): ", "LRANGE_100 (first 100 elements): "] {
+    for test in ["SET: ", "GET: ", "MSET (10 keys): ", "LRANGE_100 (first 100 elements): ", "HSET: "] {
         let result =
             text.split(['\r', '\n']).any(|l| l.trim_start().starts_with(test) && l.contains("requests per second"));
         assert!(result, "no result for {test}: {text}");

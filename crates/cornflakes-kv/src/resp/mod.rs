@@ -10,7 +10,8 @@
 //! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) MGET MSET DEL
 //! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
 //! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
-//! PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN
+//! PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN HSET HMSET HSETNX HGET
+//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD (a queuing error
@@ -23,9 +24,12 @@
 //! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
 //! pool exhaustion is Redis's `OOM` error.
 //!
-//! Types: a key holds a string (one element) or a list. A value preloaded
-//! with more than one element is a list; a list made by LPUSH/RPUSH is
-//! remembered as one even with a single element.
+//! Types: a key holds a string (one element), a list or a hash. A value
+//! preloaded with more than one element is a list; a list made by
+//! LPUSH/RPUSH is remembered as one even with a single element. A hash
+//! lists its fields in insertion order up to 128 of them, as Redis's small
+//! hashes do (in no particular order past that, as Redis's large ones);
+//! HSCAN returns every field in one call.
 //!
 //! Expiry, as in Redis, both when a key is touched and actively: the
 //! serving loop removes keys whose time is up between batches, soonest
@@ -57,11 +61,13 @@
 //! iteration exactly once, but each call is O(keys), not O(COUNT) (see
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
-//! Not implemented, answered `unknown command`: WATCH, hashes and sets,
+//! Not implemented, answered `unknown command`: WATCH, sets, sorted sets,
+//! HINCRBYFLOAT, HRANDFIELD,
 //! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
 //! work).
 
 mod expiry;
+mod hash;
 mod serve;
 #[cfg(test)]
 mod tests;
@@ -177,6 +183,18 @@ const SYNTAX: &str = "ERR syntax error";
 enum Kind {
     String,
     List,
+    Hash,
+}
+
+impl Kind {
+    /// The name TYPE answers (and SCAN's TYPE option takes).
+    fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::List => "list",
+            Kind::Hash => "hash",
+        }
+    }
 }
 
 /// `(name, arity, flags)` as Redis 7.0's command table has them: a
@@ -203,7 +221,21 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("getdel", 2, &["write", "fast"]),
     ("getex", -2, &["write", "fast"]),
     ("getset", 3, &["write", "denyoom", "fast"]),
+    ("hdel", -3, &["write", "fast"]),
     ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("hexists", 3, &["readonly", "fast"]),
+    ("hget", 3, &["readonly", "fast"]),
+    ("hgetall", 2, &["readonly"]),
+    ("hincrby", 4, &["write", "denyoom", "fast"]),
+    ("hkeys", 2, &["readonly"]),
+    ("hlen", 2, &["readonly", "fast"]),
+    ("hmget", -3, &["readonly", "fast"]),
+    ("hmset", -4, &["write", "denyoom", "fast"]),
+    ("hscan", -3, &["readonly"]),
+    ("hset", -4, &["write", "denyoom", "fast"]),
+    ("hsetnx", 4, &["write", "denyoom", "fast"]),
+    ("hstrlen", 3, &["readonly", "fast"]),
+    ("hvals", 2, &["readonly"]),
     ("incr", 2, &["write", "denyoom", "fast"]),
     ("incrby", 3, &["write", "denyoom", "fast"]),
     ("info", -1, &["loading", "stale"]),
@@ -418,7 +450,12 @@ impl RespDb {
                 }
             }
         }
-        let value = self.store.get(key)?;
+        self.kind_now(key)
+    }
+
+    /// The kind of `key` as stored, whether or not its time is up.
+    fn kind_now(&self, key: &[u8]) -> Option<Kind> {
+        let Some(value) = self.store.get(key) else { return self.store.hash(key).map(|_| Kind::Hash) };
         if value.len() != 1 || (!self.lists.is_empty() && self.lists.contains(key)) {
             Some(Kind::List)
         } else {
@@ -452,11 +489,12 @@ impl RespDb {
         self.store.remove(key)
     }
 
-    /// The string value of `key`: `Ok(None)` when missing, `Err` when a list.
+    /// The string value of `key`: `Ok(None)` when missing, `Err` when of
+    /// another kind.
     fn string(&mut self, key: &[u8]) -> Result<Option<&RcBuf>, &'static str> {
         match self.kind(key) {
             None => Ok(None),
-            Some(Kind::List) => Err(WRONGTYPE),
+            Some(Kind::List | Kind::Hash) => Err(WRONGTYPE),
             Some(Kind::String) => Ok(self.store.get(key).and_then(|v| v.first())),
         }
     }
@@ -683,11 +721,7 @@ impl RespDb {
                 Some(i64::MIN) if name == "decrby" => reply.error("ERR decrement would overflow"),
                 Some(n) => self.incr_by(&args[0], if name == "decrby" { -n } else { n }, reply),
             },
-            "type" => reply.simple(match self.kind(&args[0]) {
-                None => "none",
-                Some(Kind::String) => "string",
-                Some(Kind::List) => "list",
-            }),
+            "type" => reply.simple(self.kind(&args[0]).map_or("none", Kind::name)),
             "expire" | "pexpire" | "expireat" | "pexpireat" => self.expire(name, args, reply),
             "rename" | "renamenx" => {
                 let (from, to) = (&args[0][..], &args[1][..]);
@@ -739,11 +773,13 @@ impl RespDb {
                 reply.integer(n);
             }
             "lpush" | "rpush" => self.push(name == "lpush", args, reply),
+            "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hkeys" | "hlen" | "hmget" | "hmset" | "hscan"
+            | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
             "lrange" => self.lrange(args, reply),
             "lindex" => match (self.kind(&args[0]), integer_arg(&args[1])) {
                 (_, None) => reply.error(NOT_INTEGER),
                 (None, _) => reply.null(),
-                (Some(Kind::String), _) => reply.error(WRONGTYPE),
+                (Some(Kind::String | Kind::Hash), _) => reply.error(WRONGTYPE),
                 (Some(Kind::List), Some(i)) => {
                     let list = self.store.get(&args[0]).unwrap_or_default();
                     let i = if i < 0 { i + list.len() as i64 } else { i };
@@ -758,7 +794,7 @@ impl RespDb {
             },
             "llen" => match self.kind(&args[0]) {
                 None => reply.integer(0),
-                Some(Kind::String) => reply.error(WRONGTYPE),
+                Some(Kind::String | Kind::Hash) => reply.error(WRONGTYPE),
                 Some(Kind::List) => reply.integer(self.store.get(&args[0]).map_or(0, |l| l.len() as i64)),
             },
             "dbsize" => reply.integer(self.store.len() as i64),
@@ -856,12 +892,13 @@ impl RespDb {
                 Err(e) => return reply.error(&e),
             },
         };
-        let old = match self.kind(key) {
-            Some(Kind::List) if get => return reply.error(WRONGTYPE),
+        let kind = self.kind(key);
+        let old = match kind {
+            Some(Kind::List | Kind::Hash) if get => return reply.error(WRONGTYPE),
             Some(_) => self.store.get(key).and_then(|v| v.first()).cloned(),
             None => None,
         };
-        let exists = self.store.get(key).is_some();
+        let exists = kind.is_some();
         if (nx && exists) || (xx && !exists) {
             return match (get, old) {
                 (true, Some(v)) => self.value(reply, &v),
@@ -1019,7 +1056,7 @@ impl RespDb {
         match self.kind(key) {
             None if count.is_some() => return reply.null_array(),
             None => return reply.null(),
-            Some(Kind::String) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let front = name == "lpop";
@@ -1048,7 +1085,7 @@ impl RespDb {
 
     fn push(&mut self, front: bool, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let key = &args[0][..];
-        if self.kind(key) == Some(Kind::String) {
+        if matches!(self.kind(key), Some(Kind::String | Kind::Hash)) {
             return reply.error(WRONGTYPE);
         }
         for elem in &args[1..] {
@@ -1070,7 +1107,7 @@ impl RespDb {
         };
         match self.kind(&args[0]) {
             None => return reply.array(0),
-            Some(Kind::String) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let list = self.store.get(&args[0]).unwrap_or_default();
@@ -1302,8 +1339,7 @@ impl RespDb {
                 continue;
             }
             if let Some(t) = kind {
-                let is_list = self.store.get(k).is_some_and(|v| v.len() != 1) || self.lists.contains(k);
-                if !t.eq_ignore_ascii_case(if is_list { b"list" } else { b"string" }) {
+                if !self.kind_now(k).is_some_and(|kind| t.eq_ignore_ascii_case(kind.name().as_bytes())) {
                     continue;
                 }
             }

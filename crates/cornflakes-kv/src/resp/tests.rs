@@ -288,3 +288,43 @@ fn info_counts_hits_and_misses_of_reads() {
         memory.split("used_memory_rss:").nth(1).and_then(|r| r.split("\r\n").next()).unwrap().parse().unwrap();
     assert!(cfg!(miri) || rss > 1 << 20, "{memory}");
 }
+
+#[test]
+fn hash_values_past_the_threshold_are_referenced_and_hset_past_the_limits_sets_nothing() {
+    let mut d = db();
+    let big = "x".repeat(600);
+    assert_eq!(answer(&mut d, &format!("HSET h big {big} small s\r\n")), ":2\r\n");
+    let stored = d.store().hash(b"h").unwrap().get(b"big").unwrap().clone();
+    let (wire, reply) = run(&mut d, b"HGET h big\r\nHGETALL h\r\n");
+    let values: Vec<&RcBuf> = reply
+        .parts()
+        .iter()
+        .filter_map(|p| match p {
+            Part::Value(v) => Some(v),
+            Part::Copied(_) => None,
+        })
+        .collect();
+    assert_eq!(values.len(), 2, "HGET big and HGETALL's big");
+    assert!(values.iter().all(|v| v.as_ptr() == stored.as_ptr()), "the store's own buffer, not a copy");
+    assert_eq!(
+        String::from_utf8(wire).unwrap(),
+        format!("$600\r\n{big}\r\n*4\r\n$3\r\nbig\r\n$600\r\n{big}\r\n$5\r\nsmall\r\n$1\r\ns\r\n")
+    );
+    // A value past 1 MiB among the pairs: none of them is set.
+    let huge = "y".repeat((1 << 20) + 1);
+    let hset =
+        format!("*6\r\n$4\r\nHSET\r\n$1\r\nh\r\n$3\r\nnew\r\n$1\r\n1\r\n$4\r\nhuge\r\n${}\r\n{huge}\r\n", huge.len());
+    let refused = answer(&mut d, &format!("{hset}HEXISTS h new\r\n"));
+    assert!(
+        refused.starts_with("-ERR string exceeds maximum allowed size") && refused.ends_with(":0\r\n"),
+        "{refused}"
+    );
+    // maxmemory holds for hashes: fields and values count.
+    let used = d.store().data_bytes();
+    assert_eq!(used, 1 + 3 + 600 + 5 + 1);
+    d.set_maxmemory(used);
+    assert_eq!(
+        answer(&mut d, "HSET h more 1\r\nHSET h again 2\r\nHDEL h big\r\nHLEN h\r\n"),
+        ":1\r\n-OOM command not allowed when used memory > 'maxmemory'.\r\n:1\r\n:2\r\n"
+    );
+}

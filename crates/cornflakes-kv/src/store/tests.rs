@@ -231,3 +231,124 @@ fn rename_moves_the_value_and_its_prepends_and_keeps_the_counts() {
     assert!(!s.rename(b"nothing", b"x"));
     assert_eq!(s.len(), 1);
 }
+
+/// A step on two keys, each of which may be a hash or a plain value.
+#[derive(Clone, Debug)]
+enum HashOp {
+    Set { key: u8, field: u8, len: usize },
+    Remove { key: u8, field: u8 },
+    Put { key: u8, len: usize },
+    Rename { from: u8, to: u8 },
+    Delete { key: u8 },
+}
+
+fn hash_op() -> impl proptest::strategy::Strategy<Value = HashOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..2u8, 0..6u8, 0..40usize).prop_map(|(key, field, len)| HashOp::Set { key, field, len }),
+        3 => (0..2u8, 0..6u8).prop_map(|(key, field)| HashOp::Remove { key, field }),
+        1 => (0..2u8, 1..40usize).prop_map(|(key, len)| HashOp::Put { key, len }),
+        1 => (0..2u8, 0..2u8).prop_map(|(from, to)| HashOp::Rename { from, to }),
+        1 => (0..2u8).prop_map(|key| HashOp::Delete { key }),
+    ]
+}
+
+/// What one key holds in the model: a hash (fields in insertion order) or
+/// a plain value of some length.
+#[derive(Clone, Debug)]
+enum Held {
+    Hash(Vec<(u8, usize)>),
+    Plain(usize),
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+    /// Hashes against a model: fields in insertion order (a hash this
+    /// small keeps it), a key in one kind at a time, the key gone with its
+    /// last field, and the byte counts maxmemory reads exact.
+    #[test]
+    fn hashes_behave_like_ordered_maps(ops in proptest::collection::vec(hash_op(), 1..80)) {
+        let mut s = store();
+        let mut model: [Option<Held>; 2] = [None, None];
+        let name = |k: u8| [b'a' + k];
+        for op in ops {
+            match op {
+                HashOp::Set { key, field, len } => {
+                    let new = s.hash_set(&name(key), &[field], &vec![field; len]).unwrap();
+                    let fields = match &mut model[key as usize] {
+                        Some(Held::Hash(f)) => f,
+                        slot => {
+                            *slot = Some(Held::Hash(Vec::new()));
+                            let Some(Held::Hash(f)) = slot else { unreachable!() };
+                            f
+                        }
+                    };
+                    match fields.iter_mut().find(|(f, _)| *f == field) {
+                        Some(entry) => {
+                            proptest::prop_assert!(!new);
+                            entry.1 = len;
+                        }
+                        None => {
+                            proptest::prop_assert!(new);
+                            fields.push((field, len));
+                        }
+                    }
+                }
+                HashOp::Remove { key, field } => {
+                    let removed = s.hash_remove(&name(key), &[field]);
+                    let mut want = false;
+                    if let Some(Held::Hash(fields)) = &mut model[key as usize] {
+                        if let Some(i) = fields.iter().position(|(f, _)| *f == field) {
+                            fields.remove(i);
+                            want = true;
+                        }
+                        if fields.is_empty() {
+                            model[key as usize] = None;
+                        }
+                    }
+                    proptest::prop_assert_eq!(removed, want);
+                }
+                HashOp::Put { key, len } => {
+                    s.put(&name(key), &[&vec![9; len]]).unwrap();
+                    model[key as usize] = Some(Held::Plain(len));
+                }
+                HashOp::Rename { from, to } => {
+                    let moved = s.rename(&name(from), &name(to));
+                    proptest::prop_assert_eq!(moved, model[from as usize].is_some());
+                    if moved && from != to {
+                        model[to as usize] = model[from as usize].take();
+                    }
+                }
+                HashOp::Delete { key } => {
+                    proptest::prop_assert_eq!(s.remove(&name(key)), model[key as usize].take().is_some());
+                }
+            }
+            let mut bytes = 0;
+            for (k, held) in model.iter().enumerate() {
+                let key = name(k as u8);
+                match held {
+                    None => proptest::prop_assert!(s.get(&key).is_none() && s.hash(&key).is_none()),
+                    Some(Held::Plain(len)) => {
+                        proptest::prop_assert!(s.hash(&key).is_none(), "a key is of one kind");
+                        proptest::prop_assert_eq!(s.get(&key).and_then(|v| v.single()).map(|b| b.len()), Some(*len));
+                        bytes += 1 + len;
+                    }
+                    Some(Held::Hash(fields)) => {
+                        proptest::prop_assert!(s.get(&key).is_none(), "a key is of one kind");
+                        let h = s.hash(&key).expect("a hash");
+                        let got: Vec<(u8, usize)> = h.iter().map(|(f, v)| (f[0], v.len())).collect();
+                        proptest::prop_assert_eq!(&got, fields);
+                        for &(f, len) in fields {
+                            proptest::prop_assert_eq!(h.get(&[f]).map(|v| v.as_slice().to_vec()), Some(vec![f; len]));
+                        }
+                        bytes += 1 + fields.iter().map(|(_, len)| 1 + len).sum::<usize>();
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(s.len(), model.iter().flatten().count());
+            proptest::prop_assert_eq!(s.keys().count(), s.len());
+            proptest::prop_assert_eq!(s.data_bytes(), bytes, "keys, fields and values");
+        }
+    }
+}

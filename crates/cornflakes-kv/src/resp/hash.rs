@@ -1,0 +1,174 @@
+//! The hash commands (HSET, HGET, HDEL, HGETALL, HINCRBY, HSCAN, ...), with
+//! Redis 7.0's replies and errors. Fields are listed in insertion order
+//! while a hash has at most 128 of them, as Redis's small hashes list
+//! them; values of at least the threshold are replied by reference.
+
+use std::borrow::Cow;
+
+use cornflakes::RcBuf;
+use cornflakes_resp::Reply;
+
+use super::{arity_error, glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use crate::store::Hash;
+
+impl RespDb {
+    /// The hash of `key`: `Ok(None)` when missing, `Err` when of another
+    /// kind (expired keys removed first).
+    fn hash_of(&mut self, key: &[u8]) -> Result<Option<&Hash>, &'static str> {
+        match self.kind(key) {
+            None => Ok(None),
+            Some(Kind::Hash) => Ok(self.store.hash(key)),
+            Some(_) => Err(WRONGTYPE),
+        }
+    }
+
+    /// Runs hash command `name` (an `h` command of the table, its arity
+    /// checked).
+    pub(super) fn hash_command(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        if matches!(name, "hset" | "hmset" | "hsetnx" | "hincrby") {
+            return self.hash_write(name, args, reply);
+        }
+        let threshold = self.threshold;
+        let hash = match self.hash_of(key) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let value = |reply: &mut Reply<RcBuf>, v: &RcBuf| {
+            if v.len() >= threshold {
+                reply.bulk_value(v.clone());
+            } else {
+                reply.bulk(v);
+            }
+        };
+        match name {
+            "hget" => match hash.and_then(|h| h.get(&args[1])) {
+                Some(v) => value(reply, v),
+                None => reply.null(),
+            },
+            "hmget" => {
+                reply.array(args.len() - 1);
+                for field in &args[1..] {
+                    match hash.and_then(|h| h.get(field)) {
+                        Some(v) => value(reply, v),
+                        None => reply.null(),
+                    }
+                }
+            }
+            "hexists" => reply.integer(i64::from(hash.is_some_and(|h| h.get(&args[1]).is_some()))),
+            "hlen" => reply.integer(hash.map_or(0, |h| h.len() as i64)),
+            "hstrlen" => reply.integer(hash.and_then(|h| h.get(&args[1])).map_or(0, |v| v.len() as i64)),
+            "hkeys" | "hvals" | "hgetall" => {
+                let Some(hash) = hash else { return reply.array(0) };
+                reply.array(if name == "hgetall" { 2 * hash.len() } else { hash.len() });
+                for (field, v) in hash.iter() {
+                    if name != "hvals" {
+                        reply.bulk(field);
+                    }
+                    if name != "hkeys" {
+                        value(reply, v);
+                    }
+                }
+            }
+            "hscan" => hscan(hash, &args[1..], reply, value),
+            "hdel" => {
+                if hash.is_none() {
+                    return reply.integer(0);
+                }
+                let n = args[1..].iter().filter(|f| self.store.hash_remove(key, f)).count();
+                if self.store.hash(key).is_none() {
+                    // The key went with its last field.
+                    self.delete(key);
+                }
+                reply.integer(n as i64)
+            }
+            _ => unreachable!("not a hash command: {name}"),
+        }
+    }
+
+    /// HSET, HMSET, HSETNX and HINCRBY.
+    fn hash_write(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        let pairs: Vec<&[u8]> = args[1..].iter().map(|a| &a[..]).collect();
+        if matches!(name, "hset" | "hmset") && !pairs.len().is_multiple_of(2) {
+            return reply.error(&arity_error(name));
+        }
+        let hash = match self.hash_of(key) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let pairs: Cow<'_, [&[u8]]> = match name {
+            "hsetnx" if hash.is_some_and(|h| h.get(pairs[0]).is_some()) => return reply.integer(0),
+            "hincrby" => {
+                let Some(by) = integer_arg(pairs[1]) else { return reply.error(NOT_INTEGER) };
+                let current = match hash.and_then(|h| h.get(pairs[0])) {
+                    None => 0,
+                    Some(v) => match integer_arg(v) {
+                        Some(n) => n,
+                        None => return reply.error("ERR hash value is not an integer"),
+                    },
+                };
+                let Some(next) = current.checked_add(by) else {
+                    return reply.error("ERR increment or decrement would overflow");
+                };
+                return match self.store.hash_set(key, pairs[0], next.to_string().as_bytes()) {
+                    Ok(_) => reply.integer(next),
+                    Err(s) => reply.error(status_error(s)),
+                };
+            }
+            _ => Cow::Borrowed(&pairs[..]),
+        };
+        // Every pair checked before any is set: a refused HSET sets nothing.
+        if let Err(s) = self.store.check_hash_set(key, &pairs) {
+            return reply.error(status_error(s));
+        }
+        let mut added = 0;
+        for pair in pairs.chunks(2) {
+            match self.store.hash_set(key, pair[0], pair[1]) {
+                Ok(new) => added += i64::from(new),
+                // The pool ran out part way: the fields before stay set, as
+                // in Redis when memory runs out part way.
+                Err(s) => return reply.error(status_error(s)),
+            }
+        }
+        match name {
+            "hmset" => reply.simple("OK"),
+            _ => reply.integer(added),
+        }
+    }
+}
+
+/// `HSCAN key cursor [MATCH pattern] [COUNT n]`: every field in one call
+/// (cursor 0 back), which Redis does for its small hashes too; COUNT is a
+/// hint there and is not needed here.
+fn hscan(
+    hash: Option<&Hash>,
+    args: &[Cow<'_, [u8]>],
+    reply: &mut Reply<RcBuf>,
+    value: impl Fn(&mut Reply<RcBuf>, &RcBuf),
+) {
+    if std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()).is_none() {
+        return reply.error("ERR invalid cursor");
+    }
+    let mut pattern: Option<&[u8]> = None;
+    for opt in args[1..].chunks(2) {
+        match opt {
+            [o, v] if o.eq_ignore_ascii_case(b"match") => pattern = Some(v),
+            [o, v] if o.eq_ignore_ascii_case(b"count") => match integer_arg(v) {
+                None => return reply.error(NOT_INTEGER),
+                Some(n) if n < 1 => return reply.error(SYNTAX),
+                Some(_) => {}
+            },
+            _ => return reply.error(SYNTAX),
+        }
+    }
+    let found: Vec<(&[u8], &RcBuf)> =
+        hash.map(|h| h.iter().filter(|(f, _)| pattern.is_none_or(|p| glob_match(p, f))).collect()).unwrap_or_default();
+    reply.array(2);
+    reply.bulk(b"0");
+    reply.array(2 * found.len());
+    for (field, v) in found {
+        reply.bulk(field);
+        value(reply, v);
+    }
+}
