@@ -47,7 +47,7 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
         // One module for the package, whichever files declare its types.
         let mut items = Items::default();
         for file in &files {
-            let mut gen = Gen { code: &mut code, file: &file.name, options, messages: &mut messages };
+            let mut gen = Gen { code: &mut code, file: &file.name, package, options, messages: &mut messages };
             for e in &file.enums {
                 items.add_type(&upper_camel(&e.name), &file.name, e.location)?;
                 gen.emit_enum(e)?;
@@ -247,6 +247,8 @@ fn needs_lifetime(kind: &Kind) -> bool {
 struct Gen<'g> {
     code: &'g mut String,
     file: &'g str,
+    /// The proto package (`a.b`; empty for none).
+    package: &'g str,
     options: &'g Options,
     /// Rust paths (relative to the package module) of generated messages.
     messages: &'g mut Vec<String>,
@@ -488,6 +490,18 @@ impl Gen<'_> {
             emit_sample(code, m, &fields);
         }
         code.push_str("}\n\n");
+
+        // Its protobuf name (what `Any` records).
+        let proto_name: String = parents.iter().map(|p| format!("{p}.")).chain([m.name.clone()]).collect();
+        let _ = writeln!(
+            code,
+            "impl {RT}::Name for {name}<'_> {{
+const NAME: &'static str = {proto_name:?};
+const PACKAGE: &'static str = {:?};
+}}
+",
+            self.package
+        );
 
         // The Message impl.
         let _ = writeln!(code, "impl<'a> {RT}::Message<'a> for {name}<'a> {{");

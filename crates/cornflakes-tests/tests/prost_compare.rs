@@ -492,3 +492,31 @@ fn debug_of_maps_prints_what_prost_prints() {
     let ours = build_inventory(&v, &arena);
     assert_eq!(format!("{ours:?}"), format!("{v:?}"));
 }
+
+/// The well-known types' names and type URLs are prost-types', and an
+/// `Any` packed by either side names its message the same way.
+#[test]
+fn names_and_type_urls_are_what_prost_types_gives() {
+    use cornflakes::{well_known as wk, Name};
+    macro_rules! same {
+        ($($t:ident),*) => {$(
+            assert_eq!(<wk::$t<'_> as Name>::full_name(), <prost_types::$t as prost::Name>::full_name());
+            assert_eq!(<wk::$t<'_> as Name>::type_url(), <prost_types::$t as prost::Name>::type_url());
+        )*};
+    }
+    // The three prost-types gives a name.
+    same!(Any, Duration, Timestamp);
+    assert_eq!(<wk::Struct<'_> as Name>::type_url(), "type.googleapis.com/google.protobuf.Struct");
+    assert_eq!(<payments::Charge<'_> as Name>::full_name(), "acme.payments.Charge");
+
+    // prost packs a Timestamp; Cornflakes unpacks it from the same type URL.
+    let arena = Arena::copying();
+    let theirs = prost_types::Any::from_msg(&prost_types::Timestamp { seconds: 1, nanos: 2 }).unwrap();
+    let mut any = wk::Any::new_in(&arena);
+    any.set_type_url(&theirs.type_url);
+    assert!(any.is::<wk::Timestamp<'_>>());
+    let mut ts = wk::Timestamp::new_in(&arena);
+    ts.set_seconds(1);
+    let ours = wk::Any::from_msg(&ts, &arena).unwrap();
+    assert_eq!(ours.get_type_url().as_str(), Ok(theirs.type_url.as_str()));
+}

@@ -13,6 +13,7 @@
 //!   [`Message`] trait that a transmit path drives (layout, write the header
 //!   and copied data, visit zero-copy entries), and bounds-checked decoding.
 //!
+//! - [`Name`]: a generated message's protobuf name and type URL.
 //! - [`well_known`]: Google's well-known types (`Timestamp`, `Duration`,
 //!   `Any`, `Struct`, wrappers, `Empty`, `FieldMask`), which generated code
 //!   uses when a schema imports them.
@@ -43,6 +44,9 @@ pub mod protowire;
 
 pub use field::{Arena, CfBytes, CfString, List};
 pub use wire::{DecodeError, DecodeOptions, EncodeError, Layout, Message, PacketOwner};
+
+pub mod name;
+pub use name::Name;
 
 pub mod well_known;
 

@@ -134,6 +134,113 @@ impl std::fmt::Display for Duration<'_> {
     }
 }
 
+/// Why [`Any::to_msg`] gave no message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnyError {
+    /// The `Any` holds a message of another type.
+    #[error("the Any holds a message of type URL {found:?}, not a {expected}")]
+    TypeMismatch {
+        /// The full name asked for.
+        expected: String,
+        /// The `Any`'s type URL.
+        found: String,
+    },
+    /// Its value is not a well-formed message of the type asked for.
+    #[error("the Any's value does not decode: {0}")]
+    Decode(#[from] crate::DecodeError),
+}
+
+impl<'a> Any<'a> {
+    /// `msg` packed in an `Any` in `arena` (prost-types' `Any::from_msg`):
+    /// its type URL ([`Name::type_url`](crate::Name::type_url)) and its
+    /// Cornflakes encoding. An encoding of at least the arena's threshold
+    /// goes into a buffer of the arena's pool, so that the `Any` sends it
+    /// zero-copy; a shorter one (or one the pool has no room for) into the
+    /// arena.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::TooLarge`](crate::EncodeError::TooLarge) for a
+    /// message of 4 GiB or more.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # mod example { include!("../../cornflakes-build/tests/golden/example.rs"); }
+    /// use cornflakes::{well_known::{Any, AnyError}, Arena, Message};
+    /// use example::{GetM, Node};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let arena = Arena::copying();
+    /// let mut m = GetM::new_in(&arena);
+    /// m.set_id(7);
+    /// m.append_keys("user:42");
+    /// let any = Any::from_msg(&m, &arena)?;
+    /// assert_eq!(any.get_type_url().as_str(), Ok("type.googleapis.com/example.GetM"));
+    /// assert!(any.is::<GetM>());
+    ///
+    /// // Sent and received like any message, then unpacked.
+    /// let bytes = any.serialize_to_vec()?;
+    /// let back = Any::deserialize_from_slice(&bytes, &arena)?;
+    /// let unpacked: GetM<'_> = back.to_msg(&arena)?;
+    /// assert_eq!(unpacked, m);
+    /// assert!(matches!(back.to_msg::<Node<'_>>(&arena), Err(AnyError::TypeMismatch { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_msg<'m, M: crate::Message<'m> + crate::Name>(
+        msg: &M,
+        arena: &'a crate::Arena,
+    ) -> Result<Self, crate::EncodeError> {
+        let len = msg.encoded_len();
+        let mut any = Any::new_in(arena);
+        any.set_type_url_copied(&M::type_url());
+        if len >= arena.threshold() {
+            if let Some(mut buf) = arena.pool().and_then(|pool| pool.alloc(len).ok()) {
+                msg.serialize_into(&mut buf)?;
+                any.set_value_buf(buf.freeze());
+                return Ok(any);
+            }
+        }
+        let buf = arena.bump().alloc_slice_fill_copy(len, 0u8);
+        let n = msg.serialize_into(buf)?;
+        let value: &'a [u8] = buf;
+        any.set_value(&value[..n]);
+        Ok(any)
+    }
+
+    /// Whether it holds a message of type `M`: its type URL names `M`
+    /// after the last `/`, whatever comes before (protobuf's rule).
+    pub fn is<M: crate::Name>(&self) -> bool {
+        let url = self.get_type_url().as_bytes();
+        let name = url.rsplit(|&b| b == b'/').next().unwrap_or(url);
+        name == M::full_name().as_bytes()
+    }
+
+    /// The message it holds, decoded in `arena` (prost-types'
+    /// `Any::to_msg`); fields borrow from the `Any`'s value, and when that
+    /// value is a pool buffer (received zero-copy), long fields become
+    /// zero-copy references to it.
+    ///
+    /// # Errors
+    ///
+    /// [`AnyError::TypeMismatch`] when it holds another type (see
+    /// [`is`](Self::is)), [`AnyError::Decode`] when its value does not
+    /// decode as `M`.
+    pub fn to_msg<'b, M: crate::Message<'b> + crate::Name>(&'b self, arena: &'b crate::Arena) -> Result<M, AnyError> {
+        if !self.is::<M>() {
+            return Err(AnyError::TypeMismatch {
+                expected: M::full_name(),
+                found: String::from_utf8_lossy(self.get_type_url().as_bytes()).into_owned(),
+            });
+        }
+        Ok(match self.get_value() {
+            crate::CfBytes::ZeroCopy(buf) => M::deserialize(buf, arena)?,
+            crate::CfBytes::Copied(data) => M::deserialize_from_slice(data, arena)?,
+        })
+    }
+}
+
 /// Seconds and nanoseconds as one count of nanoseconds (nanoseconds out
 /// of range, or of the other sign, carried).
 fn total_nanos(seconds: i64, nanos: i32) -> i128 {
@@ -190,6 +297,48 @@ mod tests {
         let mut bad = Timestamp::new_in(&arena);
         bad.set_nanos(-1);
         assert_eq!(bad.to_system_time(), None);
+    }
+
+    #[test]
+    fn any_packs_long_encodings_into_the_pool_and_unpacks_them_zero_copy() {
+        use crate::{Arena, Message, Pool};
+        let pool = Pool::new().unwrap();
+        let arena = Arena::new(&pool);
+        let big = pool.alloc_copy(&[5u8; 4096]).unwrap();
+        let mut v = BytesValue::new_in(&arena);
+        v.set_value(&big);
+        let any = Any::from_msg(&v, &arena).unwrap();
+        assert!(any.get_value().is_zero_copy(), "a 4 KiB encoding goes to the pool");
+        assert_eq!(any.get_type_url().as_str(), Ok("type.googleapis.com/google.protobuf.BytesValue"));
+        let pkt = pool.alloc_copy(&any.serialize_to_vec().unwrap()).unwrap();
+        let rx = Arena::new(&pool);
+        let back = Any::deserialize(&pkt, &rx).unwrap();
+        assert!(back.get_value().is_zero_copy());
+        let unpacked: BytesValue<'_> = back.to_msg(&rx).unwrap();
+        let inner = unpacked.get_value();
+        assert!(inner.is_zero_copy() && inner.as_bytes() == [5u8; 4096]);
+        let within = pkt.as_slice().as_ptr_range();
+        assert!(within.contains(&inner.as_bytes().as_ptr()), "a view of the received packet, not a copy");
+
+        // A short one is copied into the arena.
+        let mut ts = Timestamp::new_in(&arena);
+        ts.set_seconds(5);
+        let small = Any::from_msg(&ts, &arena).unwrap();
+        assert!(!small.get_value().is_zero_copy());
+        assert_eq!(small.to_msg::<Timestamp<'_>>(&arena).unwrap(), ts);
+
+        // The name after the last `/` decides: prost's `/` prefix is
+        // understood, a longer name that ends the same is not.
+        let mut other = small.clone();
+        other.set_type_url("/google.protobuf.Timestamp");
+        assert!(other.is::<Timestamp<'_>>());
+        other.set_type_url("type.googleapis.com/xgoogle.protobuf.Timestamp");
+        let err = other.to_msg::<Timestamp<'_>>(&arena).unwrap_err();
+        assert!(matches!(&err, AnyError::TypeMismatch { expected, .. } if expected == "google.protobuf.Timestamp"));
+        // A value that is not the message: a decode error, not a panic.
+        let mut bad = small.clone();
+        bad.set_value(&[0xff; 3]);
+        assert!(matches!(bad.to_msg::<Timestamp<'_>>(&arena), Err(AnyError::Decode(_))));
     }
 
     #[test]

@@ -142,6 +142,10 @@ impl<'a> GetM<'a> {
         self.vals.append(::cornflakes::CfBytes::copy_in(value, self.__cf_arena.get()));
     }
 }
+impl ::cornflakes::Name for GetM<'_> {
+    const NAME: &'static str = "GetM";
+    const PACKAGE: &'static str = "example";
+}
 impl<'a> ::cornflakes::Message<'a> for GetM<'a> {
     const FIELD_COUNT: usize = 3;
     #[inline]
@@ -443,6 +447,10 @@ impl<'a> Inner<'a> {
             ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 1);
         }
     }
+}
+impl ::cornflakes::Name for Inner<'_> {
+    const NAME: &'static str = "Inner";
+    const PACKAGE: &'static str = "example";
 }
 impl<'a> ::cornflakes::Message<'a> for Inner<'a> {
     const FIELD_COUNT: usize = 2;
@@ -1484,6 +1492,10 @@ impl<'a> Everything<'a> {
         self.tree = ::core::option::Option::None;
     }
 }
+impl ::cornflakes::Name for Everything<'_> {
+    const NAME: &'static str = "Everything";
+    const PACKAGE: &'static str = "example";
+}
 impl<'a> ::cornflakes::Message<'a> for Everything<'a> {
     const FIELD_COUNT: usize = 23;
     #[inline]
@@ -2461,6 +2473,10 @@ impl<'a> Node<'a> {
         self.leaves.append(value);
     }
 }
+impl ::cornflakes::Name for Node<'_> {
+    const NAME: &'static str = "Node";
+    const PACKAGE: &'static str = "example";
+}
 impl<'a> ::cornflakes::Message<'a> for Node<'a> {
     const FIELD_COUNT: usize = 4;
     #[inline]
@@ -2757,6 +2773,10 @@ pub mod node {
             }
         }
     }
+    impl ::cornflakes::Name for Leaf<'_> {
+        const NAME: &'static str = "Node.Leaf";
+        const PACKAGE: &'static str = "example";
+    }
     impl<'a> ::cornflakes::Message<'a> for Leaf<'a> {
         const FIELD_COUNT: usize = 1;
         #[inline]
@@ -2971,6 +2991,10 @@ impl<'a> HttpServer<'a> {
     pub fn clear_tls_config(&mut self) {
         self.tls_config = ::core::option::Option::None;
     }
+}
+impl ::cornflakes::Name for HttpServer<'_> {
+    const NAME: &'static str = "HTTPServer";
+    const PACKAGE: &'static str = "example";
 }
 impl<'a> ::cornflakes::Message<'a> for HttpServer<'a> {
     const FIELD_COUNT: usize = 2;
@@ -3205,6 +3229,10 @@ pub mod http_server {
                 ::cornflakes::__private::clear_bit(&mut self.__cf_bitmap, 0);
             }
         }
+    }
+    impl ::cornflakes::Name for TlsConfig<'_> {
+        const NAME: &'static str = "HTTPServer.TLSConfig";
+        const PACKAGE: &'static str = "example";
     }
     impl<'a> ::cornflakes::Message<'a> for TlsConfig<'a> {
         const FIELD_COUNT: usize = 1;

@@ -190,6 +190,10 @@ impl<'a> Any<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Any<'_> {
+    const NAME: &'static str = "Any";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Any<'a> {
     const FIELD_COUNT: usize = 2;
     #[inline]
@@ -452,6 +456,10 @@ impl<'a> Duration<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Duration<'_> {
+    const NAME: &'static str = "Duration";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Duration<'a> {
     const FIELD_COUNT: usize = 2;
     #[inline]
@@ -603,6 +611,10 @@ impl<'a> Empty<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Empty<'_> {
+    const NAME: &'static str = "Empty";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Empty<'a> {
     const FIELD_COUNT: usize = 0;
     #[inline]
@@ -753,6 +765,10 @@ impl<'a> FieldMask<'a> {
         m.append_paths(&text[..text.len().min(1)]);
         m
     }
+}
+impl ::cornflakes::Name for FieldMask<'_> {
+    const NAME: &'static str = "FieldMask";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for FieldMask<'a> {
     const FIELD_COUNT: usize = 1;
@@ -1073,6 +1089,10 @@ impl<'a> Struct<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Struct<'_> {
+    const NAME: &'static str = "Struct";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Struct<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -1342,6 +1362,10 @@ pub mod r#struct {
             }
             m
         }
+    }
+    impl ::cornflakes::Name for FieldsEntry<'_> {
+        const NAME: &'static str = "Struct.FieldsEntry";
+        const PACKAGE: &'static str = "google.protobuf";
     }
     impl<'a> ::cornflakes::Message<'a> for FieldsEntry<'a> {
         const FIELD_COUNT: usize = 2;
@@ -1625,6 +1649,10 @@ impl<'a> Value<'a> {
         }
         m
     }
+}
+impl ::cornflakes::Name for Value<'_> {
+    const NAME: &'static str = "Value";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for Value<'a> {
     const FIELD_COUNT: usize = 6;
@@ -2091,6 +2119,10 @@ impl<'a> ListValue<'a> {
         m
     }
 }
+impl ::cornflakes::Name for ListValue<'_> {
+    const NAME: &'static str = "ListValue";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for ListValue<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -2302,6 +2334,10 @@ impl<'a> Timestamp<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Timestamp<'_> {
+    const NAME: &'static str = "Timestamp";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Timestamp<'a> {
     const FIELD_COUNT: usize = 2;
     #[inline]
@@ -2484,6 +2520,10 @@ impl<'a> DoubleValue<'a> {
         m
     }
 }
+impl ::cornflakes::Name for DoubleValue<'_> {
+    const NAME: &'static str = "DoubleValue";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for DoubleValue<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -2644,6 +2684,10 @@ impl<'a> FloatValue<'a> {
         m.set_value(1.5);
         m
     }
+}
+impl ::cornflakes::Name for FloatValue<'_> {
+    const NAME: &'static str = "FloatValue";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for FloatValue<'a> {
     const FIELD_COUNT: usize = 1;
@@ -2806,6 +2850,10 @@ impl<'a> Int64Value<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Int64Value<'_> {
+    const NAME: &'static str = "Int64Value";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Int64Value<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -2966,6 +3014,10 @@ impl<'a> UInt64Value<'a> {
         m.set_value(1);
         m
     }
+}
+impl ::cornflakes::Name for UInt64Value<'_> {
+    const NAME: &'static str = "UInt64Value";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for UInt64Value<'a> {
     const FIELD_COUNT: usize = 1;
@@ -3128,6 +3180,10 @@ impl<'a> Int32Value<'a> {
         m
     }
 }
+impl ::cornflakes::Name for Int32Value<'_> {
+    const NAME: &'static str = "Int32Value";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for Int32Value<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -3289,6 +3345,10 @@ impl<'a> UInt32Value<'a> {
         m
     }
 }
+impl ::cornflakes::Name for UInt32Value<'_> {
+    const NAME: &'static str = "UInt32Value";
+    const PACKAGE: &'static str = "google.protobuf";
+}
 impl<'a> ::cornflakes::Message<'a> for UInt32Value<'a> {
     const FIELD_COUNT: usize = 1;
     #[inline]
@@ -3449,6 +3509,10 @@ impl<'a> BoolValue<'a> {
         m.set_value(true);
         m
     }
+}
+impl ::cornflakes::Name for BoolValue<'_> {
+    const NAME: &'static str = "BoolValue";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for BoolValue<'a> {
     const FIELD_COUNT: usize = 1;
@@ -3660,6 +3724,10 @@ impl<'a> StringValue<'a> {
         m.set_value(&text[..text.len().min(520)]);
         m
     }
+}
+impl ::cornflakes::Name for StringValue<'_> {
+    const NAME: &'static str = "StringValue";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for StringValue<'a> {
     const FIELD_COUNT: usize = 1;
@@ -3897,6 +3965,10 @@ impl<'a> BytesValue<'a> {
         m.set_value(&blob[..blob.len().min(600)]);
         m
     }
+}
+impl ::cornflakes::Name for BytesValue<'_> {
+    const NAME: &'static str = "BytesValue";
+    const PACKAGE: &'static str = "google.protobuf";
 }
 impl<'a> ::cornflakes::Message<'a> for BytesValue<'a> {
     const FIELD_COUNT: usize = 1;
