@@ -2,7 +2,7 @@
 //! every serializer.
 //!
 //! A value is one buffer or a list of buffers (the paper's linked list of
-//! buffers), or, for RESP, a hash of fields ([`Hash`]). A put allocates new buffers and swaps them in, so a value being
+//! buffers), or, for RESP, a hash of fields ([`Hash`]) or a set ([`Set`]). A put allocates new buffers and swaps them in, so a value being
 //! sent (referenced by an in-flight zero-copy send) is never modified in
 //! place: the old buffers live on until the datapath releases them.
 
@@ -10,10 +10,10 @@ use cornflakes::{AllocError, Pool, RcBuf};
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-pub use self::hash::Hash;
+pub use self::collection::{Collection, Hash, Set};
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
-mod hash;
+mod collection;
 
 /// A value: its elements (one for a plain value).
 pub type Value = SmallVec<[RcBuf; 1]>;
@@ -27,10 +27,10 @@ pub struct Store {
     /// the whole list. Empty unless something was prepended, so a lookup of
     /// the key-value protocol pays one `is_empty`.
     fronts: HashMap<Box<[u8]>, Vec<RcBuf>>,
-    /// Keys holding hashes (RESP's HSET), none of them in `map`: a key is
-    /// in one of the two at most. Empty unless RESP made one, so the
-    /// key-value protocol pays nothing for them.
-    hashes: HashMap<Box<[u8]>, Hash>,
+    /// Keys holding hashes and sets (RESP's HSET and SADD), none of them
+    /// in `map`: a key is in one of the two at most. Empty unless RESP made
+    /// one, so the key-value protocol pays nothing for them.
+    collections: HashMap<Box<[u8]>, Collection>,
     limits: Limits,
     value_bytes: usize,
     key_bytes: usize,
@@ -91,7 +91,7 @@ impl Store {
             pool,
             map: HashMap::new(),
             fronts: HashMap::new(),
-            hashes: HashMap::new(),
+            collections: HashMap::new(),
             limits,
             value_bytes: 0,
             key_bytes: 0,
@@ -108,9 +108,9 @@ impl Store {
         &self.limits
     }
 
-    /// Number of keys (hashes included).
+    /// Number of keys (hashes and sets included).
     pub fn len(&self) -> usize {
-        self.map.len() + self.hashes.len()
+        self.map.len() + self.collections.len()
     }
 
     /// Whether the store has no keys.
@@ -128,12 +128,13 @@ impl Store {
         self.key_bytes + self.value_bytes
     }
 
-    /// The keys, in no particular order (hashes included).
+    /// The keys, in no particular order (hashes and sets included).
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.map.keys().chain(self.hashes.keys()).map(|k| &k[..])
+        self.map.keys().chain(self.collections.keys()).map(|k| &k[..])
     }
 
-    /// The value of `key` (`None` for a hash: see [`hash`](Self::hash)).
+    /// The value of `key` (`None` for a hash or a set: see
+    /// [`hash`](Self::hash) and [`set`](Self::set)).
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Elems<'_>> {
         let back = self.map.get(key)?.as_slice();
@@ -183,7 +184,7 @@ impl Store {
         match self.map.get_mut(key) {
             Some(v) => v.push(buf),
             None => {
-                self.remove_hash(key);
+                self.remove_collection(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), smallvec::smallvec![buf]);
             }
@@ -209,7 +210,7 @@ impl Store {
                 }
             }
         } else {
-            self.remove_hash(key);
+            self.remove_collection(key);
             self.key_bytes += key.len();
             self.map.insert(key.into(), smallvec::smallvec![buf]);
         }
@@ -278,7 +279,7 @@ impl Store {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
                 true
             }
-            None => self.remove_hash(key),
+            None => self.remove_collection(key),
         }
     }
 
@@ -286,13 +287,13 @@ impl Store {
     /// buffers and all, without copying; whether `from` was there.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> bool {
         if from == to {
-            return self.map.contains_key(from) || self.hash(from).is_some();
+            return self.map.contains_key(from) || self.collection(from).is_some();
         }
-        let hash = if self.hashes.is_empty() { None } else { self.hashes.remove(from) };
-        if let Some(hash) = hash {
+        let collection = if self.collections.is_empty() { None } else { self.collections.remove(from) };
+        if let Some(collection) = collection {
             self.remove(to);
             self.key_bytes = self.key_bytes - from.len() + to.len();
-            self.hashes.insert(to.into(), hash);
+            self.collections.insert(to.into(), collection);
             return true;
         }
         let Some(value) = self.map.remove(from) else { return false };
@@ -320,7 +321,7 @@ impl Store {
         self.map.clear();
         self.key_bytes = 0;
         self.fronts.clear();
-        self.hashes.clear();
+        self.collections.clear();
         self.value_bytes = 0;
     }
 
@@ -433,7 +434,7 @@ impl Store {
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
             }
             None => {
-                self.remove_hash(key);
+                self.remove_collection(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), value);
             }

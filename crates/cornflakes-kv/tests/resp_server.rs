@@ -849,6 +849,138 @@ fn hashes_answer_as_redis_server_does() {
     ours.stop();
 }
 
+/// Sets, one command a `redis-cli` run: each answer is redis-server's,
+/// compared as it is (`=`), as a set of lines (`~`: members come in an
+/// order of each server's own), or by its number of lines (`#`: a random
+/// pick).
+const SET_SCRIPT: &str = r#"= FLUSHALL
+= SADD s a b c d
+= SADD s c d e
+= SCARD s
+= SCARD nokey
+= SISMEMBER s a
+= SISMEMBER s z
+= SISMEMBER nokey a
+= SMISMEMBER s a z e
+~ SMEMBERS s
+= SMEMBERS nokey
+= SREM s a z
+= SREM nokey a
+= SCARD s
+= SADD t c d x y
+= SADD u d y
+~ SINTER s t
+~ SINTER s t u
+= SINTER s nokey
+~ SUNION s t u
+= SUNION nokey
+~ SDIFF s t
+~ SDIFF s nokey
+= SDIFF nokey s
+= SINTERSTORE dst s t
+~ SMEMBERS dst
+= SUNIONSTORE dst s u
+= SCARD dst
+= SDIFFSTORE dst s s
+= EXISTS dst
+= SET str v
+= SADD str a
+= SCARD str
+= SINTER s str
+= SINTER nokey str
+= SUNIONSTORE dst2 s str
+= SINTERCARD 2 s t
+= SINTERCARD 2 s t LIMIT 1
+= SINTERCARD 0 s
+= SINTERCARD 3 s t
+= SINTERCARD 2 s t LIMIT -1
+= SINTERCARD 2 s t BOGUS 1
+= SINTERCARD x s
+= SMOVE s t b
+= SISMEMBER t b
+= SISMEMBER s b
+= SMOVE s t nosuch
+= SMOVE nokey t a
+= SMOVE nokey str a
+= SMOVE s str c
+= SMOVE str s a
+= SMOVE s s c
+= SMOVE s s zz
+= SMOVE s newset c
+= TYPE newset
+= SPOP nokey
+= SPOP nokey 2
+= SPOP s -1
+= SPOP s 1 2
+= SPOP str
+= SRANDMEMBER nokey
+= SRANDMEMBER nokey 3
+= SRANDMEMBER s 0
+= SRANDMEMBER s 1 2
+= SRANDMEMBER s x
+# SRANDMEMBER t 2
+# SRANDMEMBER t -7
+# SRANDMEMBER t 100
+= SADD one only
+= SPOP one
+= EXISTS one
+= SADD one only
+= SRANDMEMBER one
+= SRANDMEMBER one -3
+= SRANDMEMBER one 5
+= SPOP one 5
+= EXISTS one
+= SADD p 1 2 3 4 5
+# SPOP p 2
+= SCARD p
+# SPOP p 5
+= EXISTS p
+~ SSCAN t 0
+= SSCAN t 0 MATCH x*
+= SSCAN t x
+= SSCAN str 0
+= SADD k
+= EXPIRE t 1000
+= SADD t q
+= TTL t
+= SUNIONSTORE t s
+= TTL t
+= RENAME t t2
+~ SMEMBERS t2
+= SCAN 0 TYPE set MATCH t*
+= DEL t2 s u
+= DBSIZE
+"#;
+
+#[test]
+fn sets_answer_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let ask = |port: u16, args: &[&str]| {
+        let out = Command::new("redis-cli").args(["-p", &port.to_string()]).args(args).output().expect("redis-cli");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        text.lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    for line in SET_SCRIPT.lines() {
+        let (how, command) = line.split_once(' ').unwrap();
+        let args: Vec<&str> = command.split(' ').collect();
+        let (mut theirs, mut mine) = (ask(redis.port, &args), ask(ours.addr.port(), &args));
+        match how {
+            "=" => {}
+            "~" => {
+                theirs.sort();
+                mine.sort();
+            }
+            _ => (theirs, mine) = (vec![theirs.len().to_string()], vec![mine.len().to_string()]),
+        }
+        assert_eq!(mine, theirs, "{command} (ours, then redis-server's)");
+    }
+    ours.stop();
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is
@@ -882,7 +1014,7 @@ fn auth_and_requirepass_answer_as_redis_server_does() {
 
 /// `redis-cli --scan` lists the keys redis-server lists (in its own
 /// order), and `redis-cli --bigkeys` runs through and finds the biggest
-/// list and hash (the biggest string is one of several of one length, either
+/// list, hash and set (the biggest string is one of several of one length, either
 /// server may name any).
 #[test]
 fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
@@ -895,7 +1027,7 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
     for i in 0..3000 {
         fill.push_str(&format!("SET user:{i} {}\n", "x".repeat(i % 50 + 1)));
     }
-    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\nHSET bighash a 1 b 2 c 3\n");
+    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\nHSET bighash a 1 b 2 c 3\nSADD bigset x y\n");
     for port in [redis.port, ours.addr.port()] {
         redis_cli(port, &fill);
     }
@@ -923,7 +1055,9 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
     };
     let (theirs, mine) = (big(redis.port), big(ours.addr.port()));
     for big in [&theirs, &mine] {
-        assert!(big.contains(&"biglist".to_owned()) && big.contains(&"bighash".to_owned()), "{big:?}");
+        for name in ["biglist", "bighash", "bigset"] {
+            assert!(big.contains(&name.to_owned()), "{name} in {big:?}");
+        }
     }
     assert_eq!(mine.len(), theirs.len(), "ours {mine:?}, redis-server's {theirs:?}");
     ours.stop();
@@ -1006,9 +1140,11 @@ fn redis_benchmark_runs_against_it_without_errors() {
         assert!(!text.to_ascii_lowercase().contains("error"), "{text}");
         text
     };
-    let text = run(&["-t", "get,set,mset,lrange_100,hset", "-d", "1024", "-P", "4"]);
+    let text = run(&["-t", "get,set,mset,lrange_100,hset,sadd,spop", "-d", "1024", "-P", "4"]);
     // Progress lines end in \r, results in \n.
-    for test in ["SET: ", "GET: ", "MSET (10 keys): ", "LRANGE_100 (first 100 elements): ", "HSET: "] {
+    for test in
+        ["SET: ", "GET: ", "MSET (10 keys): ", "LRANGE_100 (first 100 elements): ", "HSET: ", "SADD: ", "SPOP: "]
+    {
         let result =
             text.split(['\r', '\n']).any(|l| l.trim_start().starts_with(test) && l.contains("requests per second"));
         assert!(result, "no result for {test}: {text}");

@@ -147,21 +147,10 @@ fn hscan(
     reply: &mut Reply<RcBuf>,
     value: impl Fn(&mut Reply<RcBuf>, &RcBuf),
 ) {
-    if std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()).is_none() {
-        return reply.error("ERR invalid cursor");
-    }
-    let mut pattern: Option<&[u8]> = None;
-    for opt in args[1..].chunks(2) {
-        match opt {
-            [o, v] if o.eq_ignore_ascii_case(b"match") => pattern = Some(v),
-            [o, v] if o.eq_ignore_ascii_case(b"count") => match integer_arg(v) {
-                None => return reply.error(NOT_INTEGER),
-                Some(n) if n < 1 => return reply.error(SYNTAX),
-                Some(_) => {}
-            },
-            _ => return reply.error(SYNTAX),
-        }
-    }
+    let pattern = match scan_pattern(args) {
+        Ok(p) => p,
+        Err(e) => return reply.error(e),
+    };
     let found: Vec<(&[u8], &RcBuf)> =
         hash.map(|h| h.iter().filter(|(f, _)| pattern.is_none_or(|p| glob_match(p, f))).collect()).unwrap_or_default();
     reply.array(2);
@@ -171,4 +160,25 @@ fn hscan(
         reply.bulk(field);
         value(reply, v);
     }
+}
+
+/// The MATCH pattern of HSCAN's and SSCAN's `cursor [MATCH pattern]
+/// [COUNT n]`, checked as Redis checks them; the error to reply.
+pub(super) fn scan_pattern<'c>(args: &'c [Cow<'_, [u8]>]) -> Result<Option<&'c [u8]>, &'static str> {
+    if std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()).is_none() {
+        return Err("ERR invalid cursor");
+    }
+    let mut pattern: Option<&[u8]> = None;
+    for opt in args[1..].chunks(2) {
+        match opt {
+            [o, v] if o.eq_ignore_ascii_case(b"match") => pattern = Some(v),
+            [o, v] if o.eq_ignore_ascii_case(b"count") => match integer_arg(v) {
+                None => return Err(NOT_INTEGER),
+                Some(n) if n < 1 => return Err(SYNTAX),
+                Some(_) => {}
+            },
+            _ => return Err(SYNTAX),
+        }
+    }
+    Ok(pattern)
 }

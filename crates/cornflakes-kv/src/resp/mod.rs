@@ -11,7 +11,9 @@
 //! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
 //! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
 //! PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN HSET HMSET HSETNX HGET
-//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN
+//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN SADD
+//! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
+//! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD (a queuing error
@@ -24,12 +26,15 @@
 //! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
 //! pool exhaustion is Redis's `OOM` error.
 //!
-//! Types: a key holds a string (one element), a list or a hash. A value
+//! Types: a key holds a string (one element), a list, a hash or a set. A value
 //! preloaded with more than one element is a list; a list made by
 //! LPUSH/RPUSH is remembered as one even with a single element. A hash
 //! lists its fields in insertion order up to 128 of them, as Redis's small
 //! hashes do (in no particular order past that, as Redis's large ones);
-//! HSCAN returns every field in one call.
+//! HSCAN returns every field in one call. A set lists its members in
+//! insertion order (Redis's order is its own; SSCAN returns all in one
+//! call); SRANDMEMBER with a negative count of more than 2^24 picks is
+//! refused, where Redis would build the reply.
 //!
 //! Expiry, as in Redis, both when a key is touched and actively: the
 //! serving loop removes keys whose time is up between batches, soonest
@@ -61,7 +66,7 @@
 //! iteration exactly once, but each call is O(keys), not O(COUNT) (see
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
-//! Not implemented, answered `unknown command`: WATCH, sets, sorted sets,
+//! Not implemented, answered `unknown command`: WATCH, sorted sets,
 //! HINCRBYFLOAT, HRANDFIELD,
 //! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
 //! work).
@@ -69,6 +74,7 @@
 mod expiry;
 mod hash;
 mod serve;
+mod set;
 #[cfg(test)]
 mod tests;
 
@@ -80,7 +86,7 @@ use hashbrown::HashSet;
 
 pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
 use crate::protocol::{Limits, Status};
-use crate::store::Store;
+use crate::store::{Collection, Store};
 /// Cornflakes' hybrid threshold (512 B), the default for RESP replies.
 pub use cornflakes::field::DEFAULT_THRESHOLD;
 
@@ -184,6 +190,7 @@ enum Kind {
     String,
     List,
     Hash,
+    Set,
 }
 
 impl Kind {
@@ -193,6 +200,7 @@ impl Kind {
             Kind::String => "string",
             Kind::List => "list",
             Kind::Hash => "hash",
+            Kind::Set => "set",
         }
     }
 }
@@ -259,12 +267,29 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("renamenx", 3, &["write", "fast"]),
     ("rpop", -2, &["write", "fast"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
+    ("sadd", -3, &["write", "denyoom", "fast"]),
     ("scan", -2, &["readonly"]),
+    ("scard", 2, &["readonly", "fast"]),
+    ("sdiff", -2, &["readonly"]),
+    ("sdiffstore", -3, &["write", "denyoom"]),
     ("select", 2, &["loading", "stale", "fast"]),
     ("set", -3, &["write", "denyoom"]),
     ("setex", 4, &["write", "denyoom"]),
     ("setnx", 3, &["write", "denyoom", "fast"]),
+    ("sinter", -2, &["readonly"]),
+    ("sintercard", -3, &["readonly"]),
+    ("sinterstore", -3, &["write", "denyoom"]),
+    ("sismember", 3, &["readonly", "fast"]),
+    ("smembers", 2, &["readonly"]),
+    ("smismember", -3, &["readonly", "fast"]),
+    ("smove", 4, &["write", "fast"]),
+    ("spop", -2, &["write", "fast"]),
+    ("srandmember", -2, &["readonly"]),
+    ("srem", -3, &["write", "fast"]),
+    ("sscan", -3, &["readonly"]),
     ("strlen", 2, &["readonly", "fast"]),
+    ("sunion", -2, &["readonly"]),
+    ("sunionstore", -3, &["write", "denyoom"]),
     ("touch", -2, &["readonly", "fast"]),
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
@@ -455,7 +480,12 @@ impl RespDb {
 
     /// The kind of `key` as stored, whether or not its time is up.
     fn kind_now(&self, key: &[u8]) -> Option<Kind> {
-        let Some(value) = self.store.get(key) else { return self.store.hash(key).map(|_| Kind::Hash) };
+        let Some(value) = self.store.get(key) else {
+            return self.store.collection(key).map(|c| match c {
+                Collection::Hash(_) => Kind::Hash,
+                Collection::Set(_) => Kind::Set,
+            });
+        };
         if value.len() != 1 || (!self.lists.is_empty() && self.lists.contains(key)) {
             Some(Kind::List)
         } else {
@@ -494,7 +524,7 @@ impl RespDb {
     fn string(&mut self, key: &[u8]) -> Result<Option<&RcBuf>, &'static str> {
         match self.kind(key) {
             None => Ok(None),
-            Some(Kind::List | Kind::Hash) => Err(WRONGTYPE),
+            Some(Kind::List | Kind::Hash | Kind::Set) => Err(WRONGTYPE),
             Some(Kind::String) => Ok(self.store.get(key).and_then(|v| v.first())),
         }
     }
@@ -775,11 +805,14 @@ impl RespDb {
             "lpush" | "rpush" => self.push(name == "lpush", args, reply),
             "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hkeys" | "hlen" | "hmget" | "hmset" | "hscan"
             | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
+            "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
+            | "smembers" | "smismember" | "smove" | "spop" | "srandmember" | "srem" | "sscan" | "sunion"
+            | "sunionstore" => self.set_command(name, args, reply),
             "lrange" => self.lrange(args, reply),
             "lindex" => match (self.kind(&args[0]), integer_arg(&args[1])) {
                 (_, None) => reply.error(NOT_INTEGER),
                 (None, _) => reply.null(),
-                (Some(Kind::String | Kind::Hash), _) => reply.error(WRONGTYPE),
+                (Some(Kind::String | Kind::Hash | Kind::Set), _) => reply.error(WRONGTYPE),
                 (Some(Kind::List), Some(i)) => {
                     let list = self.store.get(&args[0]).unwrap_or_default();
                     let i = if i < 0 { i + list.len() as i64 } else { i };
@@ -794,7 +827,7 @@ impl RespDb {
             },
             "llen" => match self.kind(&args[0]) {
                 None => reply.integer(0),
-                Some(Kind::String | Kind::Hash) => reply.error(WRONGTYPE),
+                Some(Kind::String | Kind::Hash | Kind::Set) => reply.error(WRONGTYPE),
                 Some(Kind::List) => reply.integer(self.store.get(&args[0]).map_or(0, |l| l.len() as i64)),
             },
             "dbsize" => reply.integer(self.store.len() as i64),
@@ -894,7 +927,7 @@ impl RespDb {
         };
         let kind = self.kind(key);
         let old = match kind {
-            Some(Kind::List | Kind::Hash) if get => return reply.error(WRONGTYPE),
+            Some(Kind::List | Kind::Hash | Kind::Set) if get => return reply.error(WRONGTYPE),
             Some(_) => self.store.get(key).and_then(|v| v.first()).cloned(),
             None => None,
         };
@@ -1056,7 +1089,7 @@ impl RespDb {
         match self.kind(key) {
             None if count.is_some() => return reply.null_array(),
             None => return reply.null(),
-            Some(Kind::String | Kind::Hash) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash | Kind::Set) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let front = name == "lpop";
@@ -1085,7 +1118,7 @@ impl RespDb {
 
     fn push(&mut self, front: bool, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let key = &args[0][..];
-        if matches!(self.kind(key), Some(Kind::String | Kind::Hash)) {
+        if matches!(self.kind(key), Some(Kind::String | Kind::Hash | Kind::Set)) {
             return reply.error(WRONGTYPE);
         }
         for elem in &args[1..] {
@@ -1107,7 +1140,7 @@ impl RespDb {
         };
         match self.kind(&args[0]) {
             None => return reply.array(0),
-            Some(Kind::String | Kind::Hash) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash | Kind::Set) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let list = self.store.get(&args[0]).unwrap_or_default();
@@ -1477,7 +1510,8 @@ fn glob_one(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
 fn command_info(reply: &mut Reply<RcBuf>, (name, arity, flags): (&str, i64, &[&str])) {
     let keyed = flags.contains(&"readonly") || flags.contains(&"write");
     let last = match name {
-        "mget" | "del" | "exists" => -1,
+        "mget" | "del" | "exists" | "sinter" | "sunion" | "sdiff" | "sinterstore" | "sunionstore" | "sdiffstore" => -1,
+        "smove" => 2,
         "mset" => -1,
         _ if keyed => 1,
         _ => 0,

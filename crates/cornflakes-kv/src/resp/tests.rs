@@ -328,3 +328,29 @@ fn hash_values_past_the_threshold_are_referenced_and_hset_past_the_limits_sets_n
         ":1\r\n-OOM command not allowed when used memory > 'maxmemory'.\r\n:1\r\n:2\r\n"
     );
 }
+
+#[test]
+fn spop_and_srandmember_pick_members_distinct_unless_the_count_is_negative() {
+    let mut d = db();
+    answer(&mut d, "SADD s a b c d e f g h\r\n");
+    let members = |reply: &str| -> Vec<String> {
+        reply.split("\r\n").filter(|l| !l.is_empty() && !l.starts_with(['*', '$'])).map(str::to_owned).collect()
+    };
+    let picked = members(&answer(&mut d, "SRANDMEMBER s 5\r\n"));
+    let distinct: std::collections::BTreeSet<&String> = picked.iter().collect();
+    assert_eq!((picked.len(), distinct.len()), (5, 5), "{picked:?}");
+    assert_eq!(answer(&mut d, "SCARD s\r\n"), ":8\r\n", "SRANDMEMBER removes nothing");
+    assert_eq!(members(&answer(&mut d, "SRANDMEMBER s -20\r\n")).len(), 20, "picks may repeat");
+    let popped = members(&answer(&mut d, "SPOP s 3\r\n"));
+    assert_eq!(popped.len(), 3);
+    for m in &popped {
+        assert_eq!(answer(&mut d, &format!("SISMEMBER s {m}\r\n")), ":0\r\n", "{m} was removed");
+    }
+    let rest = members(&answer(&mut d, "SPOP s 100\r\n"));
+    let all: std::collections::BTreeSet<String> = popped.into_iter().chain(rest).collect();
+    assert_eq!(all.len(), 8, "every member once: {all:?}");
+    assert_eq!(answer(&mut d, "EXISTS s\r\n"), ":0\r\n");
+    // A reply of unbounded size is refused.
+    answer(&mut d, "SADD s a\r\n");
+    assert_eq!(answer(&mut d, "SRANDMEMBER s -100000000000\r\n"), "-ERR value is out of range\r\n");
+}

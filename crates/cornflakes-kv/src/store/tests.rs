@@ -352,3 +352,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn sets_count_their_members_and_go_with_the_last_one() {
+    let mut s = store();
+    assert!(s.set_add(b"s", b"ab").unwrap());
+    assert!(!s.set_add(b"s", b"ab").unwrap(), "already a member");
+    assert!(s.set_add(b"s", b"cde").unwrap());
+    assert_eq!((s.len(), s.data_bytes()), (1, 1 + 2 + 3));
+    assert_eq!(s.set(b"s").unwrap().iter().collect::<Vec<_>>(), [&b"ab"[..], b"cde"]);
+    assert!(s.hash(b"s").is_none() && s.get(b"s").is_none(), "a key is of one kind");
+    // A hash at the same key replaces the set (RESP checks kinds first).
+    s.hash_set(b"s", b"f", b"v").unwrap();
+    assert!(s.set(b"s").is_none());
+    assert_eq!(s.data_bytes(), 1 + 1 + 1);
+    s.remove(b"s");
+    s.set_add(b"s", b"x").unwrap();
+    s.set_add(b"s", b"yy").unwrap();
+    assert_eq!(s.set_take(b"s", 0).as_deref(), Some(&b"x"[..]));
+    assert!(!s.set_remove(b"s", b"x"));
+    assert!(s.set_remove(b"s", b"yy"));
+    assert!(s.set(b"s").is_none() && s.is_empty(), "gone with its last member");
+    assert_eq!(s.data_bytes(), 0);
+}
