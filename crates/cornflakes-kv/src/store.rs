@@ -174,15 +174,52 @@ impl Store {
 
     /// Appends a copy of `elem` to the list value of `key`, creating it.
     pub fn append(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
-        self.check_key(key)?;
-        let len = self.get(key).map_or(0, |v| v.len());
-        if len >= self.limits.max_list {
+        self.check_push(key)?;
+        let buf = self.alloc_value(elem)?;
+        self.push_buf(key, buf, false)
+    }
+
+    /// Prepends a copy of `elem` to the list value of `key`, creating it
+    /// (RESP's `LPUSH`). Amortized O(1).
+    pub fn prepend(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
+        self.check_push(key)?;
+        let buf = self.alloc_value(elem)?;
+        self.push_buf(key, buf, true)
+    }
+
+    /// A copy of `value` in a pool buffer, to store (refused past the
+    /// value limit, or when the pool is exhausted).
+    pub fn alloc_value(&self, value: &[u8]) -> Result<RcBuf, Status> {
+        if value.len() > self.limits.max_value {
             return Err(Status::TooLarge);
         }
-        let [buf] = self.copy_in(&[elem])?.into_inner().map_err(|_| Status::BadRequest)?;
+        self.pool.alloc_copy(value).map_err(|_| Status::NoMemory)
+    }
+
+    /// Whether one more element may be pushed onto the list of `key`.
+    pub fn check_push(&self, key: &[u8]) -> Result<(), Status> {
+        self.check_key(key)?;
+        if self.get(key).map_or(0, |v| v.len()) >= self.limits.max_list {
+            return Err(Status::TooLarge);
+        }
+        Ok(())
+    }
+
+    /// Pushes `buf` (a buffer already stored or allocated, moved without a
+    /// copy: RESP's LMOVE) onto the front or the back of the list value of
+    /// `key`, creating it. Amortized O(1); allocates no pool buffer, so it
+    /// fails only on the limits.
+    pub fn push_buf(&mut self, key: &[u8], buf: RcBuf, front: bool) -> Result<(), Status> {
+        self.check_push(key)?;
         self.value_bytes += buf.len();
         match self.map.get_mut(key) {
-            Some(v) => v.push(buf),
+            Some(v) if !front => v.push(buf),
+            Some(_) => match self.fronts.get_mut(key) {
+                Some(f) => f.push(buf),
+                None => {
+                    self.fronts.insert(key.into(), vec![buf]);
+                }
+            },
             None => {
                 self.remove_collection(key);
                 self.key_bytes += key.len();
@@ -192,29 +229,24 @@ impl Store {
         Ok(())
     }
 
-    /// Prepends a copy of `elem` to the list value of `key`, creating it
-    /// (RESP's `LPUSH`). Amortized O(1).
-    pub fn prepend(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
-        self.check_key(key)?;
-        let len = self.get(key).map_or(0, |v| v.len());
-        if len >= self.limits.max_list {
-            return Err(Status::TooLarge);
-        }
-        let [buf] = self.copy_in(&[elem])?.into_inner().map_err(|_| Status::BadRequest)?;
-        self.value_bytes += buf.len();
-        if self.map.contains_key(key) {
-            match self.fronts.get_mut(key) {
-                Some(front) => front.push(buf),
-                None => {
-                    self.fronts.insert(key.into(), vec![buf]);
-                }
-            }
+    /// Replaces the elements of the value of `key` by what `edit` leaves of
+    /// them (in order; RESP's LSET, LTRIM, LREM, LINSERT), removing the key
+    /// when none are left; `None` when `key` has no such value. O(n), as
+    /// those commands are in Redis.
+    pub fn edit_list<R>(&mut self, key: &[u8], edit: impl FnOnce(&mut Vec<RcBuf>) -> R) -> Option<R> {
+        let back = self.map.remove(key)?;
+        let front = if self.fronts.is_empty() { None } else { self.fronts.remove(key) };
+        let mut elems: Vec<RcBuf> = front.into_iter().flat_map(|f| f.into_iter().rev()).chain(back).collect();
+        let before: usize = elems.iter().map(|b| b.len()).sum();
+        let out = edit(&mut elems);
+        let after: usize = elems.iter().map(|b| b.len()).sum();
+        self.value_bytes = self.value_bytes - before + after;
+        if elems.is_empty() {
+            self.key_bytes -= key.len();
         } else {
-            self.remove_collection(key);
-            self.key_bytes += key.len();
-            self.map.insert(key.into(), smallvec::smallvec![buf]);
+            self.map.insert(key.into(), elems.into_iter().collect());
         }
-        Ok(())
+        Some(out)
     }
 
     /// Removes and returns the first element (`front`) or the last of the

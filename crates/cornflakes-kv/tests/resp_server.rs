@@ -952,8 +952,10 @@ const SET_SCRIPT: &str = r#"= FLUSHALL
 = DBSIZE
 "#;
 
-#[test]
-fn sets_answer_as_redis_server_does() {
+/// Runs each line of `script` (`= `, `~ ` or `# ` and a command, as
+/// [`SET_SCRIPT`]) through its own `redis-cli` against redis-server and
+/// ours, and compares the answers as the line says.
+fn same_answers_line_by_line(script: &str) {
     if find("redis-server").is_none() || find("redis-cli").is_none() {
         return;
     }
@@ -964,9 +966,10 @@ fn sets_answer_as_redis_server_does() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         text.lines().map(str::to_owned).collect::<Vec<_>>()
     };
-    for line in SET_SCRIPT.lines() {
+    for line in script.lines() {
         let (how, command) = line.split_once(' ').unwrap();
-        let args: Vec<&str> = command.split(' ').collect();
+        let args = words(command);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (mut theirs, mut mine) = (ask(redis.port, &args), ask(ours.addr.port(), &args));
         match how {
             "=" => {}
@@ -979,6 +982,137 @@ fn sets_answer_as_redis_server_does() {
         assert_eq!(mine, theirs, "{command} (ours, then redis-server's)");
     }
     ours.stop();
+}
+
+/// The words of `command`, split at spaces; `"a b"` is one word, `""` an
+/// empty one.
+fn words(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = command.trim();
+    while !rest.is_empty() {
+        let (word, after) = match rest.strip_prefix('"') {
+            Some(quoted) => quoted.split_once('"').expect("closing quote"),
+            None => rest.split_once(' ').unwrap_or((rest, "")),
+        };
+        out.push(word.to_owned());
+        rest = after.trim_start();
+    }
+    out
+}
+
+#[test]
+fn sets_answer_as_redis_server_does() {
+    same_answers_line_by_line(SET_SCRIPT);
+}
+
+/// The list and string commands beyond the basic ones, with their error
+/// cases.
+const LIST_AND_STRING_SCRIPT: &str = r#"= FLUSHALL
+= RPUSH l a b c d e f
+= LSET l 0 A
+= LSET l -1 F
+= LSET l 6 x
+= LSET l x y
+= LSET nokey 0 x
+= LRANGE l 0 -1
+= LINSERT l BEFORE c C
+= LINSERT l AFTER F G
+= LINSERT l AFTER nosuch x
+= LINSERT l MIDDLE c x
+= LINSERT nokey BEFORE a b
+= LRANGE l 0 -1
+= RPUSH r x y x z x w x
+= LREM r 2 x
+= LRANGE r 0 -1
+= LREM r -1 x
+= LRANGE r 0 -1
+= LREM r 0 x
+= LRANGE r 0 -1
+= LREM r 0 nosuch
+= LREM nokey 1 a
+= LREM r x a
+= RPUSH p a b c a b c a
+= LPOS p a
+= LPOS p a RANK 2
+= LPOS p a RANK -1
+= LPOS p a COUNT 0
+= LPOS p a COUNT 2 RANK -1
+= LPOS p c MAXLEN 2
+= LPOS p nosuch
+= LPOS p nosuch COUNT 2
+= LPOS p a RANK 0
+= LPOS p a COUNT -1
+= LPOS p a MAXLEN -1
+= LPOS p a BOGUS 1
+= LPOS p a RANK
+= LPOS nokey a
+= LTRIM p 1 -2
+= LRANGE p 0 -1
+= LTRIM p 2 1
+= EXISTS p
+= LTRIM nokey 0 1
+= LTRIM l x 1
+= RPUSH m 1 2 3
+= LMOVE m n LEFT RIGHT
+= LMOVE m n RIGHT LEFT
+= LRANGE m 0 -1
+= LRANGE n 0 -1
+= LMOVE m m LEFT RIGHT
+= LMOVE m n UP DOWN
+= LMOVE nokey n LEFT LEFT
+= RPOPLPUSH n m
+= RPOPLPUSH n m
+= EXISTS n
+= LRANGE m 0 -1
+= SET s v
+= LMOVE m s LEFT LEFT
+= LMOVE s m LEFT LEFT
+= LLEN m
+= RPOPLPUSH nokey s
+= LPUSHX nokey a
+= RPUSHX m x y
+= LPUSHX m w
+= LRANGE m 0 -1
+= LPUSHX s a
+= RPUSH one a b
+= LTRIM one 0 0
+= TYPE one
+= LRANGE one 0 -1
+= SET str "Hello World"
+= GETRANGE str 0 4
+= GETRANGE str -5 -1
+= GETRANGE str -3 -5
+= GETRANGE str 5 100
+= GETRANGE str 100 200
+= GETRANGE str -100 2
+= GETRANGE str x 1
+= GETRANGE nokey 0 10
+= GETRANGE l 0 1
+= SUBSTR str 0 2
+= SET n 12345
+= GETRANGE n 1 2
+= SETRANGE str 6 Redis
+= GET str
+= SETRANGE pad 5 x
+= STRLEN pad
+= SETRANGE empty 3 ""
+= EXISTS empty
+= SETRANGE str 2 ""
+= SETRANGE str -1 x
+= SETRANGE l 0 x
+= EXPIRE str 1000
+= SETRANGE str 0 J
+= TTL str
+= MSETNX a 1 b 2
+= MSETNX b 3 c 4
+= MGET a b c
+= MSETNX c
+= EXISTS c
+"#;
+
+#[test]
+fn lists_and_strings_answer_as_redis_server_does() {
+    same_answers_line_by_line(LIST_AND_STRING_SCRIPT);
 }
 
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`

@@ -7,10 +7,12 @@
 //! # What is Redis's and what is not
 //!
 //! Commands: PING ECHO GET SET (EX PX EXAT PXAT NX XX KEEPTTL GET) SETEX
-//! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) MGET MSET DEL
+//! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) GETRANGE SUBSTR
+//! SETRANGE MGET MSET MSETNX DEL
 //! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
 //! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
-//! PERSIST LPUSH RPUSH LPOP RPOP LRANGE LINDEX LLEN HSET HMSET HSETNX HGET
+//! PERSIST LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LINDEX LLEN LSET LTRIM
+//! LREM LINSERT LPOS LMOVE RPOPLPUSH HSET HMSET HSETNX HGET
 //! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
@@ -67,14 +69,18 @@
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
 //! Not implemented, answered `unknown command`: WATCH, sorted sets,
-//! HINCRBYFLOAT, HRANDFIELD,
+//! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
+//! digits, which `f64` cannot reproduce), HRANDFIELD, blocking list
+//! commands (BLPOP ...),
 //! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
 //! work).
 
 mod expiry;
 mod hash;
+mod list;
 mod serve;
 mod set;
+mod string;
 #[cfg(test)]
 mod tests;
 
@@ -228,6 +234,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("get", 2, &["readonly", "fast"]),
     ("getdel", 2, &["write", "fast"]),
     ("getex", -2, &["write", "fast"]),
+    ("getrange", 4, &["readonly"]),
     ("getset", 3, &["write", "denyoom", "fast"]),
     ("hdel", -3, &["write", "fast"]),
     ("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
@@ -249,12 +256,20 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("info", -1, &["loading", "stale"]),
     ("keys", 2, &["readonly"]),
     ("lindex", 3, &["readonly"]),
+    ("linsert", 5, &["write", "denyoom"]),
     ("llen", 2, &["readonly", "fast"]),
+    ("lmove", 5, &["write", "denyoom"]),
     ("lpop", -2, &["write", "fast"]),
+    ("lpos", -3, &["readonly"]),
     ("lpush", -3, &["write", "denyoom", "fast"]),
+    ("lpushx", -3, &["write", "denyoom", "fast"]),
     ("lrange", 4, &["readonly"]),
+    ("lrem", 4, &["write"]),
+    ("lset", 4, &["write", "denyoom"]),
+    ("ltrim", 4, &["write"]),
     ("mget", -2, &["readonly", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
+    ("msetnx", -3, &["write", "denyoom"]),
     ("multi", 1, &["noscript", "loading", "stale", "fast"]),
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
@@ -266,7 +281,9 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("rename", 3, &["write"]),
     ("renamenx", 3, &["write", "fast"]),
     ("rpop", -2, &["write", "fast"]),
+    ("rpoplpush", 3, &["write", "denyoom"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
+    ("rpushx", -3, &["write", "denyoom", "fast"]),
     ("sadd", -3, &["write", "denyoom", "fast"]),
     ("scan", -2, &["readonly"]),
     ("scard", 2, &["readonly", "fast"]),
@@ -276,6 +293,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("set", -3, &["write", "denyoom"]),
     ("setex", 4, &["write", "denyoom"]),
     ("setnx", 3, &["write", "denyoom", "fast"]),
+    ("setrange", 4, &["write", "denyoom"]),
     ("sinter", -2, &["readonly"]),
     ("sintercard", -3, &["readonly"]),
     ("sinterstore", -3, &["write", "denyoom"]),
@@ -288,6 +306,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("srem", -3, &["write", "fast"]),
     ("sscan", -3, &["readonly"]),
     ("strlen", 2, &["readonly", "fast"]),
+    ("substr", 4, &["readonly"]),
     ("sunion", -2, &["readonly"]),
     ("sunionstore", -3, &["write", "denyoom"]),
     ("touch", -2, &["readonly", "fast"]),
@@ -803,6 +822,10 @@ impl RespDb {
                 reply.integer(n);
             }
             "lpush" | "rpush" => self.push(name == "lpush", args, reply),
+            "lpushx" | "rpushx" | "lset" | "ltrim" | "lrem" | "linsert" | "lpos" | "lmove" | "rpoplpush" => {
+                self.list_command(name, args, reply)
+            }
+            "getrange" | "substr" | "setrange" | "msetnx" => self.string_command(name, args, reply),
             "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hkeys" | "hlen" | "hmget" | "hmset" | "hscan"
             | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
             "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
