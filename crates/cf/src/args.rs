@@ -997,13 +997,20 @@ pub(crate) struct ServerArgs {
     /// is answered "-ERR max number of clients reached" and closed.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..(1 << 20)))]
     maxclients: u64,
-    /// RESP: refuse commands that may add data, with Redis's OOM error,
-    /// once keys and values take more than this (Redis's maxmemory with
-    /// its default policy, noeviction; 100mb, 2gb, ...; 0: no limit; also
-    /// CONFIG SET maxmemory). Redis counts its allocator's total, this the
-    /// bytes of keys and values.
+    /// RESP: the most bytes keys and values may take (Redis's maxmemory;
+    /// 100mb, 2gb, ...; 0: no limit; also CONFIG SET maxmemory). Past it
+    /// keys are evicted by --maxmemory-policy, or, with noeviction,
+    /// commands that may add data get Redis's OOM error. Redis counts its
+    /// allocator's total, this the bytes of keys and values.
     #[arg(long, default_value = "0", value_parser = parse_memory)]
     maxmemory: usize,
+    /// RESP: what goes once --maxmemory is reached, as Redis's
+    /// maxmemory-policy: noeviction (refuse writes), allkeys-lru,
+    /// allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu,
+    /// volatile-random, volatile-ttl (volatile: keys with an expiry only);
+    /// also CONFIG SET maxmemory-policy.
+    #[arg(long, default_value = "noeviction")]
+    maxmemory_policy: cornflakes_kv::resp::EvictionPolicy,
     /// RESP: the password clients must give (AUTH, or HELLO's AUTH) before
     /// anything else, as Redis's requirepass; also CONFIG SET requirepass.
     /// Prefer the CF_REQUIREPASS environment variable: a flag shows in ps.
@@ -1062,6 +1069,7 @@ impl ServerArgs {
             zero_copy_min: self.zero_copy_min,
             max_clients: self.maxclients as usize,
             maxmemory: self.maxmemory,
+            maxmemory_policy: self.maxmemory_policy,
             requirepass: self.requirepass.clone(),
         })
     }

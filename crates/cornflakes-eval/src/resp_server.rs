@@ -36,9 +36,11 @@ pub struct RespServerOptions {
     /// Most clients at once (Redis's `maxclients`); one more is answered
     /// `-ERR max number of clients reached` and closed, as Redis does.
     pub max_clients: usize,
-    /// Bytes of keys and values past which writes are refused with
-    /// Redis's OOM error (`maxmemory`, policy `noeviction`); 0: no limit.
+    /// Bytes keys and values may take (`maxmemory`); 0: no limit.
     pub maxmemory: usize,
+    /// What is evicted past `maxmemory` (with `noeviction`, writes get
+    /// Redis's OOM error).
+    pub maxmemory_policy: cornflakes_kv::resp::EvictionPolicy,
     /// The password clients must give first (Redis's `requirepass`).
     pub requirepass: Option<String>,
 }
@@ -90,6 +92,7 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     let mut db = RespDb::new(store, args.threshold);
     db.set_max_clients(args.max_clients);
     db.set_maxmemory(args.maxmemory);
+    db.set_maxmemory_policy(args.maxmemory_policy);
     db.set_requirepass(args.requirepass.as_deref().map(str::as_bytes));
     let local = dp.local_addrs()[0];
     eprintln!(

@@ -10,9 +10,11 @@ use cornflakes::{AllocError, Pool, RcBuf};
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
+pub use self::access::{Access, KeyIndex};
 pub use self::collection::{Collection, Hash, Set};
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
+mod access;
 mod collection;
 
 /// A value: its elements (one for a plain value).
@@ -31,6 +33,9 @@ pub struct Store {
     /// in `map`: a key is in one of the two at most. Empty unless RESP made
     /// one, so the key-value protocol pays nothing for them.
     collections: HashMap<Box<[u8]>, Collection>,
+    /// Every key with its accesses, while an eviction policy needs them
+    /// ([`track_accesses`](Self::track_accesses)).
+    index: Option<KeyIndex>,
     limits: Limits,
     value_bytes: usize,
     key_bytes: usize,
@@ -92,6 +97,7 @@ impl Store {
             map: HashMap::new(),
             fronts: HashMap::new(),
             collections: HashMap::new(),
+            index: None,
             limits,
             value_bytes: 0,
             key_bytes: 0,
@@ -222,6 +228,7 @@ impl Store {
             },
             None => {
                 self.remove_collection(key);
+                self.key_added(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), smallvec::smallvec![buf]);
             }
@@ -242,6 +249,7 @@ impl Store {
         let after: usize = elems.iter().map(|b| b.len()).sum();
         self.value_bytes = self.value_bytes - before + after;
         if elems.is_empty() {
+            self.key_gone(key);
             self.key_bytes -= key.len();
         } else {
             self.map.insert(key.into(), elems.into_iter().collect());
@@ -307,6 +315,7 @@ impl Store {
         self.remove_front(key);
         match self.map.remove(key) {
             Some(old) => {
+                self.key_gone(key);
                 self.key_bytes -= key.len();
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
                 true
@@ -324,6 +333,7 @@ impl Store {
         let collection = if self.collections.is_empty() { None } else { self.collections.remove(from) };
         if let Some(collection) = collection {
             self.remove(to);
+            self.key_moved(from, to);
             self.key_bytes = self.key_bytes - from.len() + to.len();
             self.collections.insert(to.into(), collection);
             return true;
@@ -331,12 +341,63 @@ impl Store {
         let Some(value) = self.map.remove(from) else { return false };
         let front = if self.fronts.is_empty() { None } else { self.fronts.remove(from) };
         self.remove(to);
+        self.key_moved(from, to);
         self.key_bytes = self.key_bytes - from.len() + to.len();
         self.map.insert(to.into(), value);
         if let Some(front) = front {
             self.fronts.insert(to.into(), front);
         }
         true
+    }
+
+    /// Starts (`true`) or stops keeping every key with its accesses, which
+    /// the eviction policies read ([`key_index`](Self::key_index)):
+    /// starting indexes the keys there are, O(keys).
+    pub fn track_accesses(&mut self, on: bool) {
+        match (on, self.index.is_some()) {
+            (true, false) => {
+                let mut index = KeyIndex::default();
+                for k in self.map.keys().chain(self.collections.keys()) {
+                    index.insert(k);
+                }
+                self.index = Some(index);
+            }
+            (false, true) => self.index = None,
+            _ => {}
+        }
+    }
+
+    /// Every key with its accesses, while tracked.
+    pub fn key_index(&self) -> Option<&KeyIndex> {
+        self.index.as_ref()
+    }
+
+    /// Records an access of `key` (an existing key: a read or a write),
+    /// while accesses are tracked.
+    #[inline]
+    pub fn touch(&mut self, key: &[u8]) {
+        if let Some(index) = &mut self.index {
+            index.touch(key);
+        }
+    }
+
+    pub(super) fn key_added(&mut self, key: &[u8]) {
+        if let Some(index) = &mut self.index {
+            index.insert(key);
+        }
+    }
+
+    pub(super) fn key_gone(&mut self, key: &[u8]) {
+        if let Some(index) = &mut self.index {
+            index.remove(key);
+        }
+    }
+
+    /// `from` is now `to`, with its accesses (RENAME moves the value).
+    fn key_moved(&mut self, from: &[u8], to: &[u8]) {
+        if let Some(index) = &mut self.index {
+            index.rename(from, to);
+        }
     }
 
     /// Drops what was prepended to `key`.
@@ -354,6 +415,9 @@ impl Store {
         self.key_bytes = 0;
         self.fronts.clear();
         self.collections.clear();
+        if let Some(index) = &mut self.index {
+            index.clear();
+        }
         self.value_bytes = 0;
     }
 
@@ -467,6 +531,7 @@ impl Store {
             }
             None => {
                 self.remove_collection(key);
+                self.key_added(key);
                 self.key_bytes += key.len();
                 self.map.insert(key.into(), value);
             }

@@ -1115,6 +1115,40 @@ fn lists_and_strings_answer_as_redis_server_does() {
     same_answers_line_by_line(LIST_AND_STRING_SCRIPT);
 }
 
+/// A cache under maxmemory with `allkeys-lru`: redis-benchmark writes
+/// ten times what fits; neither server refuses a write, both evict, and
+/// ours stays within its limit (Redis counts its allocator's total, so the
+/// two limits hold different amounts of data).
+#[test]
+fn an_lru_cache_past_maxmemory_evicts_instead_of_refusing_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-benchmark").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    for port in [redis.port, ours.addr.port()] {
+        let set = redis_cli(port, "CONFIG SET maxmemory 8mb\nCONFIG SET maxmemory-policy allkeys-lru\n");
+        assert_eq!(set, ["OK", "OK"], "port {port}");
+        let out = Command::new("redis-benchmark")
+            .args(["-p", &port.to_string(), "-t", "set", "-n", "80000", "-r", "1000000", "-d", "1000", "-c", "4", "-q"])
+            .output()
+            .expect("redis-benchmark");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !text.to_ascii_lowercase().contains("error"), "port {port}: {text}");
+        let info = redis_cli(port, "INFO\nDBSIZE\n");
+        let field = |name: &str| -> u64 {
+            info.iter().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+        };
+        assert!(field("evicted_keys:") > 10_000, "port {port} evicted {}", field("evicted_keys:"));
+        let keys: u64 = info.last().and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
+        assert!(keys < 20_000, "port {port} kept {keys} keys of ~1000 B in 8 MB");
+        if port == ours.addr.port() {
+            assert!(field("used_memory:") <= 8 << 20, "within maxmemory: {}", field("used_memory:"));
+        }
+    }
+    ours.stop();
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is

@@ -6,11 +6,13 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use hashbrown::HashMap;
+use indexmap::IndexMap;
 
 #[derive(Default)]
 pub(crate) struct Expiry {
-    by_key: HashMap<Box<[u8]>, Instant>,
+    /// By key, in an order with O(1) access by position: the volatile
+    /// eviction policies pick keys at random.
+    by_key: IndexMap<Box<[u8]>, Instant>,
     /// The same entries, soonest first.
     by_time: BTreeSet<(Instant, Box<[u8]>)>,
 }
@@ -38,7 +40,7 @@ impl Expiry {
 
     /// Forgets `key`'s expiry time; the time it had.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Instant> {
-        let (key, at) = self.by_key.remove_entry(key)?;
+        let (key, at) = self.by_key.swap_remove_entry(key)?;
         self.by_time.remove(&(at, key));
         Some(at)
     }
@@ -54,8 +56,21 @@ impl Expiry {
             return None;
         }
         let (_, key) = self.by_time.pop_first()?;
-        self.by_key.remove(&key);
+        self.by_key.swap_remove(&key);
         Some(key)
+    }
+
+    /// A key with an expiry time, chosen uniformly at random.
+    pub(crate) fn random_key(&self) -> Option<&[u8]> {
+        if self.by_key.is_empty() {
+            return None;
+        }
+        self.by_key.get_index(fastrand::usize(..self.by_key.len())).map(|(k, _)| &k[..])
+    }
+
+    /// The key whose time is up soonest (volatile-ttl's victim).
+    pub(crate) fn soonest(&self) -> Option<&[u8]> {
+        self.by_time.first().map(|(_, k)| &k[..])
     }
 }
 

@@ -53,9 +53,13 @@
 //! is 10000); one more is answered [`MAX_CLIENTS_REACHED`] and closed, as
 //! Redis does. LPUSH is amortized O(1), as in Redis.
 //! Memory: `maxmemory` (`cf kv-server --maxmemory`, `CONFIG SET
-//! maxmemory`) with Redis's default policy, `noeviction`: once keys and
-//! values take more, commands that may add data get Redis's `OOM` error
-//! ([`RespDb::set_maxmemory`] says how this count differs from Redis's).
+//! maxmemory`) with Redis's policies (`--maxmemory-policy`, `CONFIG SET
+//! maxmemory-policy`; see [`EvictionPolicy`]): once keys and values take
+//! more, keys are evicted before the next command (`INFO stats`
+//! `evicted_keys`), and only when none can go (`noeviction`, the default,
+//! or a `volatile-*` policy with no key that expires) do commands that may
+//! add data get Redis's `OOM` error ([`RespDb::set_maxmemory`] says how
+//! this count differs from Redis's).
 //! INFO's `used_memory` is that count; `pool_mapped_bytes` is the pinned
 //! pool, which grows and is not given back (after FLUSHALL either).
 //!
@@ -75,6 +79,7 @@
 //! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
 //! work).
 
+mod evict;
 mod expiry;
 mod hash;
 mod list;
@@ -90,6 +95,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::{parse::parse_integer, Command, Reply};
 use hashbrown::HashSet;
 
+pub use self::evict::EvictionPolicy;
 pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
 use crate::protocol::{Limits, Status};
 use crate::store::{Collection, Store};
@@ -158,6 +164,10 @@ pub struct RespDb {
     /// refused (Redis's `maxmemory` with its default policy, `noeviction`);
     /// 0: no limit.
     maxmemory: usize,
+    /// What is evicted once `maxmemory` is reached.
+    policy: EvictionPolicy,
+    /// Keys the LRU and LFU policies draw per eviction (`maxmemory-samples`).
+    samples: usize,
     /// The password of Redis's `default` user (`requirepass`): when set, a
     /// connection runs nothing but AUTH, HELLO and QUIT until it has given
     /// it.
@@ -180,6 +190,8 @@ pub struct ServerCounters {
     /// Keys removed because their time was up (read after it, or found by
     /// the active expiry).
     pub expired_keys: u64,
+    /// Keys removed by the eviction policy to stay within `maxmemory`.
+    pub evicted_keys: u64,
     /// Keys GET, MGET and GETEX found, and did not find (a cache's hit
     /// ratio, as Redis's `keyspace_hits` and `keyspace_misses`).
     pub keyspace_hits: u64,
@@ -430,6 +442,8 @@ impl RespDb {
             threshold,
             started: Instant::now(),
             maxmemory: 0,
+            policy: EvictionPolicy::NoEviction,
+            samples: 5,
             requirepass: None,
             counters: ServerCounters::default(),
         }
@@ -494,7 +508,11 @@ impl RespDb {
                 }
             }
         }
-        self.kind_now(key)
+        let kind = self.kind_now(key);
+        if kind.is_some() {
+            self.store.touch(key);
+        }
+        kind
     }
 
     /// The kind of `key` as stored, whether or not its time is up.
@@ -551,6 +569,7 @@ impl RespDb {
     /// Sets `key` to the string `value` (no expiry).
     fn set_string(&mut self, key: &[u8], value: &[u8]) -> Result<(), Status> {
         self.store.put(key, &[value])?;
+        self.store.touch(key);
         if !self.lists.is_empty() {
             self.lists.remove(key);
         }
@@ -601,7 +620,13 @@ impl RespDb {
             }
             return After::Continue;
         }
-        if self.maxmemory != 0 && self.store.data_bytes() > self.maxmemory && flags.contains(&"denyoom") {
+        // Over maxmemory: evict by the policy first, as Redis does before
+        // any command; refuse what may add data only if that fell short.
+        if self.maxmemory != 0
+            && self.store.data_bytes() > self.maxmemory
+            && !(self.policy != EvictionPolicy::NoEviction && self.evict())
+            && flags.contains(&"denyoom")
+        {
             reply.error(status_error(Status::NoMemory));
             if let Some(t) = session.multi.as_mut() {
                 t.failed = true;
@@ -1227,11 +1252,12 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\npool_mapped_bytes:{pool}\r\npool_mapped_human:{}\r\n",
+                    "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\npool_mapped_bytes:{pool}\r\npool_mapped_human:{}\r\n",
                     bytes_to_human(used),
                     bytes_to_human(rss),
                     self.maxmemory,
                     bytes_to_human(self.maxmemory),
+                    self.policy.name(),
                     bytes_to_human(pool)
                 ),
             );
@@ -1240,8 +1266,13 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
-                    c.total_connections, c.total_commands, c.expired_keys, c.keyspace_hits, c.keyspace_misses
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+                    c.total_connections,
+                    c.total_commands,
+                    c.expired_keys,
+                    c.evicted_keys,
+                    c.keyspace_hits,
+                    c.keyspace_misses
                 ),
             );
         }
@@ -1275,13 +1306,15 @@ impl RespDb {
         // What clients ask at start (redis-benchmark: save, appendonly), and
         // the limits an operator checks.
         let (maxmemory, maxclients) = (self.maxmemory.to_string(), self.counters.max_clients.to_string());
+        let samples = self.samples.to_string();
         let requirepass = String::from_utf8_lossy(self.requirepass.as_deref().unwrap_or_default()).into_owned();
-        let known: [(&str, &str); 9] = [
+        let known: [(&str, &str); 10] = [
             ("appendonly", "no"),
             ("databases", "1"),
             ("maxclients", &maxclients),
             ("maxmemory", &maxmemory),
-            ("maxmemory-policy", "noeviction"),
+            ("maxmemory-policy", self.policy.name()),
+            ("maxmemory-samples", &samples),
             ("proto-max-bulk-len", "1048576"),
             ("requirepass", &requirepass),
             ("save", ""),
@@ -1299,14 +1332,16 @@ impl RespDb {
         }
     }
 
-    /// `CONFIG SET maxmemory <bytes>[k|kb|m|mb|g|gb]` (and
-    /// `maxmemory-policy noeviction`, the only policy); all or nothing.
+    /// `CONFIG SET maxmemory <bytes>[k|kb|m|mb|g|gb]`, `maxmemory-policy`,
+    /// `maxmemory-samples`, `requirepass`; all or nothing.
     fn config_set(&mut self, pairs: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return reply.error(&arity_error("config|set"));
         }
         let mut maxmemory = None;
         let mut requirepass = None;
+        let mut policy = None;
+        let mut samples = None;
         for kv in pairs.chunks(2) {
             let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
             let failed =
@@ -1317,10 +1352,15 @@ impl RespDb {
                     None => return reply.error(&failed("argument must be a memory value")),
                 },
                 b"requirepass" => requirepass = Some(value.to_vec()),
-                b"maxmemory-policy" if value.eq_ignore_ascii_case(b"noeviction") => {}
-                b"maxmemory-policy" => {
-                    return reply.error(&failed("this server evicts nothing: the only policy is noeviction"))
-                }
+                b"maxmemory-policy" => match EvictionPolicy::from_name(value) {
+                    Some(p) => policy = Some(p),
+                    None => return reply.error(&failed("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")),
+                },
+                b"maxmemory-samples" => match integer_arg(value) {
+                    None => return reply.error(&failed("argument couldn't be parsed into an integer")),
+                    Some(n) if usize::try_from(n).is_ok_and(|n| evict::SAMPLES.contains(&n)) => samples = Some(n as usize),
+                    Some(_) => return reply.error(&failed("argument must be between 1 and 64 inclusive")),
+                },
                 _ => {
                     return reply.error(&format!(
                         "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
@@ -1334,6 +1374,12 @@ impl RespDb {
         }
         if let Some(p) = requirepass {
             self.set_requirepass(Some(&p));
+        }
+        if let Some(p) = policy {
+            self.set_maxmemory_policy(p);
+        }
+        if let Some(n) = samples {
+            self.samples = n;
         }
         reply.simple("OK");
     }

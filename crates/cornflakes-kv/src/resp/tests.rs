@@ -354,3 +354,90 @@ fn spop_and_srandmember_pick_members_distinct_unless_the_count_is_negative() {
     answer(&mut d, "SADD s a\r\n");
     assert_eq!(answer(&mut d, "SRANDMEMBER s -100000000000\r\n"), "-ERR value is out of range\r\n");
 }
+
+/// A database whose keys and values may take `keys` values of 100 bytes
+/// under `policy`, with those keys written (`k0` ...).
+fn full_db(policy: &str, keys: usize) -> RespDb {
+    let mut d = db();
+    let value = "v".repeat(100);
+    for i in 0..keys {
+        answer(&mut d, &format!("SET k{i} {value}\r\n"));
+    }
+    let bytes = d.store().data_bytes();
+    assert_eq!(answer(&mut d, &format!("CONFIG SET maxmemory {bytes} maxmemory-policy {policy}\r\n")), "+OK\r\n");
+    d
+}
+
+fn exists(d: &mut RespDb, key: &str) -> bool {
+    answer(d, &format!("EXISTS {key}\r\n")) == ":1\r\n"
+}
+
+#[test]
+fn allkeys_lru_evicts_what_was_not_read_and_never_refuses_a_write() {
+    fastrand::seed(7);
+    let mut d = full_db("allkeys-lru", 1000);
+    let value = "w".repeat(100);
+    for round in 0..20 {
+        // The hot keys are read between every batch of new ones.
+        for i in 0..100 {
+            answer(&mut d, &format!("GET k{i}\r\n"));
+        }
+        for i in 0..50 {
+            let r = answer(&mut d, &format!("SET new{round}:{i} {value}\r\n"));
+            assert_eq!(r, "+OK\r\n", "a write is never refused under allkeys-lru");
+        }
+    }
+    answer(&mut d, "PING\r\n");
+    assert!(d.store().data_bytes() <= d.maxmemory(), "back within maxmemory");
+    let hot = (0..100).filter(|i| exists(&mut d, &format!("k{i}"))).count();
+    let cold = (100..1000).filter(|i| exists(&mut d, &format!("k{i}"))).count();
+    assert!(hot >= 95, "{hot} of 100 recently read keys kept");
+    assert!(cold < 200, "{cold} of 900 unread keys kept");
+    let info = answer(&mut d, "INFO\r\n");
+    assert!(info.contains("maxmemory_policy:allkeys-lru") && !info.contains("evicted_keys:0\r\n"), "{info}");
+}
+
+#[test]
+fn allkeys_lfu_keeps_the_keys_read_often() {
+    fastrand::seed(11);
+    let mut d = full_db("allkeys-lfu", 200);
+    for _ in 0..30 {
+        for i in 0..20 {
+            answer(&mut d, &format!("GET k{i}\r\n"));
+        }
+    }
+    let value = "w".repeat(100);
+    for i in 0..400 {
+        assert_eq!(answer(&mut d, &format!("SET new{i} {value}\r\n")), "+OK\r\n");
+    }
+    answer(&mut d, "PING\r\n");
+    let hot = (0..20).filter(|i| exists(&mut d, &format!("k{i}"))).count();
+    assert!(hot >= 18, "{hot} of 20 frequently read keys kept");
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_that_expire_and_then_refuse() {
+    let mut d = full_db("volatile-ttl", 3);
+    answer(&mut d, "EXPIRE k0 1000\r\nEXPIRE k1 10\r\n");
+    let value = "w".repeat(100);
+    assert_eq!(answer(&mut d, &format!("SET ka {value}\r\nPING\r\n")), "+OK\r\n+PONG\r\n");
+    assert!(!exists(&mut d, "k1") && exists(&mut d, "k0"), "the soonest to expire goes first");
+    assert_eq!(answer(&mut d, &format!("SET kb {value}\r\nPING\r\n")), "+OK\r\n+PONG\r\n");
+    assert!(!exists(&mut d, "k0") && exists(&mut d, "k2"), "a key without an expiry stays");
+    // At the limit now, and over it after one more write.
+    assert_eq!(answer(&mut d, &format!("SET kc {value}\r\n")), "+OK\r\n");
+    // Nothing left that expires: as noeviction.
+    for policy in ["volatile-ttl", "volatile-lru", "volatile-lfu", "volatile-random"] {
+        answer(&mut d, &format!("CONFIG SET maxmemory-policy {policy}\r\n"));
+        assert!(answer(&mut d, &format!("SET kd {value}\r\n")).starts_with("-OOM"), "{policy}");
+    }
+    assert_eq!(
+        answer(&mut d, "CONFIG GET maxmemory-policy\r\n"),
+        "*2\r\n$16\r\nmaxmemory-policy\r\n$15\r\nvolatile-random\r\n"
+    );
+    // allkeys-random gets out of it.
+    answer(&mut d, "CONFIG SET maxmemory-policy allkeys-random\r\n");
+    assert_eq!(answer(&mut d, &format!("SET kd {value}\r\n")), "+OK\r\n");
+    assert!(answer(&mut d, "CONFIG SET maxmemory-policy lru\r\n").starts_with("-ERR CONFIG SET failed"));
+    assert!(answer(&mut d, "CONFIG SET maxmemory-samples 0\r\n").contains("between 1 and 64"));
+}

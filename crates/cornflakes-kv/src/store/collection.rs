@@ -162,6 +162,7 @@ impl Store {
     fn collection_mut(&mut self, key: &[u8], is: fn(&Collection) -> bool, make: fn() -> Collection) -> &mut Collection {
         if !self.collections.get(key).is_some_and(is) {
             self.remove(key);
+            self.key_added(key);
             self.key_bytes += key.len();
             self.collections.insert(key.into(), make());
         }
@@ -272,6 +273,7 @@ impl Store {
         }
         match self.collections.remove(key) {
             Some(old) => {
+                self.key_gone(key);
                 let (keys, values) = old.bytes();
                 self.key_bytes -= key.len() + keys;
                 self.value_bytes -= values;

@@ -164,6 +164,7 @@ proptest::proptest! {
     #[test]
     fn lists_behave_like_a_deque(ops in proptest::collection::vec(list_op(), 1..80)) {
         let mut s = store();
+        s.track_accesses(true);
         let mut model: Option<std::collections::VecDeque<u8>> = None;
         for op in ops {
             match op {
@@ -198,6 +199,7 @@ proptest::proptest! {
             let n = want.as_ref().map_or(0, |w| w.len());
             proptest::prop_assert_eq!(s.value_bytes(), n);
             proptest::prop_assert_eq!(s.len(), usize::from(want.is_some()));
+            proptest::prop_assert_eq!(s.key_index().map(KeyIndex::len), Some(s.len()), "the eviction index follows");
             proptest::prop_assert_eq!(s.data_bytes(), n + usize::from(want.is_some()), "one key byte");
             proptest::prop_assert!(s.fronts.values().all(|f| !f.is_empty()), "an emptied front is not kept");
             if let (Some(l), Some(w)) = (s.get(b"l"), want.as_ref()) {
@@ -268,8 +270,9 @@ proptest::proptest! {
     /// small keeps it), a key in one kind at a time, the key gone with its
     /// last field, and the byte counts maxmemory reads exact.
     #[test]
-    fn hashes_behave_like_ordered_maps(ops in proptest::collection::vec(hash_op(), 1..80)) {
+    fn hashes_behave_like_ordered_maps(ops in proptest::collection::vec(hash_op(), 1..80), track in proptest::bool::ANY) {
         let mut s = store();
+        s.track_accesses(track);
         let mut model: [Option<Held>; 2] = [None, None];
         let name = |k: u8| [b'a' + k];
         for op in ops {
@@ -348,6 +351,10 @@ proptest::proptest! {
             }
             proptest::prop_assert_eq!(s.len(), model.iter().flatten().count());
             proptest::prop_assert_eq!(s.keys().count(), s.len());
+            if let Some(index) = s.key_index() {
+                proptest::prop_assert_eq!(index.len(), s.len(), "the eviction index has every key, once");
+                proptest::prop_assert!(s.keys().all(|k| index.get(k).is_some()));
+            }
             proptest::prop_assert_eq!(s.data_bytes(), bytes, "keys, fields and values");
         }
     }

@@ -1,0 +1,164 @@
+//! Eviction under `maxmemory` (Redis's `maxmemory-policy`): before a
+//! command runs while keys and values take more than the limit, keys are
+//! removed by the policy until they fit; only when nothing can go does a
+//! command that may add data get the `OOM` error, as in Redis.
+//!
+//! The LRU and LFU policies pick the best of `maxmemory-samples` keys
+//! drawn at random (5 by default), as Redis approximates them (without its
+//! pool of 16 candidates kept between evictions); LFU is Redis's
+//! logarithmic counter, decayed a step a minute. `volatile-ttl` takes the
+//! key whose time is up soonest, exactly.
+
+use super::RespDb;
+
+/// What is evicted once `maxmemory` is reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EvictionPolicy {
+    /// Nothing: commands that may add data get `OOM` (Redis's default).
+    #[default]
+    NoEviction,
+    /// The least recently used key.
+    AllKeysLru,
+    /// The least frequently used key.
+    AllKeysLfu,
+    /// Any key.
+    AllKeysRandom,
+    /// The least recently used of the keys with an expiry time.
+    VolatileLru,
+    /// The least frequently used of the keys with an expiry time.
+    VolatileLfu,
+    /// Any key with an expiry time.
+    VolatileRandom,
+    /// The key with an expiry time that is up soonest.
+    VolatileTtl,
+}
+
+impl EvictionPolicy {
+    /// Every policy, as Redis names them.
+    pub const ALL: [EvictionPolicy; 8] = [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::AllKeysLfu,
+        EvictionPolicy::AllKeysRandom,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileLfu,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ];
+
+    /// Redis's name (`allkeys-lru`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::NoEviction => "noeviction",
+            EvictionPolicy::AllKeysLru => "allkeys-lru",
+            EvictionPolicy::AllKeysLfu => "allkeys-lfu",
+            EvictionPolicy::AllKeysRandom => "allkeys-random",
+            EvictionPolicy::VolatileLru => "volatile-lru",
+            EvictionPolicy::VolatileLfu => "volatile-lfu",
+            EvictionPolicy::VolatileRandom => "volatile-random",
+            EvictionPolicy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    /// The policy Redis calls `name` (any case).
+    ///
+    /// ```
+    /// use cornflakes_kv::resp::EvictionPolicy;
+    ///
+    /// assert_eq!(EvictionPolicy::from_name(b"ALLKEYS-LRU"), Some(EvictionPolicy::AllKeysLru));
+    /// assert_eq!(EvictionPolicy::from_name(b"lru"), None);
+    /// ```
+    pub fn from_name(name: &[u8]) -> Option<EvictionPolicy> {
+        EvictionPolicy::ALL.into_iter().find(|p| p.name().as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether it reads keys' accesses (the store then keeps them).
+    fn needs_accesses(self) -> bool {
+        !matches!(self, EvictionPolicy::NoEviction | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl)
+    }
+}
+
+impl std::str::FromStr for EvictionPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        EvictionPolicy::from_name(s.as_bytes()).ok_or_else(|| {
+            let names: Vec<&str> = EvictionPolicy::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown maxmemory policy {s:?}; one of {}", names.join(", "))
+        })
+    }
+}
+
+impl std::fmt::Display for EvictionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Keys one command may evict before it runs (Redis bounds the time
+/// instead): a limit lowered far below the data takes a few commands to
+/// reach, while each stays short.
+const MAX_EVICTIONS_PER_COMMAND: usize = 4096;
+
+/// Redis's `maxmemory-samples` range.
+pub(super) const SAMPLES: std::ops::RangeInclusive<usize> = 1..=64;
+
+impl RespDb {
+    /// Sets what is evicted once `maxmemory` is reached (Redis's
+    /// `maxmemory-policy`; `CONFIG SET maxmemory-policy` too). The LRU and
+    /// LFU policies keep every key's accesses while they are set.
+    pub fn set_maxmemory_policy(&mut self, policy: EvictionPolicy) {
+        self.policy = policy;
+        self.store.track_accesses(policy.needs_accesses());
+    }
+
+    /// The eviction policy.
+    pub fn maxmemory_policy(&self) -> EvictionPolicy {
+        self.policy
+    }
+
+    /// Evicts keys by the policy until keys and values fit `maxmemory`;
+    /// whether they do.
+    pub(super) fn evict(&mut self) -> bool {
+        for _ in 0..MAX_EVICTIONS_PER_COMMAND {
+            if self.store.data_bytes() <= self.maxmemory {
+                return true;
+            }
+            let Some(victim) = self.victim() else { return false };
+            self.delete(&victim);
+            self.counters.evicted_keys += 1;
+        }
+        self.store.data_bytes() <= self.maxmemory
+    }
+
+    /// The key the policy evicts next.
+    fn victim(&self) -> Option<Box<[u8]>> {
+        let index = self.store.key_index();
+        let expires = &self.expires;
+        let lru = |k: &[u8]| index?.get(k).map(|a| (a.last, 0));
+        let lfu = |k: &[u8]| index?.get(k).map(|a| (u64::from(a.frequency), a.last));
+        let any_key = || index?.random().map(|(k, _)| k);
+        let volatile_key = || expires.random_key();
+        let n = self.samples;
+        match self.policy {
+            EvictionPolicy::NoEviction => None,
+            EvictionPolicy::AllKeysRandom => any_key().map(Box::from),
+            EvictionPolicy::VolatileRandom => volatile_key().map(Box::from),
+            EvictionPolicy::VolatileTtl => expires.soonest().map(Box::from),
+            EvictionPolicy::AllKeysLru => best_of(n, any_key, lru),
+            EvictionPolicy::AllKeysLfu => best_of(n, any_key, lfu),
+            EvictionPolicy::VolatileLru => best_of(n, volatile_key, lru),
+            EvictionPolicy::VolatileLfu => best_of(n, volatile_key, lfu),
+        }
+    }
+}
+
+/// Of `samples` keys drawn by `draw`, the one `rank` puts first (least
+/// recently or least frequently used).
+fn best_of<'k>(
+    samples: usize,
+    draw: impl Fn() -> Option<&'k [u8]>,
+    rank: impl Fn(&[u8]) -> Option<(u64, u64)>,
+) -> Option<Box<[u8]>> {
+    (0..samples).filter_map(|_| draw()).filter_map(|k| Some((rank(k)?, k))).min().map(|(_, k)| k.into())
+}
