@@ -36,6 +36,9 @@ pub struct Store {
     /// Every key with its accesses, while an eviction policy needs them
     /// ([`track_accesses`](Self::track_accesses)).
     index: Option<KeyIndex>,
+    /// Changes made so far (RESP's WATCH asks whether a command changed
+    /// anything).
+    writes: u64,
     limits: Limits,
     value_bytes: usize,
     key_bytes: usize,
@@ -98,6 +101,7 @@ impl Store {
             fronts: HashMap::new(),
             collections: HashMap::new(),
             index: None,
+            writes: 0,
             limits,
             value_bytes: 0,
             key_bytes: 0,
@@ -122,6 +126,12 @@ impl Store {
     /// Whether the store has no keys.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many changes the store has had (any put, push, pop, removal,
+    /// rename, ...): equal before and after a command that changed nothing.
+    pub fn writes(&self) -> u64 {
+        self.writes
     }
 
     /// Bytes of all values.
@@ -217,6 +227,7 @@ impl Store {
     /// fails only on the limits.
     pub fn push_buf(&mut self, key: &[u8], buf: RcBuf, front: bool) -> Result<(), Status> {
         self.check_push(key)?;
+        self.writes += 1;
         self.value_bytes += buf.len();
         match self.map.get_mut(key) {
             Some(v) if !front => v.push(buf),
@@ -242,6 +253,7 @@ impl Store {
     /// those commands are in Redis.
     pub fn edit_list<R>(&mut self, key: &[u8], edit: impl FnOnce(&mut Vec<RcBuf>) -> R) -> Option<R> {
         let back = self.map.remove(key)?;
+        self.writes += 1;
         let front = if self.fronts.is_empty() { None } else { self.fronts.remove(key) };
         let mut elems: Vec<RcBuf> = front.into_iter().flat_map(|f| f.into_iter().rev()).chain(back).collect();
         let before: usize = elems.iter().map(|b| b.len()).sum();
@@ -302,6 +314,7 @@ impl Store {
             fronts.remove(key);
         }
         let popped = popped?;
+        self.writes += 1;
         self.value_bytes -= popped.len();
         if self.get(key).is_some_and(|v| v.is_empty()) {
             self.remove(key);
@@ -315,6 +328,7 @@ impl Store {
         self.remove_front(key);
         match self.map.remove(key) {
             Some(old) => {
+                self.writes += 1;
                 self.key_gone(key);
                 self.key_bytes -= key.len();
                 self.value_bytes -= old.iter().map(|b| b.len()).sum::<usize>();
@@ -330,6 +344,7 @@ impl Store {
         if from == to {
             return self.map.contains_key(from) || self.collection(from).is_some();
         }
+        self.writes += 1;
         let collection = if self.collections.is_empty() { None } else { self.collections.remove(from) };
         if let Some(collection) = collection {
             self.remove(to);
@@ -411,6 +426,7 @@ impl Store {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        self.writes += 1;
         self.map.clear();
         self.key_bytes = 0;
         self.fronts.clear();
@@ -520,6 +536,7 @@ impl Store {
     }
 
     fn swap_in(&mut self, key: &[u8], value: Value) {
+        self.writes += 1;
         self.remove_front(key);
         self.value_bytes += value.iter().map(|b| b.len()).sum::<usize>();
         // The old buffers are dropped here; one still referenced by an

@@ -1149,6 +1149,142 @@ fn an_lru_cache_past_maxmemory_evicts_instead_of_refusing_as_redis_server_does()
     ours.stop();
 }
 
+/// One whole RESP reply from `r`, written out (`nil` and `nil-array` for
+/// the nulls, arrays as `[a, b]`).
+fn read_reply(r: &mut BufReader<TcpStream>) -> String {
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let line = line.trim_end_matches("\r\n");
+    let (kind, rest) = line.split_at(1);
+    match kind {
+        "$" if rest == "-1" => "nil".into(),
+        "$" => {
+            let mut data = vec![0u8; rest.parse::<usize>().unwrap() + 2];
+            r.read_exact(&mut data).unwrap();
+            String::from_utf8_lossy(&data[..data.len() - 2]).into_owned()
+        }
+        "*" if rest == "-1" => "nil-array".into(),
+        "*" => {
+            let items: Vec<String> = (0..rest.parse::<usize>().unwrap()).map(|_| read_reply(r)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        _ => line.to_owned(),
+    }
+}
+
+/// WATCH with a second connection changing keys in between: every answer
+/// of both connections is redis-server's, across the ways a key changes
+/// (a write, EXPIRE, expiry, FLUSHALL) and the ways it does not (a write
+/// that changes nothing, another key).
+#[test]
+fn watch_aborts_exec_when_another_connection_changes_a_key_as_redis_server_does() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    // (connection, command); `sleep` waits for a key to expire.
+    let steps: &[(usize, &str)] = &[
+        (0, "FLUSHALL"),
+        (0, "SET k 1"),
+        // Changed by the other connection: EXEC runs nothing.
+        (0, "WATCH k"),
+        (1, "SET k 2"),
+        (0, "MULTI"),
+        (0, "SET k 3"),
+        (0, "EXEC"),
+        (0, "GET k"),
+        // The watch went with EXEC: this one runs.
+        (0, "MULTI"),
+        (0, "INCR k"),
+        (0, "EXEC"),
+        // Unchanged (a write that changes nothing, another key): runs.
+        (0, "WATCH k nokey"),
+        (1, "SET k 9 NX"),
+        (1, "DEL nokey"),
+        (1, "SET other 1"),
+        (0, "MULTI"),
+        (0, "GET k"),
+        (0, "EXEC"),
+        // EXPIRE changes it; so does FLUSHALL; UNWATCH forgets.
+        (0, "WATCH k"),
+        (1, "EXPIRE k 100"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "WATCH other"),
+        (1, "FLUSHALL"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "SET k 1"),
+        (0, "WATCH k"),
+        (1, "SET k 5"),
+        (0, "UNWATCH"),
+        (0, "MULTI"),
+        (0, "GET k"),
+        (0, "EXEC"),
+        // A key that expires while watched.
+        (0, "SET t 1 PX 50"),
+        (0, "WATCH t"),
+        (0, "sleep"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        // Deleted and written by a list push, a hash and a set.
+        (0, "WATCH l h s"),
+        (1, "RPUSH l a"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "WATCH h"),
+        (1, "HSET h f v"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "WATCH s"),
+        (1, "SADD s a"),
+        (1, "SADD s a"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "WATCH s"),
+        (1, "SADD s a"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        // WATCH inside MULTI, DISCARD forgetting the watch.
+        (0, "MULTI"),
+        (0, "WATCH k"),
+        (0, "GET k"),
+        (0, "EXEC"),
+        (0, "WATCH k"),
+        (0, "MULTI"),
+        (0, "DISCARD"),
+        (1, "SET k 6"),
+        (0, "MULTI"),
+        (0, "GET k"),
+        (0, "EXEC"),
+        (0, "WATCH"),
+    ];
+    let run = |addr: SocketAddr| -> Vec<String> {
+        let conns: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
+        let mut readers: Vec<BufReader<TcpStream>> =
+            conns.iter().map(|c| BufReader::new(c.try_clone().unwrap())).collect();
+        let mut out = Vec::new();
+        for &(c, step) in steps {
+            if step == "sleep" {
+                std::thread::sleep(Duration::from_millis(150));
+                continue;
+            }
+            let args: Vec<&[u8]> = step.split(' ').map(str::as_bytes).collect();
+            (&conns[c]).write_all(&command(&args)).unwrap();
+            out.push(format!("{c} {step}: {}", read_reply(&mut readers[c])));
+        }
+        out
+    };
+    let theirs = run(SocketAddr::from(([127, 0, 0, 1], redis.port)));
+    let mine = run(ours.addr);
+    for (t, m) in theirs.iter().zip(&mine) {
+        assert_eq!(m, t, "(ours, then redis-server's)");
+    }
+    assert!(theirs.iter().filter(|l| l.ends_with("EXEC: nil-array")).count() >= 6, "{theirs:#?}");
+    ours.stop();
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is

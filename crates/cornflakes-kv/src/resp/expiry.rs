@@ -15,6 +15,8 @@ pub(crate) struct Expiry {
     by_key: IndexMap<Box<[u8]>, Instant>,
     /// The same entries, soonest first.
     by_time: BTreeSet<(Instant, Box<[u8]>)>,
+    /// Changes made so far (WATCH: did a command change an expiry?).
+    changes: u64,
 }
 
 impl Expiry {
@@ -32,6 +34,7 @@ impl Expiry {
 
     /// Sets (or moves) `key`'s expiry time.
     pub(crate) fn insert(&mut self, key: Box<[u8]>, at: Instant) {
+        self.changes += 1;
         if let Some(old) = self.by_key.insert(key.clone(), at) {
             self.by_time.remove(&(old, key.clone()));
         }
@@ -41,11 +44,18 @@ impl Expiry {
     /// Forgets `key`'s expiry time; the time it had.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Instant> {
         let (key, at) = self.by_key.swap_remove_entry(key)?;
+        self.changes += 1;
         self.by_time.remove(&(at, key));
         Some(at)
     }
 
+    /// How many changes there have been.
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes
+    }
+
     pub(crate) fn clear(&mut self) {
+        self.changes += 1;
         self.by_key.clear();
         self.by_time.clear();
     }

@@ -18,8 +18,10 @@
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
-//! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD (a queuing error
-//! aborts the transaction with `EXECABORT`, as in Redis; no WATCH), with
+//! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
+//! queuing error aborts the transaction with `EXECABORT`, and a change to
+//! a watched key since WATCH, by any write, expiry, eviction or FLUSHALL,
+//! makes EXEC answer a null array, as in Redis), with
 //! Redis 7.0's arities and error
 //! texts. Differences, each answered with an error rather than a wrong
 //! answer: one database (`SELECT n`, n ≠ 0: `DB index is out of range`);
@@ -72,7 +74,7 @@
 //! iteration exactly once, but each call is O(keys), not O(COUNT) (see
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
-//! Not implemented, answered `unknown command`: WATCH, sorted sets,
+//! Not implemented, answered `unknown command`: sorted sets,
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
 //! digits, which `f64` cannot reproduce), HRANDFIELD, blocking list
 //! commands (BLPOP ...),
@@ -88,6 +90,7 @@ mod set;
 mod string;
 #[cfg(test)]
 mod tests;
+mod watch;
 
 use std::time::{Duration, Instant};
 
@@ -122,6 +125,9 @@ pub struct Session {
     authenticated: bool,
     /// The commands queued since `MULTI`, while in a transaction.
     multi: Option<Transaction>,
+    /// Set when a key this connection WATCHes changes (`None`: it watches
+    /// none).
+    watch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// A transaction being queued (`MULTI` .. `EXEC`).
@@ -174,6 +180,8 @@ pub struct RespDb {
     requirepass: Option<Vec<u8>>,
     /// The serving loop's counts, for INFO (see [`ServerCounters`]).
     pub(crate) counters: ServerCounters,
+    /// Connections' WATCHes.
+    watchers: watch::Watchers,
 }
 
 /// What INFO reports of the serving loop ([`serve`] keeps it).
@@ -325,6 +333,8 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
     ("unlink", -2, &["write", "fast"]),
+    ("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"]),
+    ("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"]),
 ];
 
 /// How SET and GETEX give an expiry: a time to live or a Unix time, in
@@ -446,6 +456,7 @@ impl RespDb {
             samples: 5,
             requirepass: None,
             counters: ServerCounters::default(),
+            watchers: watch::Watchers::default(),
         }
     }
 
@@ -503,6 +514,7 @@ impl RespDb {
             if let Some(&at) = self.expires.get(key) {
                 if at <= Instant::now() {
                     self.delete(key);
+                    self.watchers.touched(key);
                     self.counters.expired_keys += 1;
                     return None;
                 }
@@ -540,6 +552,7 @@ impl RespDb {
                 self.lists.remove(&key);
             }
             self.store.remove(&key);
+            self.watchers.touched(&key);
             n += 1;
         }
         self.counters.expired_keys += n as u64;
@@ -641,7 +654,7 @@ impl RespDb {
             return After::Continue;
         }
         if let Some(t) = session.multi.as_mut() {
-            if !matches!(name, "exec" | "discard" | "multi" | "quit") {
+            if !matches!(name, "exec" | "discard" | "multi" | "quit" | "watch") {
                 let bytes: usize = cmd.args.iter().map(|a| a.len() + 16).sum();
                 if t.bytes + bytes > MAX_QUEUED_BYTES {
                     t.failed = true;
@@ -654,6 +667,23 @@ impl RespDb {
                 return After::Continue;
             }
         }
+        // Whether the command changed something, for the connections
+        // that WATCH the keys it names.
+        let before = (!self.watchers.is_empty() && flags.contains(&"write"))
+            .then(|| (self.store.writes(), self.expires.changes()));
+        let after = self.dispatch(name, cmd, session, reply);
+        if before.is_some_and(|b| b != (self.store.writes(), self.expires.changes())) {
+            for key in watch::written_keys(name, args) {
+                self.watchers.touched(key);
+            }
+        }
+        after
+    }
+
+    /// Runs command `name` (arity, memory, authentication and transaction
+    /// queuing checked).
+    fn dispatch(&mut self, name: &str, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
+        let args = &cmd.args[1..];
         match name {
             "multi" => match session.multi {
                 Some(_) => reply.error("ERR MULTI calls can not be nested"),
@@ -663,13 +693,35 @@ impl RespDb {
                 }
             },
             "discard" => match session.multi.take() {
-                Some(_) => reply.simple("OK"),
+                Some(_) => {
+                    session.watch = None;
+                    reply.simple("OK")
+                }
                 None => reply.error("ERR DISCARD without MULTI"),
             },
+            "watch" if session.multi.is_some() => reply.error("ERR WATCH inside MULTI is not allowed"),
+            "watch" => {
+                let flag = session.watch.get_or_insert_with(Default::default);
+                for key in args {
+                    self.watchers.watch(key, flag);
+                }
+                reply.simple("OK")
+            }
+            "unwatch" => {
+                session.watch = None;
+                reply.simple("OK")
+            }
             // One thread runs every command: nothing runs between them.
             "exec" => match session.multi.take() {
                 None => reply.error("ERR EXEC without MULTI"),
-                Some(t) if t.failed => reply.error("EXECABORT Transaction discarded because of previous errors."),
+                Some(t) if t.failed => {
+                    session.watch = None;
+                    reply.error("EXECABORT Transaction discarded because of previous errors.")
+                }
+                // A watched key changed since WATCH: nothing runs.
+                Some(_) if session.watch.take().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) => {
+                    reply.null_array()
+                }
                 Some(t) => {
                     reply.array(t.queued.len());
                     for args in &t.queued {
@@ -932,6 +984,7 @@ impl RespDb {
     }
 
     fn flushall(&mut self, reply: &mut Reply<RcBuf>) {
+        self.watchers.touched_all();
         self.store.clear();
         self.lists.clear();
         self.expires.clear();

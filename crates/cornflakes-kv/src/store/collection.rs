@@ -190,6 +190,7 @@ impl Store {
                 (true, 0)
             }
         };
+        self.writes += 1;
         self.value_bytes = self.value_bytes + len - old_len;
         if new {
             self.key_bytes += field.len();
@@ -209,6 +210,7 @@ impl Store {
         };
         let new = set.members.insert(member.into());
         if new {
+            self.writes += 1;
             self.value_bytes += member.len();
         }
         Ok(new)
@@ -225,6 +227,7 @@ impl Store {
         };
         let Some((field, value)) = removed else { return false };
         let empty = hash.is_empty();
+        self.writes += 1;
         self.key_bytes -= field.len();
         self.value_bytes -= value.len();
         if empty {
@@ -246,6 +249,7 @@ impl Store {
             return false;
         }
         let empty = set.is_empty();
+        self.writes += 1;
         self.value_bytes -= member.len();
         if empty {
             self.remove_collection(key);
@@ -259,6 +263,7 @@ impl Store {
         let Some(Collection::Set(set)) = self.collections.get_mut(key) else { return None };
         let member = set.members.swap_remove_index(i)?;
         let empty = set.is_empty();
+        self.writes += 1;
         self.value_bytes -= member.len();
         if empty {
             self.remove_collection(key);
@@ -273,6 +278,7 @@ impl Store {
         }
         match self.collections.remove(key) {
             Some(old) => {
+                self.writes += 1;
                 self.key_gone(key);
                 let (keys, values) = old.bytes();
                 self.key_bytes -= key.len() + keys;
