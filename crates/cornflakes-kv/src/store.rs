@@ -12,10 +12,12 @@ use smallvec::SmallVec;
 
 pub use self::access::{Access, KeyIndex};
 pub use self::collection::{Collection, Hash, Set};
+pub use self::zset::ZSet;
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
 mod access;
 mod collection;
+mod zset;
 
 /// A value: its elements (one for a plain value).
 pub type Value = SmallVec<[RcBuf; 1]>;

@@ -1110,6 +1110,114 @@ const LIST_AND_STRING_SCRIPT: &str = r#"= FLUSHALL
 = EXISTS c
 "#;
 
+/// Sorted sets, their options and error cases, and scores as Redis
+/// prints them.
+const ZSET_SCRIPT: &str = r#"= FLUSHALL
+= ZADD z 1 a 2 b 3 c
+= ZADD z 2.5 d 0.1 e -0 f
+= ZADD z 1e20 g inf h -inf i 1.5e-7 j
+= ZRANGE z 0 -1 WITHSCORES
+= ZSCORE z e
+= ZSCORE z f
+= ZSCORE z g
+= ZSCORE z nosuch
+= ZMSCORE z a nosuch h
+= ZCARD z
+= ZCARD nokey
+= ZRANK z c
+= ZREVRANK z c
+= ZRANK z nosuch
+= ZCOUNT z 1 3
+= ZCOUNT z (1 3
+= ZCOUNT z (1 (3
+= ZCOUNT z -inf +inf
+= ZCOUNT z x 1
+= ZRANGE z 1 3
+= ZRANGE z -3 -1
+= ZRANGE z 5 2
+= ZRANGE z 0 0 REV
+= ZRANGE z 0 2 REV WITHSCORES
+= ZRANGE z 1 3 BYSCORE
+= ZRANGE z (1 3 BYSCORE WITHSCORES
+= ZRANGE z 3 1 BYSCORE REV
+= ZRANGE z -inf +inf BYSCORE LIMIT 2 3
+= ZRANGE z +inf -inf BYSCORE REV LIMIT 1 2 WITHSCORES
+= ZRANGE z -inf +inf BYSCORE LIMIT -1 2
+= ZRANGE z -inf +inf BYSCORE LIMIT 8 -1
+= ZRANGE z 0 1 LIMIT 0 1
+= ZRANGE z 0 1 BOGUS
+= ZRANGE z a b
+= ZRANGE z a b BYSCORE
+= ZRANGEBYSCORE z 1 2.5 WITHSCORES
+= ZRANGEBYSCORE z -inf (2 LIMIT 1 1
+= ZREVRANGEBYSCORE z 3 1
+= ZREVRANGE z 0 1 WITHSCORES
+= ZREVRANGE z 0 1 LIMIT 0 1
+= ZADD z NX 9 a 9 new
+= ZSCORE z a
+= ZADD z XX 9 a 9 new2
+= ZSCORE z new2
+= ZADD z XX CH 10 a 9 new
+= ZADD z GT CH 5 a 11 b
+= ZADD z LT CH 50 a 1 b
+= ZADD z INCR 5 a
+= ZADD z NX INCR 5 a
+= ZADD z INCR 1 a 2 b
+= ZADD z NX XX 1 a
+= ZADD z GT LT 1 a
+= ZADD z GT NX 1 a
+= ZADD z 1
+= ZADD z x a
+= ZADD z 1e400 a
+= ZADD z nan a
+= ZINCRBY z 2.5 a
+= ZINCRBY z 1 brandnew
+= ZINCRBY z x a
+= ZINCRBY z -inf h
+= ZSCORE z h
+= ZREM z a nosuch b
+= ZPOPMIN z
+= ZPOPMAX z 2
+= ZPOPMIN z 0
+= ZPOPMIN z -1
+= ZPOPMIN nokey
+= ZPOPMIN z 1 2
+= ZREMRANGEBYRANK z 0 1
+= ZRANGE z 0 -1 WITHSCORES
+= ZREMRANGEBYSCORE z (0 2
+= ZRANGE z 0 -1 WITHSCORES
+= ZREMRANGEBYSCORE z x 1
+= ZREMRANGEBYRANK z x 1
+= ZSCAN z 0
+= ZSCAN z 0 MATCH n*
+= SET s v
+= ZADD s 1 a
+= ZSCORE s a
+= ZRANGE s 0 -1
+= ZCARD s
+= ZREMRANGEBYRANK s x 1
+= ZADD one 1 m
+= ZREM one m
+= EXISTS one
+= ZADD one 1 m
+= ZPOPMAX one 5
+= TYPE one
+= ZADD t 1 m
+= TYPE t
+= EXPIRE t 100
+= ZADD t 2 m
+= TTL t
+= RENAME t t2
+= ZRANGE t2 0 -1 WITHSCORES
+= ZADD big 0.30000000000000004 x 123456789012345678 y -1.5 w 1e-5 v
+= ZRANGE big 0 -1 WITHSCORES
+"#;
+
+#[test]
+fn sorted_sets_answer_as_redis_server_does() {
+    same_answers_line_by_line(ZSET_SCRIPT);
+}
+
 #[test]
 fn lists_and_strings_answer_as_redis_server_does() {
     same_answers_line_by_line(LIST_AND_STRING_SCRIPT);
@@ -1318,7 +1426,7 @@ fn auth_and_requirepass_answer_as_redis_server_does() {
 
 /// `redis-cli --scan` lists the keys redis-server lists (in its own
 /// order), and `redis-cli --bigkeys` runs through and finds the biggest
-/// list, hash and set (the biggest string is one of several of one length, either
+/// list, hash, set and sorted set (the biggest string is one of several of one length, either
 /// server may name any).
 #[test]
 fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
@@ -1331,7 +1439,9 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
     for i in 0..3000 {
         fill.push_str(&format!("SET user:{i} {}\n", "x".repeat(i % 50 + 1)));
     }
-    fill.push_str("RPUSH biglist a b c d e f g\nSET other 1\nHSET bighash a 1 b 2 c 3\nSADD bigset x y\n");
+    fill.push_str(
+        "RPUSH biglist a b c d e f g\nSET other 1\nHSET bighash a 1 b 2 c 3\nSADD bigset x y\nZADD bigzset 1 a 2 b\n",
+    );
     for port in [redis.port, ours.addr.port()] {
         redis_cli(port, &fill);
     }
@@ -1359,7 +1469,7 @@ fn redis_cli_scan_and_bigkeys_see_what_they_see_on_redis_server() {
     };
     let (theirs, mine) = (big(redis.port), big(ours.addr.port()));
     for big in [&theirs, &mine] {
-        for name in ["biglist", "bighash", "bigset"] {
+        for name in ["biglist", "bighash", "bigset", "bigzset"] {
             assert!(big.contains(&name.to_owned()), "{name} in {big:?}");
         }
     }
@@ -1444,11 +1554,19 @@ fn redis_benchmark_runs_against_it_without_errors() {
         assert!(!text.to_ascii_lowercase().contains("error"), "{text}");
         text
     };
-    let text = run(&["-t", "get,set,mset,lrange_100,hset,sadd,spop", "-d", "1024", "-P", "4"]);
+    let text = run(&["-t", "get,set,mset,lrange_100,hset,sadd,spop,zadd,zpopmin", "-d", "1024", "-P", "4"]);
     // Progress lines end in \r, results in \n.
-    for test in
-        ["SET: ", "GET: ", "MSET (10 keys): ", "LRANGE_100 (first 100 elements): ", "HSET: ", "SADD: ", "SPOP: "]
-    {
+    for test in [
+        "SET: ",
+        "GET: ",
+        "MSET (10 keys): ",
+        "LRANGE_100 (first 100 elements): ",
+        "HSET: ",
+        "SADD: ",
+        "SPOP: ",
+        "ZADD: ",
+        "ZPOPMIN: ",
+    ] {
         let result =
             text.split(['\r', '\n']).any(|l| l.trim_start().starts_with(test) && l.contains("requests per second"));
         assert!(result, "no result for {test}: {text}");

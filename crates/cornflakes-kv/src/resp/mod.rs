@@ -16,6 +16,10 @@
 //! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
+//! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZRANK
+//! ZREVRANK ZREM ZRANGE (BYSCORE REV LIMIT WITHSCORES) ZRANGEBYSCORE
+//! ZREVRANGE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX ZREMRANGEBYRANK
+//! ZREMRANGEBYSCORE ZSCAN
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
@@ -30,7 +34,8 @@
 //! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
 //! pool exhaustion is Redis's `OOM` error.
 //!
-//! Types: a key holds a string (one element), a list, a hash or a set. A value
+//! Types: a key holds a string (one element), a list, a hash, a set or a
+//! sorted set (ranks in O(log n), scores printed as Redis prints them). A value
 //! preloaded with more than one element is a list; a list made by
 //! LPUSH/RPUSH is remembered as one even with a single element. A hash
 //! lists its fields in insertion order up to 128 of them, as Redis's small
@@ -74,7 +79,9 @@
 //! iteration exactly once, but each call is O(keys), not O(COUNT) (see
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
-//! Not implemented, answered `unknown command`: sorted sets,
+//! Not implemented, answered `unknown command`: the lexicographic sorted
+//! set commands (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE BYLEX: an error),
+//! ZUNIONSTORE, ZINTERSTORE, ZDIFF, ZRANDMEMBER, ZRANGESTORE,
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
 //! digits, which `f64` cannot reproduce), HRANDFIELD, blocking list
 //! commands (BLPOP ...),
@@ -91,6 +98,7 @@ mod string;
 #[cfg(test)]
 mod tests;
 mod watch;
+mod zset;
 
 use std::time::{Duration, Instant};
 
@@ -217,6 +225,7 @@ enum Kind {
     List,
     Hash,
     Set,
+    ZSet,
 }
 
 impl Kind {
@@ -227,6 +236,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Hash => "hash",
             Kind::Set => "set",
+            Kind::ZSet => "zset",
         }
     }
 }
@@ -335,6 +345,24 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("unlink", -2, &["write", "fast"]),
     ("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"]),
     ("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"]),
+    ("zadd", -4, &["write", "denyoom", "fast"]),
+    ("zcard", 2, &["readonly", "fast"]),
+    ("zcount", 4, &["readonly", "fast"]),
+    ("zincrby", 4, &["write", "denyoom", "fast"]),
+    ("zmscore", -3, &["readonly", "fast"]),
+    ("zpopmax", -2, &["write", "fast"]),
+    ("zpopmin", -2, &["write", "fast"]),
+    ("zrange", -4, &["readonly"]),
+    ("zrangebyscore", -4, &["readonly"]),
+    ("zrank", 3, &["readonly", "fast"]),
+    ("zrem", -3, &["write", "fast"]),
+    ("zremrangebyrank", 4, &["write"]),
+    ("zremrangebyscore", 4, &["write"]),
+    ("zrevrange", -4, &["readonly"]),
+    ("zrevrangebyscore", -4, &["readonly"]),
+    ("zrevrank", 3, &["readonly", "fast"]),
+    ("zscan", -3, &["readonly"]),
+    ("zscore", 3, &["readonly", "fast"]),
 ];
 
 /// How SET and GETEX give an expiry: a time to live or a Unix time, in
@@ -533,6 +561,7 @@ impl RespDb {
             return self.store.collection(key).map(|c| match c {
                 Collection::Hash(_) => Kind::Hash,
                 Collection::Set(_) => Kind::Set,
+                Collection::ZSet(_) => Kind::ZSet,
             });
         };
         if value.len() != 1 || (!self.lists.is_empty() && self.lists.contains(key)) {
@@ -574,7 +603,7 @@ impl RespDb {
     fn string(&mut self, key: &[u8]) -> Result<Option<&RcBuf>, &'static str> {
         match self.kind(key) {
             None => Ok(None),
-            Some(Kind::List | Kind::Hash | Kind::Set) => Err(WRONGTYPE),
+            Some(Kind::List | Kind::Hash | Kind::Set | Kind::ZSet) => Err(WRONGTYPE),
             Some(Kind::String) => Ok(self.store.get(key).and_then(|v| v.first())),
         }
     }
@@ -908,11 +937,14 @@ impl RespDb {
             "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
             | "smembers" | "smismember" | "smove" | "spop" | "srandmember" | "srem" | "sscan" | "sunion"
             | "sunionstore" => self.set_command(name, args, reply),
+            "zadd" | "zcard" | "zcount" | "zincrby" | "zmscore" | "zpopmax" | "zpopmin" | "zrange"
+            | "zrangebyscore" | "zrank" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zrevrange"
+            | "zrevrangebyscore" | "zrevrank" | "zscan" | "zscore" => self.zset_command(name, args, reply),
             "lrange" => self.lrange(args, reply),
             "lindex" => match (self.kind(&args[0]), integer_arg(&args[1])) {
                 (_, None) => reply.error(NOT_INTEGER),
                 (None, _) => reply.null(),
-                (Some(Kind::String | Kind::Hash | Kind::Set), _) => reply.error(WRONGTYPE),
+                (Some(Kind::String | Kind::Hash | Kind::Set | Kind::ZSet), _) => reply.error(WRONGTYPE),
                 (Some(Kind::List), Some(i)) => {
                     let list = self.store.get(&args[0]).unwrap_or_default();
                     let i = if i < 0 { i + list.len() as i64 } else { i };
@@ -927,7 +959,7 @@ impl RespDb {
             },
             "llen" => match self.kind(&args[0]) {
                 None => reply.integer(0),
-                Some(Kind::String | Kind::Hash | Kind::Set) => reply.error(WRONGTYPE),
+                Some(Kind::String | Kind::Hash | Kind::Set | Kind::ZSet) => reply.error(WRONGTYPE),
                 Some(Kind::List) => reply.integer(self.store.get(&args[0]).map_or(0, |l| l.len() as i64)),
             },
             "dbsize" => reply.integer(self.store.len() as i64),
@@ -1028,7 +1060,7 @@ impl RespDb {
         };
         let kind = self.kind(key);
         let old = match kind {
-            Some(Kind::List | Kind::Hash | Kind::Set) if get => return reply.error(WRONGTYPE),
+            Some(Kind::List | Kind::Hash | Kind::Set | Kind::ZSet) if get => return reply.error(WRONGTYPE),
             Some(_) => self.store.get(key).and_then(|v| v.first()).cloned(),
             None => None,
         };
@@ -1190,7 +1222,7 @@ impl RespDb {
         match self.kind(key) {
             None if count.is_some() => return reply.null_array(),
             None => return reply.null(),
-            Some(Kind::String | Kind::Hash | Kind::Set) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash | Kind::Set | Kind::ZSet) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let front = name == "lpop";
@@ -1219,7 +1251,7 @@ impl RespDb {
 
     fn push(&mut self, front: bool, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let key = &args[0][..];
-        if matches!(self.kind(key), Some(Kind::String | Kind::Hash | Kind::Set)) {
+        if matches!(self.kind(key), Some(Kind::String | Kind::Hash | Kind::Set | Kind::ZSet)) {
             return reply.error(WRONGTYPE);
         }
         for elem in &args[1..] {
@@ -1241,7 +1273,7 @@ impl RespDb {
         };
         match self.kind(&args[0]) {
             None => return reply.array(0),
-            Some(Kind::String | Kind::Hash | Kind::Set) => return reply.error(WRONGTYPE),
+            Some(Kind::String | Kind::Hash | Kind::Set | Kind::ZSet) => return reply.error(WRONGTYPE),
             Some(Kind::List) => {}
         }
         let list = self.store.get(&args[0]).unwrap_or_default();

@@ -6,6 +6,7 @@
 use cornflakes::RcBuf;
 use indexmap::{IndexMap, IndexSet};
 
+use super::zset::ZSet;
 use super::Store;
 use crate::protocol::Status;
 
@@ -22,6 +23,8 @@ pub enum Collection {
     Hash(Hash),
     /// Members.
     Set(Set),
+    /// Members with scores, in score order.
+    ZSet(ZSet),
 }
 
 impl Collection {
@@ -32,6 +35,7 @@ impl Collection {
                 h.fields.iter().fold((0, 0), |(f, v), (field, value)| (f + field.len(), v + value.len()))
             }
             Collection::Set(s) => (0, s.members.iter().map(|m| m.len()).sum()),
+            Collection::ZSet(z) => (0, z.bytes()),
         }
     }
 }
@@ -117,7 +121,7 @@ impl Store {
     pub fn hash(&self, key: &[u8]) -> Option<&Hash> {
         match self.collection(key)? {
             Collection::Hash(h) => Some(h),
-            Collection::Set(_) => None,
+            _ => None,
         }
     }
 
@@ -127,7 +131,7 @@ impl Store {
     pub fn set(&self, key: &[u8]) -> Option<&Set> {
         match self.collection(key)? {
             Collection::Set(s) => Some(s),
-            Collection::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -159,7 +163,12 @@ impl Store {
     /// The collection at `key`, made empty of kind `make` when `key` holds
     /// something else or nothing (a string or list value is replaced: the
     /// caller checks kinds).
-    fn collection_mut(&mut self, key: &[u8], is: fn(&Collection) -> bool, make: fn() -> Collection) -> &mut Collection {
+    pub(super) fn collection_mut(
+        &mut self,
+        key: &[u8],
+        is: fn(&Collection) -> bool,
+        make: fn() -> Collection,
+    ) -> &mut Collection {
         if !self.collections.get(key).is_some_and(is) {
             self.remove(key);
             self.key_added(key);

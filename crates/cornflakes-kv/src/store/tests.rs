@@ -382,3 +382,76 @@ fn sets_count_their_members_and_go_with_the_last_one() {
     assert!(s.set(b"s").is_none() && s.is_empty(), "gone with its last member");
     assert_eq!(s.data_bytes(), 0);
 }
+
+/// A sorted-set step: a member's score set or the member removed.
+#[derive(Clone, Debug)]
+enum ZOp {
+    Insert(u8, f64),
+    Remove(u8),
+}
+
+fn z_op() -> impl proptest::strategy::Strategy<Value = ZOp> {
+    use proptest::prelude::*;
+    let score = prop_oneof![
+        Just(0.0),
+        Just(-0.0),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        (-5i32..5).prop_map(f64::from),
+        (-5i32..5).prop_map(|n| f64::from(n) + 0.5),
+    ];
+    prop_oneof![3 => (0..40u8, score).prop_map(|(m, s)| ZOp::Insert(m, s)), 1 => (0..40u8).prop_map(ZOp::Remove)]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+    /// Sorted sets against a sorted list: order by score then member,
+    /// ranks, positions, score ranges with either bound exclusive, and the
+    /// byte count.
+    #[test]
+    fn sorted_sets_order_rank_and_range_like_a_sorted_list(
+        ops in proptest::collection::vec(z_op(), 1..120),
+        bounds in proptest::collection::vec((-6i32..6, proptest::bool::ANY, -6i32..6, proptest::bool::ANY), 4),
+    ) {
+        let mut s = store();
+        let mut model: std::collections::BTreeMap<u8, f64> = Default::default();
+        for op in ops {
+            match op {
+                ZOp::Insert(m, score) => {
+                    let old = s.zset_insert(b"z", &[m], score).unwrap();
+                    proptest::prop_assert_eq!(old, model.insert(m, score));
+                }
+                ZOp::Remove(m) => proptest::prop_assert_eq!(s.zset_remove(b"z", &[m]), model.remove(&m)),
+            }
+            let mut sorted: Vec<(f64, u8)> = model.iter().map(|(&m, &sc)| (sc, m)).collect();
+            sorted.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
+            let Some(z) = s.zset(b"z") else {
+                proptest::prop_assert!(model.is_empty(), "the key goes with its last member");
+                continue;
+            };
+            let got: Vec<(f64, u8)> = z.iter().map(|(m, sc)| (sc, m[0])).collect();
+            proptest::prop_assert_eq!(&got, &sorted);
+            for (i, &(sc, m)) in sorted.iter().enumerate() {
+                proptest::prop_assert_eq!(z.rank(&[m]), Some(i));
+                proptest::prop_assert_eq!(z.get_index(i).map(|(mm, ss)| (ss, mm[0])), Some((sc, m)));
+            }
+            for &(a, ax, b, bx) in &bounds {
+                let (lo, hi) = (f64::from(a) / 2.0, f64::from(b) / 2.0);
+                let want: Vec<(f64, u8)> = sorted
+                    .iter()
+                    .copied()
+                    .filter(|&(sc, _)| (if ax { sc > lo } else { sc >= lo }) && (if bx { sc < hi } else { sc <= hi }))
+                    .collect();
+                let r = z.score_range((lo, ax), (hi, bx));
+                let got: Vec<(f64, u8)> = z.range(r.clone()).map(|(m, sc)| (sc, m[0])).collect();
+                proptest::prop_assert_eq!(&got, &want, "{:?}", (lo, ax, hi, bx));
+                let rev: Vec<(f64, u8)> = z.range(r).rev().map(|(m, sc)| (sc, m[0])).collect();
+                proptest::prop_assert!(rev.iter().rev().eq(want.iter()));
+            }
+            let full = z.score_range((f64::NEG_INFINITY, false), (f64::INFINITY, false));
+            proptest::prop_assert_eq!(full, 0..sorted.len());
+            proptest::prop_assert_eq!(s.data_bytes(), 1 + 9 * sorted.len());
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! The sorted set commands (ZADD, ZRANGE, ZRANK, ZPOPMIN, ...), with Redis
+//! 7.0's replies and errors, scores printed as Redis prints them (an
+//! integer when the score is one, else 17 significant digits).
+
+use std::borrow::Cow;
+
+use cornflakes::RcBuf;
+use cornflakes_resp::Reply;
+
+use super::hash::scan_pattern;
+use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use crate::store::ZSet;
+
+const NOT_FLOAT: &str = "ERR value is not a valid float";
+const BAD_RANGE: &str = "ERR min or max is not a float";
+
+impl RespDb {
+    /// The sorted set of `key`: `Ok(None)` when missing, `Err` when of
+    /// another kind (expired keys removed first).
+    fn zset_of(&mut self, key: &[u8]) -> Result<Option<&ZSet>, &'static str> {
+        match self.kind(key) {
+            None => Ok(None),
+            Some(Kind::ZSet) => Ok(self.store.zset(key)),
+            Some(_) => Err(WRONGTYPE),
+        }
+    }
+
+    /// Runs sorted set command `name` (a `z` command of the table, its
+    /// arity checked).
+    pub(super) fn zset_command(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        match name {
+            "zadd" => self.zadd(args, reply),
+            "zincrby" => match parse_score(&args[1]) {
+                None => reply.error(NOT_FLOAT),
+                Some(by) => self.zadd_one(key, &args[2], by, ZaddFlags { incr: true, ..ZaddFlags::default() }, reply),
+            },
+            "zrem" => match self.zset_of(key) {
+                Err(e) => reply.error(e),
+                Ok(None) => reply.integer(0),
+                Ok(Some(_)) => {
+                    let n = args[1..].iter().filter(|m| self.store.zset_remove(key, m).is_some()).count();
+                    self.drop_if_no_zset(key);
+                    reply.integer(n as i64)
+                }
+            },
+            "zpopmin" | "zpopmax" => {
+                if args.len() > 2 {
+                    return reply.error(SYNTAX);
+                }
+                let count = match args.get(1).map(|n| integer_arg(n)) {
+                    None => None,
+                    Some(Some(n)) if n >= 0 => Some(n as usize),
+                    Some(_) => return reply.error("ERR value is out of range, must be positive"),
+                };
+                let len = match self.zset_of(key) {
+                    Err(e) => return reply.error(e),
+                    Ok(z) => z.map_or(0, ZSet::len),
+                };
+                let n = count.unwrap_or(1).min(len);
+                reply.array(2 * n);
+                for _ in 0..n {
+                    let Some(z) = self.store.zset(key) else { break };
+                    let at = if name == "zpopmin" { 0 } else { z.len() - 1 };
+                    let Some((member, score)) = z.get_index(at).map(|(m, s)| (Box::<[u8]>::from(m), s)) else { break };
+                    self.store.zset_remove(key, &member);
+                    reply.bulk(&member);
+                    reply.bulk(format_score(score).as_bytes());
+                }
+                self.drop_if_no_zset(key);
+            }
+            "zremrangebyrank" | "zremrangebyscore" => {
+                // The range is checked before the key, as Redis does.
+                let by = if name == "zremrangebyrank" {
+                    let (Some(start), Some(stop)) = (integer_arg(&args[1]), integer_arg(&args[2])) else {
+                        return reply.error(NOT_INTEGER);
+                    };
+                    By::Index(start, stop)
+                } else {
+                    let (Some(min), Some(max)) = (parse_bound(&args[1]), parse_bound(&args[2])) else {
+                        return reply.error(BAD_RANGE);
+                    };
+                    By::Score(min, max)
+                };
+                let z = match self.zset_of(key) {
+                    Err(e) => return reply.error(e),
+                    Ok(z) => z,
+                };
+                let range = match (z, by) {
+                    (None, _) => 0..0,
+                    (Some(z), By::Index(a, b)) => index_range(z.len(), a, b),
+                    (Some(z), By::Score(min, max)) => z.score_range(min, max),
+                };
+                let doomed: Vec<Box<[u8]>> =
+                    z.map(|z| z.range(range).map(|(m, _)| Box::from(m)).collect()).unwrap_or_default();
+                for m in &doomed {
+                    self.store.zset_remove(key, m);
+                }
+                self.drop_if_no_zset(key);
+                reply.integer(doomed.len() as i64)
+            }
+            _ => self.zset_read(name, args, reply),
+        }
+    }
+
+    /// The sorted set commands that change nothing.
+    fn zset_read(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        // Options are checked before the key, as Redis does.
+        let range = match name {
+            "zrange" | "zrevrange" | "zrangebyscore" | "zrevrangebyscore" => match RangeQuery::parse(name, args) {
+                Ok(q) => Some(q),
+                Err(e) => return reply.error(e),
+            },
+            "zcount" => match (parse_bound(&args[1]), parse_bound(&args[2])) {
+                (Some(min), Some(max)) => Some(RangeQuery::by_score(min, max)),
+                _ => return reply.error(BAD_RANGE),
+            },
+            _ => None,
+        };
+        let scan = if name == "zscan" {
+            match scan_pattern(&args[1..]) {
+                Ok(p) => Some(p),
+                Err(e) => return reply.error(e),
+            }
+        } else {
+            None
+        };
+        let z = match self.zset_of(key) {
+            Err(e) => return reply.error(e),
+            Ok(z) => z,
+        };
+        match name {
+            "zcard" => reply.integer(z.map_or(0, ZSet::len) as i64),
+            "zscore" => match z.and_then(|z| z.score(&args[1])) {
+                Some(s) => reply.bulk(format_score(s).as_bytes()),
+                None => reply.null(),
+            },
+            "zmscore" => {
+                reply.array(args.len() - 1);
+                for m in &args[1..] {
+                    match z.and_then(|z| z.score(m)) {
+                        Some(s) => reply.bulk(format_score(s).as_bytes()),
+                        None => reply.null(),
+                    }
+                }
+            }
+            "zrank" | "zrevrank" => match z.and_then(|z| Some((z.rank(&args[1])?, z.len()))) {
+                Some((r, _)) if name == "zrank" => reply.integer(r as i64),
+                Some((r, len)) => reply.integer((len - 1 - r) as i64),
+                None => reply.null(),
+            },
+            "zcount" => {
+                let q = range.expect("parsed");
+                reply.integer(z.map_or(0, |z| q.positions(z).len()) as i64)
+            }
+            "zscan" => {
+                let pattern = scan.flatten();
+                let found: Vec<(&[u8], f64)> = z
+                    .map(|z| z.iter().filter(|(m, _)| pattern.is_none_or(|p| glob_match(p, m))).collect())
+                    .unwrap_or_default();
+                reply.array(2);
+                reply.bulk(b"0");
+                reply.array(2 * found.len());
+                for (m, s) in found {
+                    reply.bulk(m);
+                    reply.bulk(format_score(s).as_bytes());
+                }
+            }
+            _ => {
+                let q = range.expect("a range command");
+                let Some(z) = z else { return reply.array(0) };
+                let positions = q.positions(z);
+                let members: Vec<(&[u8], f64)> = if q.rev {
+                    z.range(positions).rev().skip(q.offset).take(q.count).collect()
+                } else {
+                    z.range(positions).skip(q.offset).take(q.count).collect()
+                };
+                reply.array(members.len() * if q.with_scores { 2 } else { 1 });
+                for (m, s) in members {
+                    reply.bulk(m);
+                    if q.with_scores {
+                        reply.bulk(format_score(s).as_bytes());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes `key` from the keyspace (its expiry too) when its sorted set
+    /// lost its last member.
+    fn drop_if_no_zset(&mut self, key: &[u8]) {
+        if self.store.zset(key).is_none() {
+            self.delete(key);
+        }
+    }
+
+    /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`.
+    fn zadd(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let mut f = ZaddFlags::default();
+        let mut i = 1;
+        while let Some(opt) = args.get(i) {
+            let is = |s: &[u8]| opt.eq_ignore_ascii_case(s);
+            if is(b"nx") {
+                f.nx = true;
+            } else if is(b"xx") {
+                f.xx = true;
+            } else if is(b"gt") {
+                f.gt = true;
+            } else if is(b"lt") {
+                f.lt = true;
+            } else if is(b"ch") {
+                f.ch = true;
+            } else if is(b"incr") {
+                f.incr = true;
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        let pairs = &args[i..];
+        if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+            return reply.error(SYNTAX);
+        }
+        if f.nx && f.xx {
+            return reply.error("ERR XX and NX options at the same time are not compatible");
+        }
+        if ((f.gt || f.lt) && f.nx) || (f.gt && f.lt) {
+            return reply.error("ERR GT, LT, and/or NX options at the same time are not compatible");
+        }
+        if f.incr && pairs.len() > 2 {
+            return reply.error("ERR INCR option supports a single increment-element pair");
+        }
+        // Every score parsed before anything changes.
+        let Some(scores) = pairs.chunks(2).map(|p| parse_score(&p[0])).collect::<Option<Vec<f64>>>() else {
+            return reply.error(NOT_FLOAT);
+        };
+        let key = &args[0][..];
+        if f.incr {
+            return self.zadd_one(key, &pairs[1], scores[0], f, reply);
+        }
+        if let Err(e) = self.zset_of(key) {
+            return reply.error(e);
+        }
+        let members: Vec<&[u8]> = pairs.chunks(2).map(|p| &p[1][..]).collect();
+        if let Err(s) = self.store.check_zset_add(key, &members) {
+            return reply.error(status_error(s));
+        }
+        let mut counted = 0;
+        for (member, score) in members.into_iter().zip(scores) {
+            match self.zadd_apply(key, member, score, f) {
+                Ok(Some((added, changed))) => counted += i64::from(added || (f.ch && changed)),
+                Ok(None) => {}
+                Err(e) => return reply.error(e),
+            }
+        }
+        reply.integer(counted)
+    }
+
+    /// ZADD INCR and ZINCRBY: the new score, or nil when a flag refused.
+    fn zadd_one(&mut self, key: &[u8], member: &[u8], by: f64, f: ZaddFlags, reply: &mut Reply<RcBuf>) {
+        if let Err(e) = self.zset_of(key) {
+            return reply.error(e);
+        }
+        match self.zadd_apply(key, member, by, f) {
+            Err(e) => reply.error(e),
+            Ok(None) => reply.null(),
+            Ok(Some(_)) => match self.store.zset(key).and_then(|z| z.score(member)) {
+                Some(s) => reply.bulk(format_score(s).as_bytes()),
+                None => reply.null(),
+            },
+        }
+    }
+
+    /// Adds or updates one member as `f` says; `(added, changed)`, or
+    /// `None` when a flag refused.
+    fn zadd_apply(
+        &mut self,
+        key: &[u8],
+        member: &[u8],
+        score: f64,
+        f: ZaddFlags,
+    ) -> Result<Option<(bool, bool)>, &'static str> {
+        let current = self.store.zset(key).and_then(|z| z.score(member));
+        let new = match current {
+            None if f.xx => return Ok(None),
+            None => score,
+            Some(_) if f.nx => return Ok(None),
+            Some(old) => {
+                let new = if f.incr { old + score } else { score };
+                if new.is_nan() {
+                    return Err("ERR resulting score is not a number (NaN)");
+                }
+                if (f.gt && new <= old) || (f.lt && new >= old) {
+                    return Ok(None);
+                }
+                new
+            }
+        };
+        if current == Some(new) {
+            return Ok(Some((false, false)));
+        }
+        self.store.zset_insert(key, member, new).map_err(status_error)?;
+        Ok(Some((current.is_none(), current.is_some())))
+    }
+}
+
+/// ZADD's options.
+#[derive(Clone, Copy, Default)]
+struct ZaddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// What ZRANGE and its older forms ask for: which positions, in which
+/// direction, which of them, with scores or not.
+struct RangeQuery {
+    by: By,
+    rev: bool,
+    offset: usize,
+    count: usize,
+    with_scores: bool,
+}
+
+enum By {
+    /// Positions, Redis's negative ones allowed (from the low end, or from
+    /// the high end when reversed).
+    Index(i64, i64),
+    Score((f64, bool), (f64, bool)),
+}
+
+impl RangeQuery {
+    fn by_score(min: (f64, bool), max: (f64, bool)) -> RangeQuery {
+        RangeQuery { by: By::Score(min, max), rev: false, offset: 0, count: usize::MAX, with_scores: false }
+    }
+
+    /// Parses ZRANGE, ZREVRANGE, ZRANGEBYSCORE and ZREVRANGEBYSCORE.
+    fn parse(name: &str, args: &[Cow<'_, [u8]>]) -> Result<RangeQuery, &'static str> {
+        let (mut by_score, mut rev) = (name.contains("byscore"), name.starts_with("zrev"));
+        let (mut limit, mut with_scores) = (None, false);
+        let mut i = 3;
+        while let Some(opt) = args.get(i) {
+            let is = |s: &[u8]| opt.eq_ignore_ascii_case(s);
+            if is(b"withscores") {
+                with_scores = true;
+            } else if is(b"limit") && i + 2 < args.len() {
+                let (Some(off), Some(n)) = (integer_arg(&args[i + 1]), integer_arg(&args[i + 2])) else {
+                    return Err(NOT_INTEGER);
+                };
+                limit = Some((off, n));
+                i += 2;
+            } else if name == "zrange" && is(b"byscore") {
+                by_score = true;
+            } else if name == "zrange" && is(b"rev") {
+                rev = true;
+            } else if name == "zrange" && is(b"bylex") {
+                return Err("ERR BYLEX is not supported by this server (nor ZRANGEBYLEX)");
+            } else {
+                return Err(SYNTAX);
+            }
+            i += 1;
+        }
+        if limit.is_some() && !by_score {
+            return Err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        }
+        let by = if by_score {
+            // Reversed, the first bound is the maximum.
+            let (lo, hi) = if rev { (&args[2], &args[1]) } else { (&args[1], &args[2]) };
+            match (parse_bound(lo), parse_bound(hi)) {
+                (Some(min), Some(max)) => By::Score(min, max),
+                _ => return Err(BAD_RANGE),
+            }
+        } else {
+            match (integer_arg(&args[1]), integer_arg(&args[2])) {
+                (Some(a), Some(b)) => By::Index(a, b),
+                _ => return Err(NOT_INTEGER),
+            }
+        };
+        let (offset, count) = match limit {
+            None => (0, usize::MAX),
+            // A negative offset selects nothing; a negative count, all.
+            Some((off, _)) if off < 0 => (0, 0),
+            Some((off, n)) => (off as usize, usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        Ok(RangeQuery { by, rev, offset, count, with_scores })
+    }
+
+    /// The positions (in the low-to-high order) the query covers, before
+    /// its LIMIT.
+    fn positions(&self, z: &ZSet) -> std::ops::Range<usize> {
+        match self.by {
+            By::Score(min, max) => z.score_range(min, max),
+            By::Index(a, b) if self.rev => {
+                // Positions counted from the high end.
+                let r = index_range(z.len(), a, b);
+                z.len() - r.end..z.len() - r.start
+            }
+            By::Index(a, b) => index_range(z.len(), a, b),
+        }
+    }
+}
+
+/// Positions `start..=stop` of `len`, Redis's negative indexes and
+/// clamping, as a range (empty when they select nothing).
+fn index_range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
+    let n = len as i64;
+    let start = if start < 0 { (n + start).max(0) } else { start };
+    let stop = if stop < 0 { n + stop } else { stop.min(n - 1) };
+    if start > stop || start >= n {
+        0..0
+    } else {
+        start as usize..stop as usize + 1
+    }
+}
+
+/// A score argument, as Redis's `strtod` check takes it: a number,
+/// `inf`/`+inf`/`-inf`, never NaN, nothing around it, no overflow.
+fn parse_score(arg: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(arg).ok()?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    let named_infinity = text.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
+    if v.is_nan() || (v.is_infinite() && !named_infinity) {
+        return None;
+    }
+    Some(v)
+}
+
+/// A ZCOUNT / ZRANGEBYSCORE bound: a score, exclusive after `(`.
+fn parse_bound(arg: &[u8]) -> Option<(f64, bool)> {
+    let (text, exclusive) = match arg.strip_prefix(b"(") {
+        Some(rest) => (rest, true),
+        None => (arg, false),
+    };
+    let v: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
+    (!v.is_nan()).then_some((v, exclusive))
+}
+
+/// A score as Redis 7.0 prints it: `inf`, `-inf`, `0` (for `-0` too), an
+/// integer below 2^52 as one, else `%.17g`.
+pub(super) fn format_score(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    if v == 0.0 {
+        // `-0` too, as redis-server 7.0 prints it.
+        return "0".to_owned();
+    }
+    if v > -4_503_599_627_370_495.0 && v < 4_503_599_627_370_496.0 && v == (v as i64) as f64 {
+        return (v as i64).to_string();
+    }
+    // `%.17g`: 17 significant digits, fixed or exponent form by the
+    // exponent, trailing zeros dropped.
+    let sci = format!("{v:.16e}");
+    let (mantissa, exp) = sci.split_once('e').expect("exponent");
+    let exp: i32 = exp.parse().expect("exponent digits");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    if (-4..17).contains(&exp) {
+        trim(&format!("{v:.*}", (16 - exp) as usize))
+    } else {
+        format!("{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
