@@ -34,6 +34,11 @@ fn corpus() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = cornflakes_build::Config::new();
     // The module tree (`mod.rs`) is the generator's `include_file`.
     config.out_dir(&out).test_samples(true).include_file("mod.rs");
+    // Attributes as prost-build takes them (tests/attributes.rs): a derive on
+    // one enum by its full name, and a marker on every type of a package.
+    config
+        .enum_attribute(".acme.maps.Tier", "#[derive(serde::Serialize)]")
+        .type_attribute(".acme.payments", "#[doc(alias = \"payments_type\")]");
     let files = config.generate(&protos, &[&dir])?;
     config.compile_protos(&protos, &[&dir])?;
 

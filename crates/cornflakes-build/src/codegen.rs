@@ -28,6 +28,59 @@ const PRIV: &str = "::cornflakes::__private";
 pub(crate) struct Options {
     pub(crate) samples: bool,
     pub(crate) wire: crate::Wire,
+    pub(crate) attributes: Attributes,
+}
+
+/// Attributes for generated types, each with the proto path it applies to
+/// (`Config::type_attribute` and its message and enum forms).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Attributes {
+    pub(crate) types: Vec<(String, String)>,
+    pub(crate) messages: Vec<(String, String)>,
+    pub(crate) enums: Vec<(String, String)>,
+}
+
+impl Attributes {
+    /// Refuses an attribute that is not Rust attribute syntax, naming it,
+    /// before anything is generated.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        use syn::parse::Parser;
+        for (path, attribute) in self.types.iter().chain(&self.messages).chain(&self.enums) {
+            if let Err(e) = syn::Attribute::parse_outer.parse_str(attribute) {
+                return Err(Error::Attribute {
+                    path: path.clone(),
+                    attribute: attribute.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The attributes for the type with fully qualified name `fq`
+    /// (`.pkg.Outer.Inner`), a message or an enum (or oneof), one a line.
+    fn for_type(&self, fq: &str, message: bool) -> String {
+        let own = if message { &self.messages } else { &self.enums };
+        self.types
+            .iter()
+            .chain(own)
+            .filter(|(path, _)| path_matches(path, fq))
+            .map(|(_, attribute)| format!("{attribute}\n"))
+            .collect()
+    }
+}
+
+/// Whether the proto `path` of an attribute covers the type `fq`, by
+/// prost-build's rules: `.` everything, a fully qualified path its type or
+/// package and everything in it, a relative one the end of the name.
+fn path_matches(path: &str, fq: &str) -> bool {
+    if path == "." {
+        return true;
+    }
+    if path.starts_with('.') {
+        return fq.strip_prefix(path).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
+    }
+    fq.strip_suffix(path).is_some_and(|head| head.ends_with('.'))
 }
 
 /// The protobuf wire format's plumbing in the runtime.
@@ -50,7 +103,7 @@ pub(crate) fn generate(parsed: &Parsed, options: &Options) -> Result<Vec<Generat
             let mut gen = Gen { code: &mut code, file: &file.name, package, options, messages: &mut messages };
             for e in &file.enums {
                 items.add_type(&upper_camel(&e.name), &file.name, e.location)?;
-                gen.emit_enum(e)?;
+                gen.emit_enum(e, &[])?;
             }
             for m in &file.messages {
                 items.add_type(&upper_camel(&m.name), &file.name, m.location)?;
@@ -255,7 +308,21 @@ struct Gen<'g> {
 }
 
 impl Gen<'_> {
-    fn emit_enum(&mut self, e: &EnumDef) -> Result<(), Unsupported> {
+    /// The fully qualified proto name of `name` nested in messages
+    /// `parents` (`.pkg.Outer.Inner`).
+    fn full_name(&self, parents: &[String], name: &str) -> String {
+        let mut fq = String::new();
+        for segment in std::iter::once(self.package).filter(|p| !p.is_empty()).chain(parents.iter().map(String::as_str))
+        {
+            fq.push('.');
+            fq.push_str(segment);
+        }
+        fq.push('.');
+        fq.push_str(name);
+        fq
+    }
+
+    fn emit_enum(&mut self, e: &EnumDef, parents: &[String]) -> Result<(), Unsupported> {
         let name = upper_camel(&e.name);
         let default = e.values.iter().position(|(_, n)| *n == 0).unwrap_or(0);
         let variants: Vec<(String, &str, i32)> =
@@ -272,11 +339,12 @@ impl Gen<'_> {
                 ));
             }
         }
+        let attributes = self.options.attributes.for_type(&self.full_name(parents, &e.name), false);
         let code = &mut *self.code;
         code.push_str(&schema_doc(&e.doc));
         let _ = writeln!(
             code,
-            "/// Enum `{}`: an open enum, so fields hold its `i32` value and keep values this schema does not know.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\n#[repr(i32)]\npub enum {name} {{",
+            "/// Enum `{}`: an open enum, so fields hold its `i32` value and keep values this schema does not know.\n{attributes}#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\n#[repr(i32)]\npub enum {name} {{",
             e.name
         );
         for (i, (v, proto, n)) in variants.iter().enumerate() {
@@ -430,11 +498,12 @@ impl Gen<'_> {
             }
         }
 
+        let attributes = self.options.attributes.for_type(&self.full_name(parents, &m.name), true);
         let code = &mut *self.code;
         // The struct.
         code.push_str(&schema_doc(&m.doc));
         let _ = writeln!(code, "/// Message `{}`. Create it with `new_in(&arena)`: it lives in a per-request arena, so it has no `Default`.", m.name);
-        let _ = writeln!(code, "#[derive(Clone, PartialEq)]\npub struct {name}<'a> {{");
+        let _ = writeln!(code, "{attributes}#[derive(Clone, PartialEq)]\npub struct {name}<'a> {{");
         let _ = writeln!(code, "__cf_arena: {PRIV}::ArenaRef<'a>,\n__cf_bitmap: [u32; {words}],");
         let protobuf = self.options.wire == crate::Wire::Protobuf;
         if protobuf {
@@ -636,11 +705,12 @@ const PACKAGE: &'static str = {:?};
             let mut items = Items::default();
             for e in &m.enums {
                 items.add_type(&upper_camel(&e.name), self.file, e.location)?;
-                self.emit_enum(e)?;
+                self.emit_enum(e, &inner_parents)?;
             }
             for (o, oneof) in m.oneofs.iter().enumerate() {
                 items.add_type(&upper_camel(&oneof.name), self.file, m.location)?;
-                emit_oneof(self.code, o, &oneof.name, m, &inner_module);
+                let attributes = self.options.attributes.for_type(&self.full_name(&inner_parents, &oneof.name), false);
+                emit_oneof(self.code, o, &oneof.name, m, &inner_module, &attributes);
             }
             for nested in &m.nested {
                 items.add_type(&upper_camel(&nested.name), self.file, nested.location)?;
@@ -669,7 +739,7 @@ fn variant_name(enum_name: &str, value: &str) -> String {
     ident(&stripped)
 }
 
-fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: &[String]) {
+fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: &[String], attributes: &str) {
     let members: Vec<&FieldDef> = m.fields.iter().filter(|f| f.oneof == Some(o)).collect();
     let lt = if members.iter().any(|f| needs_lifetime(&f.kind)) { "<'a>" } else { "" };
     // With an enum member, Debug names its value (as prost's does).
@@ -678,7 +748,7 @@ fn emit_oneof(code: &mut String, o: usize, oneof: &str, m: &MessageDef, module: 
     let name = upper_camel(oneof);
     let _ = writeln!(
         code,
-        "/// Oneof `{oneof}` of message `{}`: at most one member is set.\n#[derive({derive})]\npub enum {name}{lt} {{",
+        "/// Oneof `{oneof}` of message `{}`: at most one member is set.\n{attributes}#[derive({derive})]\npub enum {name}{lt} {{",
         m.name,
     );
     for f in &members {

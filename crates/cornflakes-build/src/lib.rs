@@ -86,6 +86,17 @@ pub enum Error {
     /// directory was configured.
     #[error("OUT_DIR is not set: call from build.rs, or set Config::out_dir")]
     NoOutDir,
+    /// An attribute given to [`Config::type_attribute`] (or the message and
+    /// enum forms) is not Rust attribute syntax.
+    #[error("attribute {attribute:?} for {path:?} is not a Rust attribute (write it as `#[derive(Hash)]`): {reason}")]
+    Attribute {
+        /// The proto path it was given for.
+        path: String,
+        /// The attribute text.
+        attribute: String,
+        /// What the parser said.
+        reason: String,
+    },
 }
 
 /// One generated file: the proto package it holds and its Rust source.
@@ -126,6 +137,7 @@ pub struct Config {
     samples: bool,
     wire: Wire,
     include_file: Option<PathBuf>,
+    attributes: codegen::Attributes,
 }
 
 impl Default for Config {
@@ -145,7 +157,44 @@ impl Config {
             samples: false,
             wire: Wire::Cornflakes,
             include_file: None,
+            attributes: codegen::Attributes::default(),
         }
+    }
+
+    /// Adds `attribute` (Rust attribute syntax, `#[derive(Hash)]`) to the
+    /// generated types of the messages, enums and oneofs that `path`
+    /// matches, as `prost_build::Config::type_attribute` does: `"."` matches
+    /// every type; a path with a leading dot is fully qualified and matches
+    /// that type or package and everything in it (`".acme.shop"`,
+    /// `".acme.shop.Order"`); one without is matched against the end of the
+    /// fully qualified name (`"Order"`, `"Order.Line"`; a oneof's path is
+    /// its message's and its own name, `"Order.payment"`).
+    ///
+    /// Messages hold references into their arena, so derives they would
+    /// need on every member (`Hash`, `serde`) work on enums only; attributes
+    /// such as `#[non_exhaustive]`, `#[must_use]` or lint levels work on both.
+    ///
+    /// ```
+    /// let mut config = cornflakes_build::Config::new();
+    /// config.enum_attribute(".", "#[derive(serde::Serialize)]").type_attribute("Order", "#[must_use]");
+    /// ```
+    pub fn type_attribute(&mut self, path: impl Into<String>, attribute: impl Into<String>) -> &mut Self {
+        self.attributes.types.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// As [`type_attribute`](Self::type_attribute), for messages only (the
+    /// struct of each matching message).
+    pub fn message_attribute(&mut self, path: impl Into<String>, attribute: impl Into<String>) -> &mut Self {
+        self.attributes.messages.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// As [`type_attribute`](Self::type_attribute), for enums and oneofs
+    /// only.
+    pub fn enum_attribute(&mut self, path: impl Into<String>, attribute: impl Into<String>) -> &mut Self {
+        self.attributes.enums.push((path.into(), attribute.into()));
+        self
     }
 
     /// Also writes `name` (in the output directory) with one `pub mod` per
@@ -215,13 +264,15 @@ impl Config {
         protos: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<Vec<GeneratedFile>, Error> {
+        self.attributes.check()?;
         let parsed = schema::parse(protos, includes, &self.extern_paths)?;
         if self.rerun_if_changed {
             for path in &parsed.source_paths {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-        codegen::generate(&parsed, &codegen::Options { samples: self.samples, wire: self.wire })
+        let options = codegen::Options { samples: self.samples, wire: self.wire, attributes: self.attributes.clone() };
+        codegen::generate(&parsed, &options)
     }
 
     /// Generates and writes one `<package>.rs` per proto package; files

@@ -326,3 +326,42 @@ fn include_file_nests_one_module_per_package_segment() {
     let want = "pub mod acme {\n/// Proto package `acme.shop`.\npub mod shop {\n/// Proto package `acme.shop.v1`.\npub mod v1 {\ninclude!(\"acme.shop.v1.rs\");\n}\n}\n/// Proto package `acme.type`.\npub mod r#type {\ninclude!(\"acme.type.rs\");\n}\n}\n";
     assert!(code.ends_with(want), "{code}");
 }
+
+/// Attributes land on the types their proto path matches, by prost-build's
+/// rules, and an attribute that is not Rust is refused by name.
+#[test]
+fn attributes_go_where_their_paths_point() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cornflakes-tests/proto/corpus");
+    let generate = |config: &mut cornflakes_build::Config| {
+        config.emit_rerun_if_changed(false).generate(&[dir.join("payments.proto")], &[&dir])
+    };
+    let mut config = cornflakes_build::Config::new();
+    config
+        .type_attribute(".acme.payments.Charge", "#[doc(alias = \"charge_tree\")]")
+        .message_attribute("Card", "#[doc(alias = \"card_only\")]")
+        .enum_attribute(".", "#[doc(alias = \"any_enum\")]");
+    let files = generate(&mut config).unwrap();
+    let code = &files.iter().find(|f| f.package == "acme.payments").unwrap().code;
+    // The item each attribute precedes (derives and doc lines between).
+    let items_after = |attribute: &str| -> Vec<String> {
+        let lines: Vec<&str> = code.lines().map(str::trim).collect();
+        (0..lines.len())
+            .filter(|&i| lines[i].contains(attribute))
+            .filter_map(|i| lines[i..].iter().find(|l| l.starts_with("pub struct") || l.starts_with("pub enum")))
+            .map(|l| l.split([' ', '<', '{']).nth(2).unwrap_or_default().to_owned())
+            .collect()
+    };
+    // A map field's entry is a message nested in Charge here (prost has none).
+    assert_eq!(
+        items_after("charge_tree"),
+        ["Charge", "State", "Method", "MetadataEntry"],
+        "the message and what is nested in it"
+    );
+    assert_eq!(items_after("card_only"), ["Card"], "a relative path matches the end of the name");
+    assert_eq!(items_after("any_enum"), ["Currency", "State", "Method"], "every enum and oneof, no message");
+
+    let mut bad = cornflakes_build::Config::new();
+    bad.type_attribute(".", "derive(Hash)");
+    let err = generate(&mut bad).unwrap_err();
+    assert!(err.to_string().contains("\"derive(Hash)\" for \".\" is not a Rust attribute"), "{err}");
+}

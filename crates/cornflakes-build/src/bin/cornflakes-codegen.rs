@@ -28,9 +28,28 @@ struct Args {
     /// prost's, with serialize-and-send; see docs/protobuf-wire.md).
     #[arg(long, value_name = "FORMAT", default_value = "cornflakes", value_parser = ["cornflakes", "protobuf"])]
     wire: String,
+    /// `PATH=ATTRIBUTE`: add a Rust attribute to the types PATH matches
+    /// (`.=#[derive(Hash)]`, `.acme.Order=#[must_use]`), as prost-build's
+    /// `type_attribute` (repeatable; see Config::type_attribute).
+    #[arg(long, value_name = "PATH=ATTRIBUTE", value_parser = path_and_attribute)]
+    type_attribute: Vec<(String, String)>,
+    /// As --type-attribute, for messages only.
+    #[arg(long, value_name = "PATH=ATTRIBUTE", value_parser = path_and_attribute)]
+    message_attribute: Vec<(String, String)>,
+    /// As --type-attribute, for enums and oneofs only.
+    #[arg(long, value_name = "PATH=ATTRIBUTE", value_parser = path_and_attribute)]
+    enum_attribute: Vec<(String, String)>,
     /// Schemas to compile.
     #[arg(required = true, value_name = "PROTO")]
     protos: Vec<PathBuf>,
+}
+
+/// `PATH=ATTRIBUTE` split at the first `=`.
+fn path_and_attribute(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((path, attribute)) if !path.is_empty() => Ok((path.to_owned(), attribute.to_owned())),
+        _ => Err(format!("expected PATH=ATTRIBUTE (for example .=#[derive(Hash)]), got {arg:?}")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -50,6 +69,15 @@ fn main() -> ExitCode {
     config.emit_rerun_if_changed(false).out_dir(&args.out_dir);
     if args.wire == "protobuf" {
         config.wire(cornflakes_build::Wire::Protobuf);
+    }
+    for (path, attribute) in &args.type_attribute {
+        config.type_attribute(path, attribute);
+    }
+    for (path, attribute) in &args.message_attribute {
+        config.message_attribute(path, attribute);
+    }
+    for (path, attribute) in &args.enum_attribute {
+        config.enum_attribute(path, attribute);
     }
     let result = if args.stdout {
         config.generate(&args.protos, &includes).map(|files| {
