@@ -1248,6 +1248,13 @@ impl Accessors {
                         &format!("(&self, key: {key_lookup}) -> ::core::option::Option<&{entry}>"),
                         &format!("self.{mem}.iter().rev().find(|e| {key_eq})"),
                     );
+                    self.method(
+                        format!("lookup_{a}_mut"),
+                        n,
+                        &format!("[`lookup_{a}`](Self::lookup_{a}), to change the entry's value in place (prost's `get_mut` of the map)."),
+                        &format!("(&mut self, key: {key_lookup}) -> ::core::option::Option<&mut {entry}>"),
+                        &format!("self.{mem}.iter_mut().rev().find(|e| {key_eq})"),
+                    );
                     return;
                 }
                 let (arg, value) = Self::arg(&f.def.kind, f.enum_path.as_ref(), ty);

@@ -144,4 +144,15 @@ fn maps_take_keys_and_values_that_do_not_outlive_the_message() {
     assert_eq!(back.get_by_int32().len(), 3, "a key inserted again replaces its value");
     assert_eq!(back.lookup_by_int32(1).unwrap().get_value().as_str(), Ok("replaced"));
     assert_eq!(back.lookup_prices("sku-2").and_then(|e| e.get_value()).map(|m| m.get_units()), Some(2));
+
+    // Changed in place through the mutable lookup, then sent again.
+    let mut back = back;
+    back.lookup_prices_mut("sku-2").unwrap().get_mut_value().set_units(20);
+    back.lookup_by_int32_mut(0).unwrap().set_value("zero");
+    assert!(back.lookup_by_int32_mut(9).is_none());
+    let bytes = back.serialize_to_vec().unwrap();
+    let again = Inventory::deserialize_from_slice(&bytes, &arena).unwrap();
+    assert_eq!(again.lookup_prices("sku-2").and_then(|e| e.get_value()).map(|m| m.get_units()), Some(20));
+    assert_eq!(again.lookup_by_int32(0).unwrap().get_value().as_str(), Ok("zero"));
+    assert_eq!(again.get_by_int32().len(), 3);
 }

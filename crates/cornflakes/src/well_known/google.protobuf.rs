@@ -1064,6 +1064,14 @@ impl<'a> Struct<'a> {
     ) -> ::core::option::Option<&r#struct::FieldsEntry<'a>> {
         self.fields.iter().rev().find(|e| e.get_key().as_bytes() == key.as_bytes())
     }
+    /// [`lookup_fields`](Self::lookup_fields), to change the entry's value in place (prost's `get_mut` of the map).
+    #[inline]
+    pub fn lookup_fields_mut(
+        &mut self,
+        key: &str,
+    ) -> ::core::option::Option<&mut r#struct::FieldsEntry<'a>> {
+        self.fields.iter_mut().rev().find(|e| e.get_key().as_bytes() == key.as_bytes())
+    }
     /// Test support: every field set from `blob` (ASCII), nested messages `depth` deep.
     #[doc(hidden)]
     #[allow(unused_variables, unused_mut)]
