@@ -1218,6 +1218,71 @@ fn sorted_sets_answer_as_redis_server_does() {
     same_answers_line_by_line(ZSET_SCRIPT);
 }
 
+/// Databases: SELECT, per-database keys, FLUSHDB, SWAPDB, FLUSHALL, one
+/// connection through it all (the keyspace section of INFO included, while
+/// no key expires: Redis's avg_ttl there is its own estimate).
+const DATABASE_SCRIPT: &str = "FLUSHALL
+SET k zero
+SELECT 1
+GET k
+SET k one
+HSET h f v
+DBSIZE
+KEYS k*
+SELECT 0
+GET k
+DBSIZE
+SELECT 15
+SET k fifteen
+SELECT 16
+SELECT -1
+SELECT x
+INFO keyspace
+SWAPDB 0 15
+GET k
+SELECT 0
+GET k
+SWAPDB 0 16
+SWAPDB x 1
+SWAPDB 1 x
+SELECT 1
+EXPIRE k 1000
+TTL k
+FLUSHDB
+DBSIZE
+SELECT 0
+DBSIZE
+MULTI
+SELECT 1
+SET inside 1
+SELECT 0
+EXEC
+SELECT 1
+GET inside
+FLUSHALL
+SELECT 15
+DBSIZE
+INFO keyspace
+CONFIG GET databases
+";
+
+#[test]
+fn databases_answer_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let theirs = redis_cli(redis.port, DATABASE_SCRIPT);
+    let mine = redis_cli(ours.addr.port(), DATABASE_SCRIPT);
+    assert!(theirs.len() > 40, "{theirs:?}");
+    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
+        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+    ours.stop();
+}
+
 #[test]
 fn lists_and_strings_answer_as_redis_server_does() {
     same_answers_line_by_line(LIST_AND_STRING_SCRIPT);

@@ -9,7 +9,7 @@
 //! logarithmic counter, decayed a step a minute. `volatile-ttl` takes the
 //! key whose time is up soonest, exactly.
 
-use super::RespDb;
+use super::{RespDb, DATABASES};
 
 /// What is evicted once `maxmemory` is reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,6 +110,9 @@ impl RespDb {
     pub fn set_maxmemory_policy(&mut self, policy: EvictionPolicy) {
         self.policy = policy;
         self.store.track_accesses(policy.needs_accesses());
+        for parked in &mut self.parked {
+            parked.store.track_accesses(policy.needs_accesses());
+        }
     }
 
     /// The eviction policy.
@@ -118,21 +121,76 @@ impl RespDb {
     }
 
     /// Evicts keys by the policy until keys and values fit `maxmemory`;
-    /// whether they do.
+    /// whether they do. Each victim is the best of the databases' own
+    /// (for the random policies: a database drawn by its share of the
+    /// keys, then a key in it).
     pub(super) fn evict(&mut self) -> bool {
+        let back = self.db;
         for _ in 0..MAX_EVICTIONS_PER_COMMAND {
-            if self.store.data_bytes() <= self.maxmemory {
-                return true;
+            if self.used_bytes() <= self.maxmemory {
+                break;
             }
-            let Some(victim) = self.victim() else { return false };
+            let Some((n, victim)) = self.victim() else { break };
+            self.use_db(n);
             self.delete(&victim);
+            self.watchers.touched(&victim);
             self.counters.evicted_keys += 1;
         }
-        self.store.data_bytes() <= self.maxmemory
+        self.use_db(back);
+        self.used_bytes() <= self.maxmemory
     }
 
-    /// The key the policy evicts next.
-    fn victim(&self) -> Option<Box<[u8]>> {
+    /// The database and key the policy evicts next.
+    fn victim(&mut self) -> Option<(usize, Box<[u8]>)> {
+        let volatile = matches!(
+            self.policy,
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileLfu
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileTtl
+        );
+        // Candidates per database: keys, or keys with an expiry time.
+        let weights: Vec<usize> = (0..DATABASES)
+            .map(|n| {
+                let (keys, expiring) = self.db_counts(n);
+                if volatile {
+                    expiring
+                } else {
+                    keys
+                }
+            })
+            .collect();
+        let total: usize = weights.iter().sum();
+        if total == 0 || self.policy == EvictionPolicy::NoEviction {
+            return None;
+        }
+        if matches!(self.policy, EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom) {
+            let mut pick = fastrand::usize(..total);
+            let n = weights.iter().position(|&w| {
+                let here = pick < w;
+                pick = pick.saturating_sub(w);
+                here
+            })?;
+            self.use_db(n);
+            let key =
+                if volatile { self.expires.random_key() } else { self.store.key_index()?.random().map(|(k, _)| k) };
+            return key.map(|k| (n, k.into()));
+        }
+        let mut best: Option<(Ranked, usize)> = None;
+        for n in (0..DATABASES).filter(|&n| weights[n] > 0) {
+            self.use_db(n);
+            if let Some(candidate) = self.ranked_victim() {
+                if best.as_ref().is_none_or(|(b, _)| candidate.0 < b.0) {
+                    best = Some((candidate, n));
+                }
+            }
+        }
+        best.map(|((_, key), n)| (n, key))
+    }
+
+    /// The current database's candidate for an LRU, LFU or TTL policy,
+    /// with its rank (lowest goes first; comparable across databases).
+    fn ranked_victim(&self) -> Option<Ranked> {
         let index = self.store.key_index();
         let expires = &self.expires;
         let lru = |k: &[u8]| index?.get(k).map(|a| (a.last, 0));
@@ -141,24 +199,29 @@ impl RespDb {
         let volatile_key = || expires.random_key();
         let n = self.samples;
         match self.policy {
-            EvictionPolicy::NoEviction => None,
-            EvictionPolicy::AllKeysRandom => any_key().map(Box::from),
-            EvictionPolicy::VolatileRandom => volatile_key().map(Box::from),
-            EvictionPolicy::VolatileTtl => expires.soonest().map(Box::from),
+            EvictionPolicy::VolatileTtl => {
+                let key = expires.soonest()?;
+                let at = expires.get(key)?.saturating_duration_since(self.started);
+                Some(((at.as_nanos() as u64, 0), key.into()))
+            }
             EvictionPolicy::AllKeysLru => best_of(n, any_key, lru),
             EvictionPolicy::AllKeysLfu => best_of(n, any_key, lfu),
             EvictionPolicy::VolatileLru => best_of(n, volatile_key, lru),
             EvictionPolicy::VolatileLfu => best_of(n, volatile_key, lfu),
+            EvictionPolicy::NoEviction | EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom => None,
         }
     }
 }
 
+/// A candidate key with its rank: the lowest goes first.
+type Ranked = ((u64, u64), Box<[u8]>);
+
 /// Of `samples` keys drawn by `draw`, the one `rank` puts first (least
-/// recently or least frequently used).
+/// recently or least frequently used), with its rank.
 fn best_of<'k>(
     samples: usize,
     draw: impl Fn() -> Option<&'k [u8]>,
     rank: impl Fn(&[u8]) -> Option<(u64, u64)>,
-) -> Option<Box<[u8]>> {
-    (0..samples).filter_map(|_| draw()).filter_map(|k| Some((rank(k)?, k))).min().map(|(_, k)| k.into())
+) -> Option<Ranked> {
+    (0..samples).filter_map(|_| draw()).filter_map(|k| Some((rank(k)?, k))).min().map(|(r, k)| (r, k.into()))
 }

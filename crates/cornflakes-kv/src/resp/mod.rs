@@ -27,8 +27,9 @@
 //! a watched key since WATCH, by any write, expiry, eviction or FLUSHALL,
 //! makes EXEC answer a null array, as in Redis), with
 //! Redis 7.0's arities and error
-//! texts. Differences, each answered with an error rather than a wrong
-//! answer: one database (`SELECT n`, n ≠ 0: `DB index is out of range`);
+//! texts. SELECT and SWAPDB over Redis's 16 databases (FLUSHDB, DBSIZE,
+//! KEYS and SCAN per database, `maxmemory` for all; no MOVE or COPY).
+//! Differences, each answered with an error rather than a wrong answer:
 //! RESP2 only (`HELLO 3`: `NOPROTO`, what Redis says for a version it does
 //! not speak); empty keys, keys over [`Limits::max_key`] and values over
 //! [`Limits::max_value`] (1 MiB: a value is one pool buffer) are refused;
@@ -88,6 +89,7 @@
 //! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
 //! work).
 
+mod databases;
 mod evict;
 mod expiry;
 mod hash;
@@ -106,6 +108,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::{parse::parse_integer, Command, Reply};
 use hashbrown::HashSet;
 
+pub use self::databases::DATABASES;
 pub use self::evict::EvictionPolicy;
 pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
 use crate::protocol::{Limits, Status};
@@ -133,6 +136,8 @@ pub struct Session {
     authenticated: bool,
     /// The commands queued since `MULTI`, while in a transaction.
     multi: Option<Transaction>,
+    /// The database it has SELECTed.
+    db: usize,
     /// Set when a key this connection WATCHes changes (`None`: it watches
     /// none).
     watch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -190,6 +195,10 @@ pub struct RespDb {
     pub(crate) counters: ServerCounters,
     /// Connections' WATCHes.
     watchers: watch::Watchers,
+    /// Which database `store`, `lists`, `expires` and `watchers` hold.
+    db: usize,
+    /// The other databases (slot `db` holds an empty stand-in).
+    parked: Vec<databases::Keyspace>,
 }
 
 /// What INFO reports of the serving loop ([`serve`] keeps it).
@@ -339,6 +348,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("substr", 4, &["readonly"]),
     ("sunion", -2, &["readonly"]),
     ("sunionstore", -3, &["write", "denyoom"]),
+    ("swapdb", 3, &["write", "fast"]),
     ("touch", -2, &["readonly", "fast"]),
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
@@ -473,6 +483,7 @@ impl RespDb {
     /// A database over `store`; values of at least `threshold` bytes are
     /// replied by reference (zero-copy).
     pub fn new(store: Store, threshold: usize) -> Self {
+        let parked = (0..DATABASES).map(|_| databases::Keyspace::empty_like(&store)).collect();
         RespDb {
             store,
             lists: HashSet::new(),
@@ -485,6 +496,8 @@ impl RespDb {
             requirepass: None,
             counters: ServerCounters::default(),
             watchers: watch::Watchers::default(),
+            db: 0,
+            parked,
         }
     }
 
@@ -522,12 +535,20 @@ impl RespDb {
     }
 
     /// The underlying store.
+    /// The store of database 0 (the one the key-value protocol serves, and
+    /// `cf kv-server` preloads).
     pub fn store(&self) -> &Store {
-        &self.store
+        if self.db == 0 {
+            &self.store
+        } else {
+            &self.parked[0].store
+        }
     }
 
-    /// The store, to preload it.
+    /// The store of database 0, to preload it or serve the key-value
+    /// protocol from it.
     pub fn store_mut(&mut self) -> &mut Store {
+        self.use_db(0);
         &mut self.store
     }
 
@@ -574,6 +595,16 @@ impl RespDb {
     /// Removes up to `max` keys whose time is up at `now` (the active
     /// expiry, which the serving loop runs between batches); how many.
     pub fn expire_due(&mut self, now: Instant, max: usize) -> usize {
+        let mut n = 0;
+        self.for_each_db(|db| n += db.expire_due_here(now, max - n));
+        n
+    }
+
+    /// [`expire_due`](Self::expire_due) in the current database.
+    fn expire_due_here(&mut self, now: Instant, max: usize) -> usize {
+        if self.expires.is_empty() {
+            return 0;
+        }
         let mut n = 0;
         while n < max {
             let Some(key) = self.expires.pop_due(now) else { break };
@@ -631,6 +662,7 @@ impl RespDb {
 
     /// Runs `cmd` for the connection `session`, appending its reply.
     pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
+        self.use_db(session.db);
         let mut lower = [0u8; 16];
         let name = cmd.name();
         let Some(entry) = (name.len() <= lower.len())
@@ -665,7 +697,7 @@ impl RespDb {
         // Over maxmemory: evict by the policy first, as Redis does before
         // any command; refuse what may add data only if that fell short.
         if self.maxmemory != 0
-            && self.store.data_bytes() > self.maxmemory
+            && self.used_bytes() > self.maxmemory
             && !(self.policy != EvictionPolicy::NoEviction && self.evict())
             && flags.contains(&"denyoom")
         {
@@ -966,16 +998,29 @@ impl RespDb {
             "keys" => self.keys(&args[0], reply),
             "scan" => self.scan(args, reply),
             "flushall" | "flushdb" => match args {
-                [] => self.flushall(reply),
+                [] => self.flush(name == "flushall", reply),
                 [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
-                    self.flushall(reply)
+                    self.flush(name == "flushall", reply)
                 }
                 _ => reply.error(SYNTAX),
             },
             "select" => match integer_arg(&args[0]) {
                 None => reply.error(NOT_INTEGER),
-                Some(0) => reply.simple("OK"),
+                Some(n) if (0..DATABASES as i64).contains(&n) => {
+                    session.db = n as usize;
+                    self.use_db(session.db);
+                    reply.simple("OK")
+                }
                 Some(_) => reply.error("ERR DB index is out of range"),
+            },
+            "swapdb" => match (integer_arg(&args[0]), integer_arg(&args[1])) {
+                (None, _) => reply.error("ERR invalid first DB index"),
+                (_, None) => reply.error("ERR invalid second DB index"),
+                (Some(a), Some(b)) if (0..DATABASES as i64).contains(&a) && (0..DATABASES as i64).contains(&b) => {
+                    self.swap_dbs(a as usize, b as usize);
+                    reply.simple("OK")
+                }
+                _ => reply.error("ERR DB index is out of range"),
             },
             "ping" => match args {
                 [] => reply.simple("PONG"),
@@ -1015,11 +1060,19 @@ impl RespDb {
         After::Continue
     }
 
-    fn flushall(&mut self, reply: &mut Reply<RcBuf>) {
-        self.watchers.touched_all();
-        self.store.clear();
-        self.lists.clear();
-        self.expires.clear();
+    /// FLUSHALL (`all`: every database) and FLUSHDB (the current one).
+    fn flush(&mut self, all: bool, reply: &mut Reply<RcBuf>) {
+        let clear = |db: &mut RespDb| {
+            db.watchers.touched_all();
+            db.store.clear();
+            db.lists.clear();
+            db.expires.clear();
+        };
+        if all {
+            self.for_each_db(clear);
+        } else {
+            clear(self);
+        }
         reply.simple("OK");
     }
 
@@ -1331,7 +1384,7 @@ impl RespDb {
         if wants("memory") {
             // Keys and values (what maxmemory counts), then the pinned pool
             // they live in, which grows and is not given back.
-            let used = self.store.data_bytes();
+            let used = self.used_bytes();
             let pool = self.store.pool().stats().mapped_bytes;
             let rss = resident_bytes();
             section(
@@ -1370,8 +1423,11 @@ impl RespDb {
         }
         if wants("keyspace") {
             let mut body = String::from("# Keyspace\r\n");
-            if !self.store.is_empty() {
-                body.push_str(&format!("db0:keys={},expires={},avg_ttl=0\r\n", self.store.len(), self.expires.len()));
+            for n in 0..DATABASES {
+                let (keys, expires) = self.db_counts(n);
+                if keys > 0 {
+                    body.push_str(&format!("db{n}:keys={keys},expires={expires},avg_ttl=0\r\n"));
+                }
             }
             section(&mut text, body);
         }
@@ -1395,7 +1451,7 @@ impl RespDb {
         let requirepass = String::from_utf8_lossy(self.requirepass.as_deref().unwrap_or_default()).into_owned();
         let known: [(&str, &str); 10] = [
             ("appendonly", "no"),
-            ("databases", "1"),
+            ("databases", "16"),
             ("maxclients", &maxclients),
             ("maxmemory", &maxmemory),
             ("maxmemory-policy", self.policy.name()),

@@ -78,7 +78,7 @@ fn types_arity_and_limits_answer_with_redis_errors() {
     let (wire, _) = run(&mut d, &set);
     assert!(wire.starts_with(b"-ERR string exceeds maximum allowed size"), "{}", String::from_utf8_lossy(&wire));
     assert_eq!(answer(&mut d, "SET \"\" v\r\n"), "-ERR empty keys are not supported by this server\r\n");
-    assert_eq!(answer(&mut d, "SELECT 1\r\n"), "-ERR DB index is out of range\r\n");
+    assert_eq!(answer(&mut d, "SELECT 16\r\n"), "-ERR DB index is out of range\r\n");
     assert_eq!(answer(&mut d, "HELLO 3\r\n"), "-NOPROTO unsupported protocol version\r\n");
     assert!(answer(&mut d, "HELLO 2\r\n").starts_with("*14\r\n$6\r\nserver\r\n"));
     assert_eq!(answer(&mut d, "COMMAND COUNT\r\n"), format!(":{}\r\n", COMMANDS.len()));
@@ -440,4 +440,34 @@ fn volatile_policies_evict_only_keys_that_expire_and_then_refuse() {
     assert_eq!(answer(&mut d, &format!("SET kd {value}\r\n")), "+OK\r\n");
     assert!(answer(&mut d, "CONFIG SET maxmemory-policy lru\r\n").starts_with("-ERR CONFIG SET failed"));
     assert!(answer(&mut d, "CONFIG SET maxmemory-samples 0\r\n").contains("between 1 and 64"));
+}
+
+#[test]
+fn every_database_expires_and_evicts_and_counts_toward_maxmemory() {
+    let mut d = db();
+    answer(&mut d, "SELECT 3\r\nSET a 1 PX 1\r\nSET b 2\r\nSELECT 7\r\nSET c 3 PX 1\r\n");
+    let later = Instant::now() + Duration::from_millis(50);
+    assert_eq!(d.expire_due(later, 100), 2, "keys of databases other than the current one expire too");
+    let info = answer(&mut d, "INFO keyspace\r\n");
+    assert!(info.contains("db3:keys=1,expires=0") && !info.contains("db7:"), "{info}");
+    // maxmemory counts every database; a write in database 0 evicts the
+    // least recently used keys, which are in database 3.
+    let value = "v".repeat(100);
+    answer(&mut d, &format!("SELECT 3\r\nSET big {value}\r\n"));
+    let used = 1 + 1 + 3 + 100;
+    let config = format!("CONFIG SET maxmemory {used} maxmemory-policy allkeys-lru maxmemory-samples 64\r\n");
+    assert_eq!(answer(&mut d, &config), "+OK\r\n");
+    assert_eq!(answer(&mut d, &format!("SET new {value}\r\nPING\r\n")), "+OK\r\n+PONG\r\n");
+    assert!(d.used_bytes() <= used, "{} over {used}", d.used_bytes());
+    // (b and big were indexed in the map's order: either goes first, and
+    // big goes either way.)
+    assert_eq!(answer(&mut d, "SELECT 3\r\nEXISTS big\r\n"), "+OK\r\n:0\r\n", "evicted from database 3");
+    assert_eq!(answer(&mut d, "EXISTS new\r\n"), ":1\r\n", "the newest key stays");
+    // The random policies draw across databases too: writes never fail.
+    answer(&mut d, "CONFIG SET maxmemory-policy allkeys-random\r\n");
+    for i in 0..50 {
+        assert_eq!(answer(&mut d, &format!("SELECT {}\r\nSET k{i} {value}\r\n", i % 16)), "+OK\r\n+OK\r\n");
+    }
+    answer(&mut d, "PING\r\n");
+    assert!(d.used_bytes() <= used);
 }

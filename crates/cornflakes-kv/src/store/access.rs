@@ -2,6 +2,7 @@
 //! kept only while a policy needs it, so the key-value protocol and a
 //! server that evicts nothing pay for none of it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use indexmap::IndexMap;
@@ -10,8 +11,9 @@ use indexmap::IndexMap;
 /// counter, as Redis keeps them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
-    /// Position of the key's last access among all accesses (larger:
-    /// more recent).
+    /// Position of the key's last access among all accesses of every
+    /// index in the process (larger: more recent), so that keys of
+    /// different stores (RESP's databases) compare.
     pub last: u64,
     /// Redis's logarithmic frequency counter (0..=255, new keys at 5).
     pub frequency: u8,
@@ -25,18 +27,24 @@ const LFU_INIT: u8 = 5;
 /// Redis's `lfu-log-factor` default: 255 takes about a million accesses.
 const LFU_LOG_FACTOR: f64 = 10.0;
 
+/// The accesses so far, of every index: [`Access::last`].
+static ACCESSES: AtomicU64 = AtomicU64::new(0);
+
+fn next_access() -> u64 {
+    ACCESSES.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 /// Every key with its [`Access`], in an order with O(1) access by
 /// position (eviction samples keys at random).
 #[derive(Debug)]
 pub struct KeyIndex {
     keys: IndexMap<Box<[u8]>, Access>,
-    accesses: u64,
     started: Instant,
 }
 
 impl Default for KeyIndex {
     fn default() -> Self {
-        KeyIndex { keys: IndexMap::new(), accesses: 0, started: Instant::now() }
+        KeyIndex { keys: IndexMap::new(), started: Instant::now() }
     }
 }
 
@@ -56,8 +64,7 @@ impl KeyIndex {
     }
 
     pub(super) fn insert(&mut self, key: &[u8]) {
-        self.accesses += 1;
-        let access = Access { last: self.accesses, frequency: LFU_INIT, decayed_at: self.minute() };
+        let access = Access { last: next_access(), frequency: LFU_INIT, decayed_at: self.minute() };
         self.keys.insert(key.into(), access);
     }
 
@@ -81,9 +88,8 @@ impl KeyIndex {
     /// probability `1 / ((counter - 5) * 10 + 1)`.
     pub(super) fn touch(&mut self, key: &[u8]) {
         let minute = self.minute();
-        self.accesses += 1;
         let Some(a) = self.keys.get_mut(key) else { return };
-        a.last = self.accesses;
+        a.last = next_access();
         a.frequency = decayed(a.frequency, a.decayed_at, minute);
         a.decayed_at = minute;
         if a.frequency < 255 {

@@ -1,0 +1,103 @@
+//! Redis's numbered databases (`SELECT n`, 16 of them): each its own
+//! keyspace (keys, list marks, expiry times, watches) over the one pinned
+//! pool. The database a command runs in is swapped into the fields every
+//! command uses ([`RespDb::use_db`], O(1)), so commands are written once,
+//! for one keyspace; the others wait in [`RespDb`]'s `parked`.
+
+use hashbrown::HashSet;
+
+use super::{expiry::Expiry, watch::Watchers, RespDb};
+use crate::store::Store;
+
+/// Redis's default `databases`.
+pub const DATABASES: usize = 16;
+
+/// One database's keys and what is kept about them.
+pub(super) struct Keyspace {
+    pub(super) store: Store,
+    pub(super) lists: HashSet<Box<[u8]>>,
+    pub(super) expires: Expiry,
+    pub(super) watchers: Watchers,
+}
+
+impl Keyspace {
+    /// An empty database over `like`'s pool and limits, tracking accesses
+    /// when `like` does.
+    pub(super) fn empty_like(like: &Store) -> Keyspace {
+        let mut store = Store::new(like.pool().clone(), *like.limits());
+        store.track_accesses(like.key_index().is_some());
+        Keyspace { store, lists: HashSet::new(), expires: Expiry::default(), watchers: Watchers::default() }
+    }
+}
+
+impl RespDb {
+    /// Makes database `n` (below [`DATABASES`]) the one the keyspace fields
+    /// hold: the current one is parked in its slot and `n` taken out of
+    /// its own.
+    pub(super) fn use_db(&mut self, n: usize) {
+        if n == self.db {
+            return;
+        }
+        self.swap_with_slot(self.db);
+        self.swap_with_slot(n);
+        self.db = n;
+    }
+
+    /// Swaps the keyspace fields with parked slot `i`.
+    fn swap_with_slot(&mut self, i: usize) {
+        let slot = &mut self.parked[i];
+        std::mem::swap(&mut self.store, &mut slot.store);
+        std::mem::swap(&mut self.lists, &mut slot.lists);
+        std::mem::swap(&mut self.expires, &mut slot.expires);
+        std::mem::swap(&mut self.watchers, &mut slot.watchers);
+    }
+
+    /// Runs `f` on each database with keys or watches, in turn as the
+    /// current one, then makes the database that was current current again.
+    pub(super) fn for_each_db(&mut self, mut f: impl FnMut(&mut RespDb)) {
+        let back = self.db;
+        for n in 0..DATABASES {
+            let busy = if n == self.db {
+                !self.store.is_empty() || !self.watchers.is_empty()
+            } else {
+                !self.parked[n].store.is_empty() || !self.parked[n].watchers.is_empty()
+            };
+            if busy {
+                self.use_db(n);
+                f(self);
+            }
+        }
+        self.use_db(back);
+    }
+
+    /// Bytes of keys and values in every database (what `maxmemory`
+    /// bounds, as Redis's is one limit for all).
+    pub(super) fn used_bytes(&self) -> usize {
+        let parked: usize =
+            self.parked.iter().enumerate().filter(|&(i, _)| i != self.db).map(|(_, k)| k.store.data_bytes()).sum();
+        self.store.data_bytes() + parked
+    }
+
+    /// Database `n`'s key count and keys with an expiry time.
+    pub(super) fn db_counts(&self, n: usize) -> (usize, usize) {
+        if n == self.db {
+            (self.store.len(), self.expires.len())
+        } else {
+            (self.parked[n].store.len(), self.parked[n].expires.len())
+        }
+    }
+
+    /// `SWAPDB a b`: the two databases trade keyspaces; connections
+    /// watching keys in either will abort their EXEC, as in Redis.
+    pub(super) fn swap_dbs(&mut self, a: usize, b: usize) {
+        let back = self.db;
+        // Park the current one, so that both live in `parked`.
+        self.swap_with_slot(self.db);
+        self.db = usize::MAX;
+        self.parked[a].watchers.touched_all();
+        self.parked[b].watchers.touched_all();
+        self.parked.swap(a, b);
+        self.swap_with_slot(back);
+        self.db = back;
+    }
+}
