@@ -138,6 +138,7 @@ pub struct Config {
     wire: Wire,
     include_file: Option<PathBuf>,
     attributes: codegen::Attributes,
+    descriptor_set: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -158,7 +159,23 @@ impl Config {
             wire: Wire::Cornflakes,
             include_file: None,
             attributes: codegen::Attributes::default(),
+            descriptor_set: None,
         }
+    }
+
+    /// Also writes the schemas' `FileDescriptorSet` (protobuf-encoded, the
+    /// files imported and their source info included, as `protoc
+    /// --include_imports --include_source_info` writes it) to `path`, as
+    /// `prost_build::Config::file_descriptor_set_path` does: for gRPC
+    /// reflection or a reflection library such as prost-reflect.
+    ///
+    /// ```text
+    /// config.file_descriptor_set_path(out_dir.join("descriptors.bin"));
+    /// static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
+    /// ```
+    pub fn file_descriptor_set_path(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.descriptor_set = Some(path.into());
+        self
     }
 
     /// Adds `attribute` (Rust attribute syntax, `#[derive(Hash)]`) to the
@@ -264,6 +281,15 @@ impl Config {
         protos: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<Vec<GeneratedFile>, Error> {
+        self.generate_with_descriptors(protos, includes).map(|(files, _)| files)
+    }
+
+    /// [`generate`](Self::generate), and the schemas' descriptor set.
+    fn generate_with_descriptors(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<(Vec<GeneratedFile>, prost_types::FileDescriptorSet), Error> {
         self.attributes.check()?;
         let parsed = schema::parse(protos, includes, &self.extern_paths)?;
         if self.rerun_if_changed {
@@ -272,7 +298,7 @@ impl Config {
             }
         }
         let options = codegen::Options { samples: self.samples, wire: self.wire, attributes: self.attributes.clone() };
-        codegen::generate(&parsed, &options)
+        Ok((codegen::generate(&parsed, &options)?, parsed.descriptors))
     }
 
     /// Generates and writes one `<package>.rs` per proto package; files
@@ -286,7 +312,12 @@ impl Config {
             Some(dir) => dir.clone(),
             None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or(Error::NoOutDir)?,
         };
-        let files = self.generate(protos, includes)?;
+        let (files, descriptors) = self.generate_with_descriptors(protos, includes)?;
+        if let Some(path) = &self.descriptor_set {
+            use prost::Message as _;
+            let path = out_dir.join(path);
+            std::fs::write(&path, descriptors.encode_to_vec()).map_err(|source| Error::Io { path, source })?;
+        }
         let packages: Vec<(String, String)> = files.iter().map(|f| (f.package.clone(), f.name.clone())).collect();
         std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io { path: out_dir.clone(), source })?;
         let mut written = Vec::new();

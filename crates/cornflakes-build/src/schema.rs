@@ -156,6 +156,8 @@ pub(crate) struct Parsed {
     pub(crate) files: Vec<SchemaFile>,
     /// Every schema file read, for `rerun-if-changed`.
     pub(crate) source_paths: Vec<PathBuf>,
+    /// Their descriptors (`Config::file_descriptor_set_path`).
+    pub(crate) descriptors: prost_types::FileDescriptorSet,
 }
 
 pub(crate) fn parse(
@@ -233,7 +235,7 @@ pub(crate) fn parse(
             files.push(convert_file(fd, &known)?);
         }
     }
-    Ok(Parsed { files, source_paths })
+    Ok(Parsed { files, source_paths, descriptors: fds })
 }
 
 /// Whether the Rust an extern path names for `fd` exists: always for the

@@ -39,6 +39,11 @@ struct Args {
     /// As --type-attribute, for enums and oneofs only.
     #[arg(long, value_name = "PATH=ATTRIBUTE", value_parser = path_and_attribute)]
     enum_attribute: Vec<(String, String)>,
+    /// Also write the schemas' FileDescriptorSet (imports and source info
+    /// included) to this file, as protoc's --descriptor_set_out (relative
+    /// paths are under --out-dir).
+    #[arg(long, value_name = "FILE")]
+    descriptor_set_out: Option<PathBuf>,
     /// Schemas to compile.
     #[arg(required = true, value_name = "PROTO")]
     protos: Vec<PathBuf>,
@@ -69,6 +74,9 @@ fn main() -> ExitCode {
     config.emit_rerun_if_changed(false).out_dir(&args.out_dir);
     if args.wire == "protobuf" {
         config.wire(cornflakes_build::Wire::Protobuf);
+    }
+    if let Some(path) = &args.descriptor_set_out {
+        config.file_descriptor_set_path(path);
     }
     for (path, attribute) in &args.type_attribute {
         config.type_attribute(path, attribute);
