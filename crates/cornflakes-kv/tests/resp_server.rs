@@ -1458,6 +1458,113 @@ fn watch_aborts_exec_when_another_connection_changes_a_key_as_redis_server_does(
     ours.stop();
 }
 
+/// Publish/subscribe over four connections, step by step, every reply and
+/// every message as redis-server gives them: subscribed mode, patterns,
+/// PUBSUB's counts, unsubscribing, and a subscriber that goes away.
+#[test]
+fn pubsub_delivers_as_redis_server_does() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    // (connection, command or "" to read what arrives, replies to read).
+    let steps: &[(usize, &str, usize)] = &[
+        (2, "FLUSHALL", 1),
+        (0, "SUBSCRIBE news sports", 2),
+        (2, "PUBLISH news hello", 1),
+        (0, "", 1),
+        (0, "GET k", 1),
+        (0, "PING", 1),
+        (0, "PING there", 1),
+        (1, "PSUBSCRIBE n* x?z", 2),
+        (2, "PUBLISH news second", 1),
+        (0, "", 1),
+        (1, "", 1),
+        (2, "PUBLISH xyz third", 1),
+        (1, "", 1),
+        (2, "PUBLISH nobody fourth", 1),
+        (1, "", 1),
+        (2, "PUBLISH empty fifth", 1),
+        (2, "PUBSUB NUMSUB news sports none", 1),
+        (2, "PUBSUB NUMPAT", 1),
+        (2, "PUBSUB CHANNELS s*", 1),
+        (2, "PUBSUB NOSUCH", 1),
+        (0, "SUBSCRIBE news", 1),
+        (0, "UNSUBSCRIBE news", 1),
+        (0, "UNSUBSCRIBE", 1),
+        (0, "GET k", 1),
+        (0, "UNSUBSCRIBE", 1),
+        (1, "PUNSUBSCRIBE x?z", 1),
+        (1, "PUNSUBSCRIBE", 1),
+        (1, "PUNSUBSCRIBE", 1),
+        (3, "SUBSCRIBE gone", 1),
+        (2, "PUBSUB NUMSUB gone", 1),
+        (3, "close", 0),
+        (2, "PUBSUB NUMSUB gone", 1),
+        (2, "PUBLISH gone lost", 1),
+        (2, "PUBLISH", 1),
+    ];
+    let run = |addr: SocketAddr| -> Vec<String> {
+        let mut conns: Vec<Option<TcpStream>> = (0..4).map(|_| Some(connect(addr))).collect();
+        let mut readers: Vec<BufReader<TcpStream>> =
+            conns.iter().map(|c| BufReader::new(c.as_ref().unwrap().try_clone().unwrap())).collect();
+        let mut out = Vec::new();
+        for &(c, step, replies) in steps {
+            if step == "close" {
+                let _ = conns[c].take().unwrap().shutdown(std::net::Shutdown::Both);
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            if !step.is_empty() {
+                let args: Vec<&[u8]> = step.split(' ').map(str::as_bytes).collect();
+                conns[c].as_ref().unwrap().write_all(&command(&args)).unwrap();
+            }
+            for _ in 0..replies {
+                out.push(format!("{c} {step}: {}", read_reply(&mut readers[c])));
+            }
+        }
+        out
+    };
+    let theirs = run(SocketAddr::from(([127, 0, 0, 1], redis.port)));
+    let mine = run(ours.addr);
+    for (t, m) in theirs.iter().zip(&mine) {
+        assert_eq!(m, t, "(ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len());
+    assert!(theirs.iter().any(|l| l.contains("[pmessage, n*, news, second]")), "{theirs:#?}");
+    ours.stop();
+}
+
+/// A subscriber that reads nothing is disconnected once 32 MiB wait for
+/// it (Redis's pubsub output limit), and the publisher goes on.
+#[test]
+fn a_subscriber_that_reads_nothing_is_disconnected_past_the_limit() {
+    let ours = Server::start(ServeOptions::default());
+    let sub = connect(ours.addr);
+    (&sub).write_all(&command(&[b"SUBSCRIBE", b"flood"])).unwrap();
+    let mut sub_reader = BufReader::new(sub.try_clone().unwrap());
+    assert_eq!(read_reply(&mut sub_reader), "[subscribe, flood, :1]");
+    let publisher = connect(ours.addr);
+    let mut pub_reader = BufReader::new(publisher.try_clone().unwrap());
+    let message = vec![b'm'; 512 << 10];
+    let mut receivers = Vec::new();
+    for _ in 0..200 {
+        (&publisher).write_all(&command(&[b"PUBLISH", b"flood", &message])).unwrap();
+        receivers.push(read_reply(&mut pub_reader));
+        if receivers.last().is_some_and(|r| r == ":0") {
+            break;
+        }
+    }
+    assert_eq!(receivers.first().map(String::as_str), Some(":1"));
+    assert_eq!(receivers.last().map(String::as_str), Some(":0"), "disconnected before 100 MB: {}", receivers.len());
+    assert!(receivers.len() < 120, "about 32 MiB (64 messages) and the socket's buffers: {}", receivers.len());
+    (&publisher).write_all(&command(&[b"PUBSUB", b"NUMSUB", b"flood"])).unwrap();
+    assert_eq!(read_reply(&mut pub_reader), "[flood, :0]");
+    let stats = ours.stop();
+    assert!(stats.reply_dropped >= 1, "{stats:?}");
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is

@@ -110,6 +110,12 @@ impl<V: AsRef<[u8]>> Reply<V> {
         self.copy(&buf[..len + 2]);
     }
 
+    /// Appends bytes that are already RESP: a message encoded once and
+    /// sent to several clients (pub/sub). Copied.
+    pub fn raw(&mut self, encoded: &[u8]) {
+        self.copy(encoded);
+    }
+
     /// `+<text>\r\n`. `text` must not contain `\r` or `\n` (they are
     /// replaced by spaces, as Redis does for status replies).
     pub fn simple(&mut self, text: &str) {

@@ -496,6 +496,12 @@ impl TcpDatapath {
         self.conns.index(conn).and_then(|i| self.conns.slots[i].conn.as_ref()).map_or(0, |c| c.queue.len())
     }
 
+    /// Bytes queued on `conn`, not yet accepted by its socket (what
+    /// [`TcpConfig::max_queued_bytes`] bounds).
+    pub fn queued_bytes(&self, conn: ConnId) -> usize {
+        self.conns.index(conn).and_then(|i| self.conns.slots[i].conn.as_ref()).map_or(0, |c| c.queued_bytes)
+    }
+
     /// Sends not yet finished: messages queued on any connection plus
     /// send requests awaiting their completion or notification. O(number
     /// of connections); for tests and shutdown.

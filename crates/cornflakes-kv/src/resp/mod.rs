@@ -19,7 +19,8 @@
 //! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZRANK
 //! ZREVRANK ZREM ZRANGE (BYSCORE REV LIMIT WITHSCORES) ZRANGEBYSCORE
 //! ZREVRANGE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX ZREMRANGEBYRANK
-//! ZREMRANGEBYSCORE ZSCAN
+//! ZREMRANGEBYSCORE ZSCAN SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
+//! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
@@ -51,6 +52,10 @@
 //! first (up to 128 a batch, 4096 when idle; an index by time makes it
 //! exact where Redis samples), so short-lived keys nobody reads again do
 //! not hold memory (`INFO stats` `expired_keys`).
+//!
+//! Pub/sub as RESP2 has it (a subscribed connection may only subscribe,
+//! unsubscribe, PING and QUIT); a subscriber that leaves more than 32 MiB
+//! unread is disconnected, as Redis's `client-output-buffer-limit pubsub`.
 //!
 //! Connections ([`ServeOptions`]): a command of up to 64 MiB may arrive in
 //! any number of reads (parsed again only once the bytes it needs are
@@ -94,6 +99,7 @@ mod evict;
 mod expiry;
 mod hash;
 mod list;
+mod pubsub;
 mod serve;
 mod set;
 mod string;
@@ -199,6 +205,8 @@ pub struct RespDb {
     db: usize,
     /// The other databases (slot `db` holds an empty stand-in).
     parked: Vec<databases::Keyspace>,
+    /// Subscriptions, and messages published and not yet delivered.
+    pubsub: pubsub::PubSub,
 }
 
 /// What INFO reports of the serving loop ([`serve`] keeps it).
@@ -315,6 +323,10 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("pexpireat", -3, &["write", "fast"]),
     ("psetex", 4, &["write", "denyoom"]),
     ("ping", -1, &["fast"]),
+    ("psubscribe", -2, &["pubsub", "noscript", "loading", "stale"]),
+    ("publish", 3, &["pubsub", "loading", "stale", "fast"]),
+    ("pubsub", -2, &["pubsub", "loading", "stale"]),
+    ("punsubscribe", -1, &["pubsub", "noscript", "loading", "stale"]),
     ("pttl", 2, &["readonly", "fast"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("rename", 3, &["write"]),
@@ -345,6 +357,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("srem", -3, &["write", "fast"]),
     ("sscan", -3, &["readonly"]),
     ("strlen", 2, &["readonly", "fast"]),
+    ("subscribe", -2, &["pubsub", "noscript", "loading", "stale"]),
     ("substr", 4, &["readonly"]),
     ("sunion", -2, &["readonly"]),
     ("sunionstore", -3, &["write", "denyoom"]),
@@ -353,6 +366,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("ttl", 2, &["readonly", "fast"]),
     ("type", 2, &["readonly", "fast"]),
     ("unlink", -2, &["write", "fast"]),
+    ("unsubscribe", -1, &["pubsub", "noscript", "loading", "stale"]),
     ("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"]),
     ("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"]),
     ("zadd", -4, &["write", "denyoom", "fast"]),
@@ -498,6 +512,7 @@ impl RespDb {
             watchers: watch::Watchers::default(),
             db: 0,
             parked,
+            pubsub: pubsub::PubSub::default(),
         }
     }
 
@@ -709,6 +724,13 @@ impl RespDb {
         }
         if self.requirepass.is_some() && !session.authenticated && !matches!(name, "auth" | "hello" | "quit") {
             reply.error("NOAUTH Authentication required.");
+            if let Some(t) = session.multi.as_mut() {
+                t.failed = true;
+            }
+            return After::Continue;
+        }
+        if self.subscribed(session.id) && !pubsub::ALLOWED_WHEN_SUBSCRIBED.contains(&name) {
+            reply.error(&format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"));
             if let Some(t) = session.multi.as_mut() {
                 t.failed = true;
             }
@@ -1022,6 +1044,15 @@ impl RespDb {
                 }
                 _ => reply.error("ERR DB index is out of range"),
             },
+            // Subscribed, PING answers as a message would come (RESP2).
+            "ping" if self.subscribed(session.id) => {
+                reply.array(2);
+                reply.bulk(b"pong");
+                reply.bulk(args.first().map_or(&b""[..], |a| &a[..]));
+            }
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "publish" | "pubsub" => {
+                self.pubsub_command(name, session.id, args, reply)
+            }
             "ping" => match args {
                 [] => reply.simple("PONG"),
                 [msg] => reply.bulk(msg),

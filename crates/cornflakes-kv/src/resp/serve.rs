@@ -38,6 +38,8 @@ pub trait RawTransport: Datapath {
     fn close_conn(&mut self, conn: ConnId);
     /// Messages queued on `conn` that its socket has not taken yet.
     fn queued_on(&self, conn: ConnId) -> usize;
+    /// Bytes queued on `conn` that its socket has not taken yet.
+    fn queued_bytes_on(&self, conn: ConnId) -> usize;
 }
 
 impl RawTransport for TcpDatapath {
@@ -47,6 +49,10 @@ impl RawTransport for TcpDatapath {
 
     fn queued_on(&self, conn: ConnId) -> usize {
         self.queued(conn)
+    }
+
+    fn queued_bytes_on(&self, conn: ConnId) -> usize {
+        self.queued_bytes(conn)
     }
 }
 
@@ -157,6 +163,10 @@ const CHUNK: usize = 1 << 20;
 
 const WAIT: Duration = Duration::from_millis(100);
 
+/// Bytes a subscriber may leave unread before it is disconnected (Redis's
+/// `client-output-buffer-limit pubsub` hard limit).
+const PUBSUB_LIMIT: usize = 32 << 20;
+
 /// The RESP side's state between batches.
 struct RespLoop {
     stats: RespStats,
@@ -167,6 +177,9 @@ struct RespLoop {
     next_id: u64,
     /// Connections with a reply waiting for room ([`Conn::out`]).
     outboxes: usize,
+    /// Connections by their session id, to deliver published messages
+    /// (entries of closed connections go when met, or in a sweep).
+    by_id: HashMap<u64, ConnId>,
 }
 
 impl RespLoop {
@@ -179,6 +192,7 @@ impl RespLoop {
             reply: Reply::new(threshold),
             next_id: 1,
             outboxes: 0,
+            by_id: HashMap::new(),
         }
     }
 
@@ -196,14 +210,13 @@ impl RespLoop {
                 db.expire_due(batch_start, 4096);
                 let _ = dp.poll_completions();
                 self.send_outboxes(dp, db, options);
-                close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes);
+                self.deliver(dp, db);
+                close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
                 return Ok(0);
             }
             Ok(n) => n,
             Err(RecvError::Closed(conn)) => {
-                if self.conns.remove(&conn).is_some_and(|c| c.out.is_some()) {
-                    self.outboxes -= 1;
-                }
+                forget_conn(&mut self.conns, conn, &mut self.outboxes, db);
                 return Ok(0);
             }
             Err(e) => return Err(e),
@@ -213,7 +226,7 @@ impl RespLoop {
         db.expire_due(batch_start, 128);
         db.counters.connected_clients = self.conns.len();
         db.counters.total_connections = self.stats.connections;
-        let (stats, reply) = (&mut self.stats, &mut self.reply);
+        let (stats, reply, by_id) = (&mut self.stats, &mut self.reply, &mut self.by_id);
         // Connections closed during this batch: what else of theirs the
         // batch holds is dropped, never taken for a new connection.
         let mut closed_now: Vec<ConnId> = Vec::new();
@@ -226,6 +239,7 @@ impl RespLoop {
                 db.counters.connected_clients += 1;
                 db.counters.total_connections += 1;
                 self.next_id += 1;
+                by_id.insert(self.next_id - 1, r.conn);
                 Conn { session: Session { id: self.next_id - 1, ..Session::default() }, ..Conn::default() }
             });
             if conn.closing {
@@ -240,9 +254,7 @@ impl RespLoop {
                 if conn.pending.len() > options.limits.max_query_buffer {
                     stats.query_buffer_full += 1;
                     dp.close_conn(r.conn);
-                    if self.conns.remove(&r.conn).is_some_and(|c| c.out.is_some()) {
-                        self.outboxes -= 1;
-                    }
+                    forget_conn(&mut self.conns, r.conn, &mut self.outboxes, db);
                     closed_now.push(r.conn);
                 }
                 continue;
@@ -261,7 +273,7 @@ impl RespLoop {
                     Sent::Failed => {
                         stats.reply_dropped += 1;
                         dp.close_conn(r.conn);
-                        self.conns.remove(&r.conn);
+                        forget_conn(&mut self.conns, r.conn, &mut self.outboxes, db);
                         closed_now.push(r.conn);
                         continue;
                     }
@@ -272,10 +284,12 @@ impl RespLoop {
                 self.closing.push((r.conn, Instant::now() + options.close_linger));
             }
         }
+        self.deliver(dp, db);
         let _ = dp.flush();
         let _ = dp.poll_completions();
         self.send_outboxes(dp, db, options);
-        close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes);
+        self.deliver(dp, db);
+        close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
         self.stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
         Ok(n)
     }
@@ -337,9 +351,65 @@ impl RespLoop {
         }
         for id in dropped {
             dp.close_conn(id);
-            if self.conns.remove(&id).is_some_and(|c| c.out.is_some()) {
-                self.outboxes -= 1;
+            forget_conn(&mut self.conns, id, &mut self.outboxes, db);
+        }
+        let _ = dp.flush();
+    }
+
+    /// Sends the messages PUBLISH left to their subscribers: behind a
+    /// reply still leaving, or at once. A subscriber holding more than
+    /// [`PUBSUB_LIMIT`] unread is disconnected, as Redis's
+    /// `client-output-buffer-limit pubsub 32mb` does.
+    fn deliver<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb) {
+        let messages = db.take_messages();
+        if messages.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut dropped = Vec::new();
+        for (id, message) in messages {
+            let Some(conn) = self.by_id.get(&id).copied().filter(|c| self.conns.contains_key(c)) else {
+                // Its connection has gone.
+                self.by_id.remove(&id);
+                db.end_session(id);
+                continue;
+            };
+            let Some(state) = self.conns.get_mut(&conn) else { continue };
+            if state.closing || dropped.contains(&conn) {
+                continue;
             }
+            // Unread: in the datapath's queue, and behind it in the outbox.
+            let held = dp.queued_bytes_on(conn) + state.out.as_ref().map_or(0, |o| o.reply.len());
+            if held + message.len() > PUBSUB_LIMIT {
+                dropped.push(conn);
+                continue;
+            }
+            match state.out.as_mut() {
+                Some(out) => out.reply.raw(&message),
+                None => {
+                    let mut reply = Reply::new(db.threshold());
+                    reply.raw(&message);
+                    let mut at = Cursor::default();
+                    match send_reply(dp, conn, &reply, &mut at) {
+                        Sent::Done => {}
+                        Sent::Blocked => {
+                            state.out = Some(Outbox { reply, at, progress: now });
+                            self.outboxes += 1;
+                        }
+                        Sent::Failed => dropped.push(conn),
+                    }
+                }
+            }
+        }
+        for conn in dropped {
+            self.stats.reply_dropped += 1;
+            dp.close_conn(conn);
+            forget_conn(&mut self.conns, conn, &mut self.outboxes, db);
+        }
+        // Ids of connections that went without a message to meet.
+        if self.by_id.len() > 2 * self.conns.len() + 64 {
+            let conns = &self.conns;
+            self.by_id.retain(|_, c| conns.contains_key(c));
         }
         let _ = dp.flush();
     }
@@ -588,6 +658,7 @@ fn close_finished<D: RawTransport>(
     conns: &mut HashMap<ConnId, Conn>,
     closing: &mut Vec<(ConnId, Instant)>,
     outboxes: &mut usize,
+    db: &mut RespDb,
 ) {
     if closing.is_empty() {
         return;
@@ -598,12 +669,21 @@ fn close_finished<D: RawTransport>(
         let waiting = conns.get(&conn).is_some_and(|c| c.out.is_some());
         if (dp.queued_on(conn) == 0 && !waiting) || now >= deadline {
             dp.close_conn(conn);
-            if conns.remove(&conn).is_some_and(|c| c.out.is_some()) {
-                *outboxes -= 1;
-            }
+            forget_conn(conns, conn, outboxes, db);
             false
         } else {
             true
         }
     });
+}
+
+/// Drops what is kept of connection `id`: its state, its place among the
+/// outboxes, and its subscriptions.
+fn forget_conn(conns: &mut HashMap<ConnId, Conn>, id: ConnId, outboxes: &mut usize, db: &mut RespDb) {
+    if let Some(c) = conns.remove(&id) {
+        if c.out.is_some() {
+            *outboxes -= 1;
+        }
+        db.end_session(c.session.id);
+    }
 }
