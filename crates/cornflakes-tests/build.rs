@@ -14,6 +14,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cornflakes_build::Config::new()
         .wire(cornflakes_build::Wire::Protobuf)
         .compile_protos(&["proto/protowire/pwtest.proto"], &["proto/protowire"])?;
+    // Well-known types on the protobuf wire, from the runtime's protowire
+    // module (no extern path to set).
+    cornflakes_build::Config::new()
+        .wire(cornflakes_build::Wire::Protobuf)
+        .compile_protos(&["proto/protowire/events.proto"], &["proto/protowire"])?;
     corpus()?;
     readme_example()
 }

@@ -455,17 +455,18 @@ impl Gen<'_> {
         let rel: Vec<String> = parents.iter().map(|p| to_snake(p)).chain(std::iter::once(name.clone())).collect();
         self.messages.push(rel.join("::"));
         if self.options.wire == crate::Wire::Protobuf {
-            // Messages from other crates (`extern_path`, the well-known types
-            // in `::cornflakes::well_known`) are generated for the Cornflakes
-            // format and have no protobuf-wire code.
-            if let Some(f) = m.fields.iter().find(|f| matches!(&f.kind, Kind::Message(t) if t.extern_root.is_some())) {
+            // Messages from other crates (`extern_path`) are not known to
+            // have protobuf-wire code; the runtime's well-known types for it
+            // (`::cornflakes::well_known::protowire`) have.
+            let foreign = |t: &TypeRef| t.extern_root.as_ref().is_some_and(|r| r != crate::WELL_KNOWN_PROTOWIRE);
+            if let Some(f) = m.fields.iter().find(|f| matches!(&f.kind, Kind::Message(t) if foreign(t))) {
                 return Err(Unsupported {
                     file: self.file.to_owned(),
                     line: m.location.0,
                     column: m.location.1,
                     feature: "an extern message type with Wire::Protobuf",
                     detail: format!(
-                        "field {}.{} uses a message mapped by extern_path (the well-known types included), which has no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead (Google's well-known types too: `Config::clear_extern_paths()` generates `google.protobuf.rs`, to include as module `google::protobuf` beside your package's root module)",
+                        "field {}.{} uses a message mapped by extern_path, which may have no protobuf-wire code; generate that package with Wire::Protobuf in the same run instead (Google's well-known types need nothing: they map to `::cornflakes::well_known::protowire`)",
                         m.name, f.name
                     ),
                 }

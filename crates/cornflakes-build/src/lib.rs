@@ -64,6 +64,11 @@ pub const WELL_KNOWN_FILES: [&str; 7] = [
     "google/protobuf/wrappers.proto",
 ];
 
+/// Where the runtime has the well-known types for the Cornflakes format.
+pub(crate) const WELL_KNOWN: &str = "::cornflakes::well_known";
+/// And with protobuf-wire code ([`Wire::Protobuf`]).
+pub(crate) const WELL_KNOWN_PROTOWIRE: &str = "::cornflakes::well_known::protowire";
+
 /// Why code generation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -154,7 +159,7 @@ impl Config {
         Config {
             out_dir: None,
             rerun_if_changed: true,
-            extern_paths: vec![(".google.protobuf".to_owned(), "::cornflakes::well_known".to_owned())],
+            extern_paths: vec![(".google.protobuf".to_owned(), WELL_KNOWN.to_owned())],
             samples: false,
             wire: Wire::Cornflakes,
             include_file: None,
@@ -255,9 +260,21 @@ impl Config {
 
     /// The wire format of the generated types (default
     /// [`Wire::Cornflakes`]); [`Wire::Protobuf`] adds standard proto3
-    /// encoding with serialize-and-send.
+    /// encoding with serialize-and-send. The default extern path of
+    /// `.google.protobuf` follows: `::cornflakes::well_known` for the
+    /// Cornflakes format, `::cornflakes::well_known::protowire` (the same
+    /// types with protobuf-wire code) for protobuf.
     pub fn wire(&mut self, wire: Wire) -> &mut Self {
         self.wire = wire;
+        let (from, to) = match wire {
+            Wire::Cornflakes => (WELL_KNOWN_PROTOWIRE, WELL_KNOWN),
+            Wire::Protobuf => (WELL_KNOWN, WELL_KNOWN_PROTOWIRE),
+        };
+        for (proto, rust) in &mut self.extern_paths {
+            if proto == ".google.protobuf" && rust == from {
+                *rust = to.to_owned();
+            }
+        }
         self
     }
 

@@ -242,7 +242,9 @@ pub(crate) fn parse(
 /// application's own paths; for the default `.google.protobuf` one, only
 /// for the files `::cornflakes::well_known` holds.
 fn provided_externally(fd: &FileDescriptorProto, extern_paths: &[(String, String)]) -> bool {
-    let default = extern_paths.iter().any(|(p, r)| p == ".google.protobuf" && r == "::cornflakes::well_known");
+    let default = extern_paths
+        .iter()
+        .any(|(p, r)| p == ".google.protobuf" && (r == crate::WELL_KNOWN || r == crate::WELL_KNOWN_PROTOWIRE));
     !(default && fd.package() == "google.protobuf") || crate::WELL_KNOWN_FILES.contains(&fd.name())
 }
 

@@ -41,3 +41,20 @@ fn well_known_types_match_the_runtime() {
     let expected = std::fs::read_to_string(&path).expect("checked-in file exists (UPDATE_GOLDEN=1 creates it)");
     assert!(files[0].code == expected, "generated code differs from {}; rerun with UPDATE_GOLDEN=1", path.display());
 }
+
+/// `::cornflakes::well_known::protowire`: the same types generated with
+/// `Wire::Protobuf`, which protobuf-wire schemas map `.google.protobuf` to.
+#[test]
+fn protobuf_wire_well_known_types_match_the_runtime() {
+    let mut config = cornflakes_build::Config::new();
+    config.emit_rerun_if_changed(false).clear_extern_paths().wire(cornflakes_build::Wire::Protobuf);
+    let files = config.generate(&cornflakes_build::WELL_KNOWN_FILES, &[] as &[&str]).unwrap();
+    assert_eq!(files.len(), 1);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cornflakes/src/well_known/protowire/google.protobuf.rs");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &files[0].code).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).expect("checked-in file exists (UPDATE_GOLDEN=1 creates it)");
+    assert!(files[0].code == expected, "generated code differs from {}; rerun with UPDATE_GOLDEN=1", path.display());
+}

@@ -41,10 +41,19 @@ fn the_default_wire_generates_no_protobuf_code() {
 }
 
 #[test]
-fn extern_messages_are_refused_with_the_protobuf_wire() {
+fn extern_messages_are_refused_with_the_protobuf_wire_but_the_well_known_types_are_not() {
     let schema = "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nmessage Event {\n  google.protobuf.Timestamp at = 1;\n}\n";
     assert!(generate(schema, Wire::Cornflakes).is_ok());
-    match generate(schema, Wire::Protobuf) {
+    // The runtime has the well-known types with protobuf-wire code.
+    let files = generate(schema, Wire::Protobuf).unwrap();
+    assert!(files[0].code.contains("::cornflakes::well_known::protowire::Timestamp"), "{}", files[0].code);
+    // Another crate's types may have none: refused, saying where.
+    let dir = std::env::temp_dir().join(format!("cf-build-pw-extern-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("s.proto"), schema).unwrap();
+    let mut config = Config::new();
+    config.emit_rerun_if_changed(false).wire(Wire::Protobuf).extern_path(".google.protobuf", "::my_types");
+    match config.generate(&[dir.join("s.proto")], &[&dir]) {
         Err(Error::Unsupported(u)) => {
             assert_eq!(u.line, 3, "{u}");
             assert!(u.to_string().contains("Event.at"), "{u}");

@@ -34,6 +34,12 @@ pub mod pwtest {
     include!(concat!(env!("OUT_DIR"), "/pwtest.rs"));
 }
 
+/// Types generated from `proto/protowire/events.proto` with the protobuf
+/// wire: fields of Google's well-known types.
+pub mod events {
+    include!(concat!(env!("OUT_DIR"), "/events.rs"));
+}
+
 /// Types generated from the schema corpus (`proto/corpus`): one module per
 /// proto package (`acme::r#type`, `acme::pubsub::v1`, ...). Built with
 /// `#[deny(warnings, missing_docs)]`: the generated code must compile

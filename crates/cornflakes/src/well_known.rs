@@ -9,130 +9,146 @@
 
 include!("well_known/google.protobuf.rs");
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
-impl<'a> Timestamp<'a> {
-    /// `time` as seconds and nanoseconds since the Unix epoch, in `arena`
-    /// (prost-types' `From<SystemTime>`): nanoseconds in `0..1e9`, seconds
-    /// negative before 1970. Saturates past what `i64` seconds hold.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
-    /// use cornflakes::{well_known::Timestamp, Arena};
-    ///
-    /// let arena = Arena::copying();
-    /// let t = UNIX_EPOCH + Duration::new(1_700_000_000, 5);
-    /// let ts = Timestamp::from_system_time(t, &arena);
-    /// assert_eq!((ts.get_seconds(), ts.get_nanos()), (1_700_000_000, 5));
-    /// assert_eq!(ts.to_system_time(), Some(t));
-    /// assert_eq!(ts.to_string(), "2023-11-14T22:13:20.000000005Z");
-    /// let before = Timestamp::from_system_time(UNIX_EPOCH - Duration::from_millis(1500), &arena);
-    /// assert_eq!((before.get_seconds(), before.get_nanos()), (-2, 500_000_000));
-    /// assert_eq!(before.to_string(), "1969-12-31T23:59:58.500Z");
-    /// ```
-    pub fn from_system_time(time: SystemTime, arena: &'a crate::Arena) -> Self {
-        let (seconds, nanos) = match time.duration_since(UNIX_EPOCH) {
-            Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos() as i32),
-            Err(e) => {
-                let d = e.duration();
-                let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-                match d.subsec_nanos() {
-                    0 => (-s, 0),
-                    n => (-s - 1, (NANOS_PER_SECOND - i64::from(n)) as i32),
+/// Whether type URL `url` names `M`: the name after its last `/`.
+fn names_type<M: crate::Name>(url: &[u8]) -> bool {
+    let name = url.rsplit(|&b| b == b'/').next().unwrap_or(url);
+    name == M::full_name().as_bytes()
+}
+
+/// The conversions and `Display` of `Timestamp` and `Duration`, for the
+/// types of both wires (this module's and [`protowire`]'s).
+macro_rules! time_impls {
+    () => {
+        use ::std::time::{SystemTime, UNIX_EPOCH};
+
+        impl<'a> Timestamp<'a> {
+            /// `time` as seconds and nanoseconds since the Unix epoch, in `arena`
+            /// (prost-types' `From<SystemTime>`): nanoseconds in `0..1e9`, seconds
+            /// negative before 1970. Saturates past what `i64` seconds hold.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+            /// use cornflakes::{well_known::Timestamp, Arena};
+            ///
+            /// let arena = Arena::copying();
+            /// let t = UNIX_EPOCH + Duration::new(1_700_000_000, 5);
+            /// let ts = Timestamp::from_system_time(t, &arena);
+            /// assert_eq!((ts.get_seconds(), ts.get_nanos()), (1_700_000_000, 5));
+            /// assert_eq!(ts.to_system_time(), Some(t));
+            /// assert_eq!(ts.to_string(), "2023-11-14T22:13:20.000000005Z");
+            /// let before = Timestamp::from_system_time(UNIX_EPOCH - Duration::from_millis(1500), &arena);
+            /// assert_eq!((before.get_seconds(), before.get_nanos()), (-2, 500_000_000));
+            /// assert_eq!(before.to_string(), "1969-12-31T23:59:58.500Z");
+            /// ```
+            pub fn from_system_time(time: SystemTime, arena: &'a $crate::Arena) -> Self {
+                let (seconds, nanos) = match time.duration_since(UNIX_EPOCH) {
+                    Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos() as i32),
+                    Err(e) => {
+                        let d = e.duration();
+                        let s = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+                        match d.subsec_nanos() {
+                            0 => (-s, 0),
+                            n => (-s - 1, ($crate::well_known::NANOS_PER_SECOND - i64::from(n)) as i32),
+                        }
+                    }
+                };
+                let mut ts = Timestamp::new_in(arena);
+                ts.set_seconds(seconds);
+                ts.set_nanos(nanos);
+                ts
+            }
+
+            /// The time it names (prost-types' `TryFrom<Timestamp> for
+            /// SystemTime`); `None` when its nanoseconds are outside `0..1e9` or
+            /// the time is outside what `SystemTime` holds.
+            pub fn to_system_time(&self) -> Option<SystemTime> {
+                let (s, n) = (self.get_seconds(), self.get_nanos());
+                if !(0..$crate::well_known::NANOS_PER_SECOND as i32).contains(&n) {
+                    return None;
+                }
+                let n = std::time::Duration::from_nanos(n as u64);
+                if s >= 0 {
+                    UNIX_EPOCH.checked_add(std::time::Duration::from_secs(s as u64))?.checked_add(n)
+                } else {
+                    UNIX_EPOCH.checked_sub(std::time::Duration::from_secs(s.unsigned_abs()))?.checked_add(n)
                 }
             }
-        };
-        let mut ts = Timestamp::new_in(arena);
-        ts.set_seconds(seconds);
-        ts.set_nanos(nanos);
-        ts
-    }
+        }
 
-    /// The time it names (prost-types' `TryFrom<Timestamp> for
-    /// SystemTime`); `None` when its nanoseconds are outside `0..1e9` or
-    /// the time is outside what `SystemTime` holds.
-    pub fn to_system_time(&self) -> Option<SystemTime> {
-        let (s, n) = (self.get_seconds(), self.get_nanos());
-        if !(0..NANOS_PER_SECOND as i32).contains(&n) {
-            return None;
+        /// RFC 3339 in UTC, as prost-types prints it (`2023-11-14T22:13:20Z`,
+        /// fractions in 3, 6 or 9 digits); nanoseconds outside `0..1e9` are
+        /// carried into the seconds.
+        impl std::fmt::Display for Timestamp<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let total = $crate::well_known::total_nanos(self.get_seconds(), self.get_nanos());
+                let (secs, nanos) = (
+                    total.div_euclid($crate::well_known::NANOS_PER_SECOND.into()),
+                    total.rem_euclid($crate::well_known::NANOS_PER_SECOND.into()) as u32,
+                );
+                let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+                let (y, m, d) = $crate::well_known::civil_from_days(days);
+                write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rest / 3600, rest / 60 % 60, rest % 60)?;
+                $crate::well_known::write_fraction(f, nanos)?;
+                f.write_str("Z")
+            }
         }
-        let n = std::time::Duration::from_nanos(n as u64);
-        if s >= 0 {
-            UNIX_EPOCH.checked_add(std::time::Duration::from_secs(s as u64))?.checked_add(n)
-        } else {
-            UNIX_EPOCH.checked_sub(std::time::Duration::from_secs(s.unsigned_abs()))?.checked_add(n)
+
+        impl<'a> Duration<'a> {
+            /// `d` as a Duration in `arena` (prost-types' `From<std::time::Duration>`);
+            /// saturates past what `i64` seconds hold.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use cornflakes::{well_known::Duration, Arena};
+            ///
+            /// let arena = Arena::copying();
+            /// let d = Duration::from_std(std::time::Duration::from_millis(1500), &arena);
+            /// assert_eq!((d.get_seconds(), d.get_nanos()), (1, 500_000_000));
+            /// assert_eq!(d.to_std(), Some(std::time::Duration::from_millis(1500)));
+            /// assert_eq!(d.to_string(), "1.500s");
+            /// ```
+            pub fn from_std(d: std::time::Duration, arena: &'a $crate::Arena) -> Self {
+                let mut out = Duration::new_in(arena);
+                out.set_seconds(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+                out.set_nanos(d.subsec_nanos() as i32);
+                out
+            }
+
+            /// The span it names (prost-types' `TryFrom<Duration> for
+            /// std::time::Duration`); `None` when negative or its seconds and
+            /// nanoseconds disagree in sign or nanoseconds are out of range.
+            pub fn to_std(&self) -> Option<std::time::Duration> {
+                let (s, n) = (self.get_seconds(), self.get_nanos());
+                if s < 0 || !(0..$crate::well_known::NANOS_PER_SECOND as i32).contains(&n) {
+                    return None;
+                }
+                Some(std::time::Duration::new(s as u64, n as u32))
+            }
         }
-    }
+
+        /// As protobuf's JSON form and prost-types print it: seconds, a fraction
+        /// of 3, 6 or 9 digits when there is one, then `s` (`-1.5s` is `-1.500s`).
+        impl std::fmt::Display for Duration<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let total = $crate::well_known::total_nanos(self.get_seconds(), self.get_nanos());
+                if total < 0 {
+                    f.write_str("-")?;
+                }
+                let total = total.unsigned_abs();
+                write!(f, "{}", total / $crate::well_known::NANOS_PER_SECOND as u128)?;
+                $crate::well_known::write_fraction(f, (total % $crate::well_known::NANOS_PER_SECOND as u128) as u32)?;
+                f.write_str("s")
+            }
+        }
+    };
 }
 
-/// RFC 3339 in UTC, as prost-types prints it (`2023-11-14T22:13:20Z`,
-/// fractions in 3, 6 or 9 digits); nanoseconds outside `0..1e9` are
-/// carried into the seconds.
-impl std::fmt::Display for Timestamp<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let total = total_nanos(self.get_seconds(), self.get_nanos());
-        let (secs, nanos) =
-            (total.div_euclid(NANOS_PER_SECOND.into()), total.rem_euclid(NANOS_PER_SECOND.into()) as u32);
-        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let (y, m, d) = civil_from_days(days);
-        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rest / 3600, rest / 60 % 60, rest % 60)?;
-        write_fraction(f, nanos)?;
-        f.write_str("Z")
-    }
-}
-
-impl<'a> Duration<'a> {
-    /// `d` as a Duration in `arena` (prost-types' `From<std::time::Duration>`);
-    /// saturates past what `i64` seconds hold.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cornflakes::{well_known::Duration, Arena};
-    ///
-    /// let arena = Arena::copying();
-    /// let d = Duration::from_std(std::time::Duration::from_millis(1500), &arena);
-    /// assert_eq!((d.get_seconds(), d.get_nanos()), (1, 500_000_000));
-    /// assert_eq!(d.to_std(), Some(std::time::Duration::from_millis(1500)));
-    /// assert_eq!(d.to_string(), "1.500s");
-    /// ```
-    pub fn from_std(d: std::time::Duration, arena: &'a crate::Arena) -> Self {
-        let mut out = Duration::new_in(arena);
-        out.set_seconds(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        out.set_nanos(d.subsec_nanos() as i32);
-        out
-    }
-
-    /// The span it names (prost-types' `TryFrom<Duration> for
-    /// std::time::Duration`); `None` when negative or its seconds and
-    /// nanoseconds disagree in sign or nanoseconds are out of range.
-    pub fn to_std(&self) -> Option<std::time::Duration> {
-        let (s, n) = (self.get_seconds(), self.get_nanos());
-        if s < 0 || !(0..NANOS_PER_SECOND as i32).contains(&n) {
-            return None;
-        }
-        Some(std::time::Duration::new(s as u64, n as u32))
-    }
-}
-
-/// As protobuf's JSON form and prost-types print it: seconds, a fraction
-/// of 3, 6 or 9 digits when there is one, then `s` (`-1.5s` is `-1.500s`).
-impl std::fmt::Display for Duration<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let total = total_nanos(self.get_seconds(), self.get_nanos());
-        if total < 0 {
-            f.write_str("-")?;
-        }
-        let total = total.unsigned_abs();
-        write!(f, "{}", total / NANOS_PER_SECOND as u128)?;
-        write_fraction(f, (total % NANOS_PER_SECOND as u128) as u32)?;
-        f.write_str("s")
-    }
-}
+time_impls!();
 
 /// Why [`Any::to_msg`] gave no message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -148,6 +164,10 @@ pub enum AnyError {
     /// Its value is not a well-formed message of the type asked for.
     #[error("the Any's value does not decode: {0}")]
     Decode(#[from] crate::DecodeError),
+    /// Its value is not the protobuf encoding of the type asked for
+    /// ([`protowire::Any`]).
+    #[error("the Any's value does not decode as protobuf: {0}")]
+    DecodeProto(#[from] crate::protowire::ProtoDecodeError),
 }
 
 impl<'a> Any<'a> {
@@ -212,9 +232,7 @@ impl<'a> Any<'a> {
     /// Whether it holds a message of type `M`: its type URL names `M`
     /// after the last `/`, whatever comes before (protobuf's rule).
     pub fn is<M: crate::Name>(&self) -> bool {
-        let url = self.get_type_url().as_bytes();
-        let name = url.rsplit(|&b| b == b'/').next().unwrap_or(url);
-        name == M::full_name().as_bytes()
+        names_type::<M>(self.get_type_url().as_bytes())
     }
 
     /// The message it holds, decoded in `arena` (prost-types'
@@ -273,6 +291,82 @@ fn civil_from_days(days: i128) -> (i128, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (yoe + era * 400 + i128::from(m <= 2), m, d)
+}
+
+/// Google's well-known types generated with `Wire::Protobuf`: the same
+/// types and accessors, with protobuf-wire code (`ProtoMessage`), which
+/// `cornflakes-build` maps `.google.protobuf` to for a `Wire::Protobuf`
+/// schema. `Timestamp` and `Duration` convert and print as this module's
+/// do; `Any` packs and unpacks the protobuf encoding, as prost-types'
+/// `Any` does, so an `Any` one side packs the other unpacks.
+pub mod protowire {
+    include!("well_known/protowire/google.protobuf.rs");
+
+    time_impls!();
+
+    impl<'a> Any<'a> {
+        /// `msg` packed in an `Any` in `arena` (prost-types' `Any::from_msg`):
+        /// its type URL and its protobuf encoding (in a pool buffer, sent
+        /// zero-copy, when at least the arena's threshold long).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use cornflakes::well_known::protowire::{Any, Timestamp};
+        /// use cornflakes::{protowire::ProtoMessage, Arena};
+        ///
+        /// let arena = Arena::copying();
+        /// let mut ts = Timestamp::new_in(&arena);
+        /// ts.set_seconds(7);
+        /// let any = Any::from_msg(&ts, &arena);
+        /// assert_eq!(any.get_value().as_bytes(), [8, 7], "field 1, varint 7");
+        /// assert_eq!(any.to_msg::<Timestamp<'_>>(&arena).unwrap().get_seconds(), 7);
+        /// ```
+        pub fn from_msg<'m, M: crate::protowire::ProtoMessage<'m> + crate::Name>(
+            msg: &M,
+            arena: &'a crate::Arena,
+        ) -> Self {
+            let bytes = msg.serialize_proto_to_vec();
+            let mut any = Any::new_in(arena);
+            any.set_type_url_copied(&M::type_url());
+            match arena.pool().filter(|_| bytes.len() >= arena.threshold()).and_then(|p| p.alloc_copy(&bytes).ok()) {
+                Some(buf) => any.set_value_buf(buf),
+                None => any.set_value_copied(&bytes),
+            }
+            any
+        }
+
+        /// Whether it holds a message of type `M` (the name after the last
+        /// `/` of its type URL).
+        pub fn is<M: crate::Name>(&self) -> bool {
+            super::names_type::<M>(self.get_type_url().as_bytes())
+        }
+
+        /// The message it holds, decoded from its protobuf encoding in
+        /// `arena` (prost-types' `Any::to_msg`), zero-copy from a received
+        /// pool buffer.
+        ///
+        /// # Errors
+        ///
+        /// [`AnyError::TypeMismatch`](super::AnyError::TypeMismatch) for
+        /// another type, [`AnyError::DecodeProto`](super::AnyError::DecodeProto)
+        /// when the value is not `M`'s encoding.
+        pub fn to_msg<'b, M: crate::protowire::ProtoMessage<'b> + crate::Name>(
+            &'b self,
+            arena: &'b crate::Arena,
+        ) -> Result<M, super::AnyError> {
+            if !self.is::<M>() {
+                return Err(super::AnyError::TypeMismatch {
+                    expected: M::full_name(),
+                    found: String::from_utf8_lossy(self.get_type_url().as_bytes()).into_owned(),
+                });
+            }
+            Ok(match self.get_value() {
+                crate::CfBytes::ZeroCopy(buf) => M::deserialize_proto(buf, arena)?,
+                crate::CfBytes::Copied(data) => M::deserialize_proto_from_slice(data, arena)?,
+            })
+        }
+    }
 }
 
 #[cfg(test)]
