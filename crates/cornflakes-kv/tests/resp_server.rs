@@ -1565,6 +1565,51 @@ fn a_subscriber_that_reads_nothing_is_disconnected_past_the_limit() {
     assert!(stats.reply_dropped >= 1, "{stats:?}");
 }
 
+/// `redis-cli --hotkeys` (OBJECT FREQ under an LFU policy) finds the key
+/// read most on both servers, `--memkeys` (MEMORY USAGE) sizes every key,
+/// and OBJECT ENCODING names what Redis 7.0 would use.
+#[test]
+fn redis_cli_hotkeys_memkeys_and_object_encoding_work_as_on_redis_server() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let mut fill = String::from("FLUSHALL\nCONFIG SET maxmemory-policy allkeys-lfu\n");
+    for i in 0..20 {
+        fill.push_str(&format!("SET k{i} v\n"));
+    }
+    fill.push_str(&"GET k3\n".repeat(300));
+    let encodings = format!(
+        "SET int 12345\nSET neg -7\nSET lead 0123\nSET short hello\nSET long {}\nRPUSH l a\nHSET h f v\nHSET bigh f {}\n\
+         SADD si 1 2 3\nSADD ss a\nZADD z 1 a\nZADD bigz 1 {}\nOBJECT ENCODING int\nOBJECT ENCODING neg\nOBJECT ENCODING lead\n\
+         OBJECT ENCODING short\nOBJECT ENCODING long\nOBJECT ENCODING l\nOBJECT ENCODING h\nOBJECT ENCODING bigh\n\
+         OBJECT ENCODING si\nOBJECT ENCODING ss\nOBJECT ENCODING z\nOBJECT ENCODING bigz\nOBJECT ENCODING nokey\n\
+         OBJECT REFCOUNT short\nOBJECT ENCODING\nOBJECT NOSUCH k\nMEMORY USAGE nokey\nMEMORY NOSUCH\nMEMORY USAGE k1 SAMPLES x\n",
+        "x".repeat(50),
+        "y".repeat(70),
+        "m".repeat(70)
+    );
+    let cli = |port: u16, args: &[&str]| {
+        let out = Command::new("redis-cli").args(["-p", &port.to_string()]).args(args).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let mut answers = Vec::new();
+    for port in [redis.port, ours.addr.port()] {
+        redis_cli(port, &fill);
+        let hot = cli(port, &["--hotkeys"]);
+        let first = hot.lines().find(|l| l.starts_with("hot key found")).unwrap_or_default().to_owned();
+        assert!(first.ends_with("keyname: \"k3\""), "port {port}: {hot}");
+        let counter: u32 = first.split("counter: ").nth(1).and_then(|r| r.split('\t').next()).unwrap().parse().unwrap();
+        assert!(counter >= 8, "port {port}: {first}");
+        let mem = cli(port, &["--memkeys"]);
+        assert!(mem.contains("20 strings with") && !mem.to_ascii_lowercase().contains("error"), "port {port}: {mem}");
+        answers.push(redis_cli(port, &encodings));
+    }
+    assert_eq!(answers[1], answers[0], "OBJECT and MEMORY answers (ours, then redis-server's)");
+    ours.stop();
+}
+
 /// A password (`CONFIG SET requirepass`, as `cf kv-server --requirepass`
 /// sets it): each new connection must AUTH before anything else, and
 /// every answer on the way is redis-server's (the HELLO that succeeds is

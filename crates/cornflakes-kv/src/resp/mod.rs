@@ -20,7 +20,8 @@
 //! ZREVRANK ZREM ZRANGE (BYSCORE REV LIMIT WITHSCORES) ZRANGEBYSCORE
 //! ZREVRANGE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX ZREMRANGEBYRANK
 //! ZREMRANGEBYSCORE ZSCAN SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
-//! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB
+//! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB OBJECT (ENCODING
+//! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
@@ -91,13 +92,15 @@
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
 //! digits, which `f64` cannot reproduce), HRANDFIELD, blocking list
 //! commands (BLPOP ...),
-//! persistence (SAVE), ACL, MEMORY (so `redis-cli --memkeys` does not
-//! work).
+//! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
+//! is known only under an LRU policy (accesses are kept only while a policy
+//! reads them).
 
 mod databases;
 mod evict;
 mod expiry;
 mod hash;
+mod introspect;
 mod list;
 mod pubsub;
 mod serve;
@@ -314,10 +317,12 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("lrem", 4, &["write"]),
     ("lset", 4, &["write", "denyoom"]),
     ("ltrim", 4, &["write"]),
+    ("memory", -2, &[]),
     ("mget", -2, &["readonly", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
     ("msetnx", -3, &["write", "denyoom"]),
     ("multi", 1, &["noscript", "loading", "stale", "fast"]),
+    ("object", -2, &[]),
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
     ("pexpireat", -3, &["write", "fast"]),
@@ -1063,6 +1068,8 @@ impl RespDb {
             "config" => self.config(args, reply),
             "command" => command(args, reply),
             "client" => client(args, session, reply),
+            "object" => self.object(args, reply),
+            "memory" => self.memory(args, reply),
             "hello" => self.hello(args, session, reply),
             "auth" => {
                 let (user, password): (&[u8], &[u8]) = match args {

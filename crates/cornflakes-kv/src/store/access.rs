@@ -19,6 +19,8 @@ pub struct Access {
     pub frequency: u8,
     /// Minute (of the index's clock) the counter was last decayed at.
     decayed_at: u32,
+    /// Second (of the index's clock) of the last access.
+    pub at_second: u32,
 }
 
 /// Redis's `LFU_INIT_VAL`: a new key's counter, so that it is not evicted
@@ -60,11 +62,17 @@ impl KeyIndex {
     }
 
     fn minute(&self) -> u32 {
-        (self.started.elapsed().as_secs() / 60) as u32
+        self.second() / 60
+    }
+
+    /// Seconds since the index began.
+    pub fn second(&self) -> u32 {
+        u32::try_from(self.started.elapsed().as_secs()).unwrap_or(u32::MAX)
     }
 
     pub(super) fn insert(&mut self, key: &[u8]) {
-        let access = Access { last: next_access(), frequency: LFU_INIT, decayed_at: self.minute() };
+        let now = self.second();
+        let access = Access { last: next_access(), frequency: LFU_INIT, decayed_at: now / 60, at_second: now };
         self.keys.insert(key.into(), access);
     }
 
@@ -87,9 +95,11 @@ impl KeyIndex {
     /// decayed (one a minute unused) and then incremented with Redis's
     /// probability `1 / ((counter - 5) * 10 + 1)`.
     pub(super) fn touch(&mut self, key: &[u8]) {
-        let minute = self.minute();
+        let second = self.second();
+        let minute = second / 60;
         let Some(a) = self.keys.get_mut(key) else { return };
         a.last = next_access();
+        a.at_second = second;
         a.frequency = decayed(a.frequency, a.decayed_at, minute);
         a.decayed_at = minute;
         if a.frequency < 255 {
