@@ -12,11 +12,13 @@ use smallvec::SmallVec;
 
 pub use self::access::{Access, KeyIndex};
 pub use self::collection::{Collection, Hash, Set};
+pub use self::entry::Entry;
 pub use self::zset::ZSet;
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
 mod access;
 mod collection;
+mod entry;
 mod zset;
 
 /// A value: its elements (one for a plain value).

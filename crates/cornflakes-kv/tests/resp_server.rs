@@ -1264,6 +1264,45 @@ SELECT 15
 DBSIZE
 INFO keyspace
 CONFIG GET databases
+SET m value
+EXPIRE m 500
+RPUSH ml one
+HSET mh f v
+MOVE m 2
+MOVE m 2
+MOVE nokey 2
+MOVE ml 0
+MOVE ml 16
+MOVE ml x
+MOVE ml 3
+SELECT 2
+GET m
+TTL m
+SET clash here
+SELECT 0
+SET clash there
+MOVE clash 2
+GET clash
+COPY mh mh2
+HGETALL mh2
+COPY mh mh2
+COPY mh mh2 REPLACE
+COPY mh mh
+COPY mh mh DB 4
+COPY mh mh DB 99
+COPY mh mh DB x
+COPY mh mh BOGUS
+COPY nokey k2
+SELECT 4
+HGET mh f
+TYPE mh
+SELECT 3
+LRANGE ml 0 -1
+TYPE ml
+COPY ml ml9 DB 0
+SELECT 0
+LRANGE ml9 0 -1
+FLUSHALL
 ";
 
 #[test]

@@ -4,9 +4,13 @@
 //! command uses ([`RespDb::use_db`], O(1)), so commands are written once,
 //! for one keyspace; the others wait in [`RespDb`]'s `parked`.
 
+use std::borrow::Cow;
+
+use cornflakes::RcBuf;
+use cornflakes_resp::Reply;
 use hashbrown::HashSet;
 
-use super::{expiry::Expiry, watch::Watchers, RespDb};
+use super::{expiry::Expiry, integer_arg, watch::Watchers, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::Store;
 
 /// Redis's default `databases`.
@@ -99,5 +103,77 @@ impl RespDb {
         self.parked.swap(a, b);
         self.swap_with_slot(back);
         self.db = back;
+    }
+
+    /// `MOVE key db` and `COPY source destination [DB db] [REPLACE]`:
+    /// the value goes (or is shared) with its expiry time and list mark,
+    /// checked in Redis's order.
+    pub(super) fn move_or_copy(&mut self, copy: bool, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let here = self.db;
+        let (src, dst, mut target, mut replace) = if copy {
+            (&args[0][..], &args[1][..], here, false)
+        } else {
+            let Some(n) = integer_arg(&args[1]) else { return reply.error(NOT_INTEGER) };
+            let Some(n) = usize::try_from(n).ok().filter(|&n| n < DATABASES) else {
+                return reply.error("ERR DB index is out of range");
+            };
+            (&args[0][..], &args[0][..], n, false)
+        };
+        if copy {
+            let mut opts = args[2..].iter();
+            while let Some(opt) = opts.next() {
+                if opt.eq_ignore_ascii_case(b"replace") {
+                    replace = true;
+                } else if let (true, Some(n)) = (opt.eq_ignore_ascii_case(b"db"), opts.next()) {
+                    match integer_arg(n) {
+                        None => return reply.error(NOT_INTEGER),
+                        Some(n) if (0..DATABASES as i64).contains(&n) => target = n as usize,
+                        Some(_) => return reply.error("ERR DB index is out of range"),
+                    }
+                } else {
+                    return reply.error(SYNTAX);
+                }
+            }
+        }
+        if target == here && src == dst {
+            return reply.error("ERR source and destination objects are the same");
+        }
+        if self.kind(src).is_none() {
+            return reply.integer(0);
+        }
+        let ttl = self.expires.get(src).copied();
+        let list = self.lists.contains(src);
+        let entry = if copy { self.store.entry(src) } else { None };
+        self.use_db(target);
+        let exists = self.kind(dst).is_some();
+        if exists && !(copy && replace) {
+            self.use_db(here);
+            return reply.integer(0);
+        }
+        let entry = match entry {
+            Some(e) => e,
+            None => {
+                // MOVE: take it out of the source now that it can go.
+                self.use_db(here);
+                let e = self.store.take(src);
+                self.expires.remove(src);
+                self.lists.remove(src);
+                self.watchers.touched(src);
+                self.use_db(target);
+                let Some(e) = e else { return reply.integer(0) };
+                e
+            }
+        };
+        self.delete(dst);
+        self.store.put_entry(dst, entry);
+        if let Some(at) = ttl {
+            self.expires.insert(dst.into(), at);
+        }
+        if list {
+            self.lists.insert(dst.into());
+        }
+        self.watchers.touched(dst);
+        self.use_db(here);
+        reply.integer(1)
     }
 }

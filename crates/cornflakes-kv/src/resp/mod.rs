@@ -30,7 +30,8 @@
 //! makes EXEC answer a null array, as in Redis), with
 //! Redis 7.0's arities and error
 //! texts. SELECT and SWAPDB over Redis's 16 databases (FLUSHDB, DBSIZE,
-//! KEYS and SCAN per database, `maxmemory` for all; no MOVE or COPY).
+//! KEYS and SCAN per database, `maxmemory` for all; MOVE and COPY between
+//! them, sharing the value's buffers).
 //! Differences, each answered with an error rather than a wrong answer:
 //! RESP2 only (`HELLO 3`: `NOPROTO`, what Redis says for a version it does
 //! not speak); empty keys, keys over [`Limits::max_key`] and values over
@@ -269,6 +270,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("client", -2, &["noscript", "loading", "stale"]),
     ("command", -1, &["loading", "stale"]),
     ("config", -2, &["admin", "noscript", "loading", "stale"]),
+    ("copy", -3, &["write", "denyoom"]),
     ("dbsize", 1, &["readonly", "fast"]),
     ("decr", 2, &["write", "denyoom", "fast"]),
     ("decrby", 3, &["write", "denyoom", "fast"]),
@@ -319,6 +321,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("ltrim", 4, &["write"]),
     ("memory", -2, &[]),
     ("mget", -2, &["readonly", "fast"]),
+    ("move", 3, &["write", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
     ("msetnx", -3, &["write", "denyoom"]),
     ("multi", 1, &["noscript", "loading", "stale", "fast"]),
@@ -1069,6 +1072,7 @@ impl RespDb {
             "command" => command(args, reply),
             "client" => client(args, session, reply),
             "object" => self.object(args, reply),
+            "move" | "copy" => self.move_or_copy(name == "copy", args, reply),
             "memory" => self.memory(args, reply),
             "hello" => self.hello(args, session, reply),
             "auth" => {

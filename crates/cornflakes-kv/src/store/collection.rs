@@ -17,7 +17,7 @@ use crate::protocol::Status;
 const ORDERED_ENTRIES: usize = 128;
 
 /// A key's hash or set.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Collection {
     /// Fields and their values.
     Hash(Hash),
@@ -29,7 +29,7 @@ pub enum Collection {
 
 impl Collection {
     /// Bytes of keys (fields) and of values (hash values, set members).
-    fn bytes(&self) -> (usize, usize) {
+    pub(super) fn bytes(&self) -> (usize, usize) {
         match self {
             Collection::Hash(h) => {
                 h.fields.iter().fold((0, 0), |(f, v), (field, value)| (f + field.len(), v + value.len()))
@@ -41,7 +41,7 @@ impl Collection {
 }
 
 /// The fields of a hash value, each with its value.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Hash {
     fields: IndexMap<Box<[u8]>, RcBuf>,
 }
@@ -70,7 +70,7 @@ impl Hash {
 }
 
 /// The members of a set value.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Set {
     members: IndexSet<Box<[u8]>>,
 }

@@ -455,3 +455,33 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn entries_move_between_stores_with_their_buffers_and_counts() {
+    let pool = Pool::new().expect("pool");
+    let mut a = Store::new(pool.clone(), Limits::default());
+    let mut b = Store::new(pool, Limits::default());
+    b.track_accesses(true);
+    a.put(b"l", &[b"x", b"yy"]).unwrap();
+    a.prepend(b"l", b"w").unwrap();
+    a.hash_set(b"h", b"f", b"vvv").unwrap();
+    let buf = a.get(b"l").unwrap().get(1).unwrap().as_ptr();
+    let (before, len) = (a.data_bytes(), a.len());
+    let shared = a.entry(b"h").unwrap();
+    b.put_entry(b"h2", shared);
+    assert_eq!(b.data_bytes(), 2 + 1 + 3, "counted where it is put");
+    assert_eq!((a.data_bytes(), a.len()), (before, len), "a copy leaves the source alone");
+    let moved = a.take(b"l").unwrap();
+    b.put_entry(b"l", moved);
+    assert!(a.get(b"l").is_none() && a.data_bytes() == 1 + 1 + 3);
+    let l = b.get(b"l").unwrap();
+    assert_eq!(
+        l.iter().map(|e| e.as_slice().to_vec()).collect::<Vec<_>>(),
+        [b"w".to_vec(), b"x".to_vec(), b"yy".to_vec()]
+    );
+    assert_eq!(l.get(1).unwrap().as_ptr(), buf, "the same buffer, not a copy");
+    assert_eq!(b.key_index().map(KeyIndex::len), Some(2), "the eviction index knows both");
+    b.put_entry(b"l", b.entry(b"h2").unwrap());
+    assert!(b.get(b"l").is_none() && b.hash(b"l").is_some(), "put replaces what the key held");
+    assert_eq!(b.data_bytes(), 2 * (2 + 1 + 3) - 1, "h2 and l (one byte shorter key)");
+}

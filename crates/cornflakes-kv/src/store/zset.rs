@@ -38,7 +38,7 @@ impl Ord for Entry {
 }
 
 /// The members of a sorted set with their scores.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ZSet {
     scores: HashMap<Box<[u8]>, f64>,
     order: indexset::BTreeSet<Entry>,
