@@ -251,24 +251,31 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces the elements of the value of `key` by what `edit` leaves of
-    /// them (in order; RESP's LSET, LTRIM, LREM, LINSERT), removing the key
-    /// when none are left; `None` when `key` has no such value. O(n), as
-    /// those commands are in Redis.
-    pub fn edit_list<R>(&mut self, key: &[u8], edit: impl FnOnce(&mut Vec<RcBuf>) -> R) -> Option<R> {
-        let back = self.map.remove(key)?;
+    /// Edits the elements of the value of `key` in place through a
+    /// [`ListEdit`] (RESP's LSET, LTRIM, LREM, LINSERT), removing the key
+    /// when none are left; `None` when `key` has no such value. Setting an
+    /// element is O(1); inserting and removing move the elements after
+    /// them (pointers, not values). Prepended elements are first merged in
+    /// (once: O(n)).
+    pub fn edit_list<R>(&mut self, key: &[u8], edit: impl FnOnce(&mut ListEdit<'_>) -> R) -> Option<R> {
+        if !self.fronts.is_empty() {
+            if let Some(front) = self.fronts.remove(key) {
+                let back = self.map.get_mut(key)?;
+                let mut merged: Value = front.into_iter().rev().collect();
+                merged.extend(back.drain(..));
+                *back = merged;
+            }
+        }
+        let elems = self.map.get_mut(key)?;
+        let mut list = ListEdit { elems, added: 0, removed: 0 };
+        let out = edit(&mut list);
+        let (added, removed, empty) = (list.added, list.removed, list.elems.is_empty());
         self.writes += 1;
-        let front = if self.fronts.is_empty() { None } else { self.fronts.remove(key) };
-        let mut elems: Vec<RcBuf> = front.into_iter().flat_map(|f| f.into_iter().rev()).chain(back).collect();
-        let before: usize = elems.iter().map(|b| b.len()).sum();
-        let out = edit(&mut elems);
-        let after: usize = elems.iter().map(|b| b.len()).sum();
-        self.value_bytes = self.value_bytes - before + after;
-        if elems.is_empty() {
+        self.value_bytes = self.value_bytes + added - removed;
+        if empty {
+            self.map.remove(key);
             self.key_gone(key);
             self.key_bytes -= key.len();
-        } else {
-            self.map.insert(key.into(), elems.into_iter().collect());
         }
         Some(out)
     }
@@ -557,6 +564,65 @@ impl Store {
                 self.map.insert(key.into(), value);
             }
         }
+    }
+}
+
+/// A list value being edited in place ([`Store::edit_list`]), its byte
+/// count kept as elements come and go.
+pub struct ListEdit<'s> {
+    elems: &'s mut Value,
+    added: usize,
+    removed: usize,
+}
+
+impl ListEdit<'_> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.elems.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.elems.is_empty()
+    }
+
+    /// The elements, in order.
+    pub fn elems(&self) -> &[RcBuf] {
+        self.elems
+    }
+
+    /// Replaces element `i` (below [`len`](Self::len)) by `buf`.
+    pub fn set(&mut self, i: usize, buf: RcBuf) {
+        self.added += buf.len();
+        self.removed += std::mem::replace(&mut self.elems[i], buf).len();
+    }
+
+    /// Inserts `buf` at position `i` (at most [`len`](Self::len)).
+    pub fn insert(&mut self, i: usize, buf: RcBuf) {
+        self.added += buf.len();
+        self.elems.insert(i, buf);
+    }
+
+    /// Keeps the elements at positions `keep`, drops the others.
+    pub fn keep(&mut self, keep: std::ops::Range<usize>) {
+        self.removed += self.elems[keep.end..].iter().chain(&self.elems[..keep.start]).map(|b| b.len()).sum::<usize>();
+        self.elems.truncate(keep.end);
+        self.elems.drain(..keep.start);
+    }
+
+    /// Drops the elements at positions `drop`, in increasing order.
+    pub fn remove_positions(&mut self, drop: &[usize]) {
+        let (mut i, mut next) = (0, 0);
+        let removed = &mut self.removed;
+        self.elems.retain(|b| {
+            let gone = drop.get(next) == Some(&i);
+            if gone {
+                next += 1;
+                *removed += b.len();
+            }
+            i += 1;
+            !gone
+        });
     }
 }
 

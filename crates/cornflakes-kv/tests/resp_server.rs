@@ -1169,6 +1169,9 @@ const ZSET_SCRIPT: &str = r#"= FLUSHALL
 = ZADD z 1
 = ZADD z x a
 = ZADD z 1e400 a
+= ZADD z 1e-400 a
+= ZADD z 0e-400 zero
+= ZSCORE z zero
 = ZADD z nan a
 = ZINCRBY z 2.5 a
 = ZINCRBY z 1 brandnew
@@ -1322,6 +1325,41 @@ fn databases_answer_as_redis_server_does() {
     ours.stop();
 }
 
+/// Transactions past maxmemory (noeviction): queuing is refused, and EXEC
+/// then aborts; every answer redis-server's.
+const OOM_TRANSACTION_SCRIPT: &str = "FLUSHALL
+SET a 1
+CONFIG SET maxmemory 1
+MULTI
+SET b 2
+GET a
+EXEC
+EXEC
+MULTI
+GET a
+DISCARD
+GET a
+SET c 3
+CONFIG SET maxmemory 0
+MULTI
+SET b 2
+EXEC
+";
+
+#[test]
+fn transactions_past_maxmemory_answer_as_redis_server_does() {
+    if find("redis-server").is_none() || find("redis-cli").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let theirs = redis_cli(redis.port, OOM_TRANSACTION_SCRIPT);
+    let mine = redis_cli(ours.addr.port(), OOM_TRANSACTION_SCRIPT);
+    assert!(theirs.iter().any(|l| l.starts_with("OOM")), "{theirs:?}");
+    assert_eq!(mine, theirs, "(ours, then redis-server's)");
+    ours.stop();
+}
+
 #[test]
 fn lists_and_strings_answer_as_redis_server_does() {
     same_answers_line_by_line(LIST_AND_STRING_SCRIPT);
@@ -1471,6 +1509,27 @@ fn watch_aborts_exec_when_another_connection_changes_a_key_as_redis_server_does(
         (0, "GET k"),
         (0, "EXEC"),
         (0, "WATCH"),
+        // An LREM that removes nothing changes nothing; FLUSHALL changes
+        // only watched keys that existed.
+        (0, "RPUSH q a"),
+        (0, "WATCH q"),
+        (1, "LREM q 0 zz"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "WATCH nothere"),
+        (1, "FLUSHALL"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (0, "SET sw 1"),
+        (0, "WATCH sw"),
+        (1, "SWAPDB 0 1"),
+        (0, "MULTI"),
+        (0, "EXEC"),
+        (1, "SWAPDB 0 1"),
+        // A password set later: connections already open stay in.
+        (1, "CONFIG SET requirepass pw"),
+        (1, "PING"),
+        (0, "PING"),
     ];
     let run = |addr: SocketAddr| -> Vec<String> {
         let conns: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();

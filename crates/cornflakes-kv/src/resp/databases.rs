@@ -98,8 +98,20 @@ impl RespDb {
         // Park the current one, so that both live in `parked`.
         self.swap_with_slot(self.db);
         self.db = usize::MAX;
-        self.parked[a].watchers.touched_all();
-        self.parked[b].watchers.touched_all();
+        // A watched key that exists in either database changed.
+        for (x, y) in [(a, b), (b, a)] {
+            let (one, other) = if x < y {
+                let (lo, hi) = self.parked.split_at_mut(y);
+                (&mut lo[x], &hi[0])
+            } else if x > y {
+                let (lo, hi) = self.parked.split_at_mut(x);
+                (&mut hi[0], &lo[y])
+            } else {
+                break;
+            };
+            let exists = |s: &Store, k: &[u8]| s.get(k).is_some() || s.collection(k).is_some();
+            one.watchers.touched_where(|k| exists(&one.store, k) || exists(&other.store, k));
+        }
         self.parked.swap(a, b);
         self.swap_with_slot(back);
         self.db = back;

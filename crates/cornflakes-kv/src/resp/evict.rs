@@ -100,6 +100,18 @@ impl std::fmt::Display for EvictionPolicy {
 /// reach, while each stays short.
 const MAX_EVICTIONS_PER_COMMAND: usize = 4096;
 
+/// How far [`RespDb::evict`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Eviction {
+    /// Keys and values fit `maxmemory`.
+    Fits,
+    /// Over still, after the per-command bound: the command runs, the next
+    /// ones evict more (Redis's `EVICT_RUNNING`).
+    Running,
+    /// Over, and nothing the policy may evict is left: writes get `OOM`.
+    Failed,
+}
+
 /// Redis's `maxmemory-samples` range.
 pub(super) const SAMPLES: std::ops::RangeInclusive<usize> = 1..=64;
 
@@ -120,24 +132,32 @@ impl RespDb {
         self.policy
     }
 
-    /// Evicts keys by the policy until keys and values fit `maxmemory`;
-    /// whether they do. Each victim is the best of the databases' own
-    /// (for the random policies: a database drawn by its share of the
-    /// keys, then a key in it).
-    pub(super) fn evict(&mut self) -> bool {
+    /// Evicts keys by the policy until keys and values fit `maxmemory`, at
+    /// most [`MAX_EVICTIONS_PER_COMMAND`] of them. Each victim is the best
+    /// of the databases' own (for the random policies: a database drawn by
+    /// its share of the keys, then a key in it).
+    pub(super) fn evict(&mut self) -> Eviction {
         let back = self.db;
+        let mut result = Eviction::Running;
         for _ in 0..MAX_EVICTIONS_PER_COMMAND {
             if self.used_bytes() <= self.maxmemory {
+                result = Eviction::Fits;
                 break;
             }
-            let Some((n, victim)) = self.victim() else { break };
+            let Some((n, victim)) = self.victim() else {
+                result = Eviction::Failed;
+                break;
+            };
             self.use_db(n);
             self.delete(&victim);
             self.watchers.touched(&victim);
             self.counters.evicted_keys += 1;
         }
         self.use_db(back);
-        self.used_bytes() <= self.maxmemory
+        if result == Eviction::Running && self.used_bytes() <= self.maxmemory {
+            result = Eviction::Fits;
+        }
+        result
     }
 
     /// The database and key the policy evicts next.

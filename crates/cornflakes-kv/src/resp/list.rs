@@ -39,12 +39,9 @@ impl RespDb {
                     Ok(false) => return reply.simple("OK"),
                     Ok(true) => {}
                 }
-                self.store.edit_list(key, |elems| match range(elems.len(), start, stop) {
-                    None => elems.clear(),
-                    Some((a, b)) => {
-                        elems.truncate(b + 1);
-                        elems.drain(..a);
-                    }
+                self.store.edit_list(key, |list| match range(list.len(), start, stop) {
+                    None => list.keep(0..0),
+                    Some((a, b)) => list.keep(a..b + 1),
                 });
                 self.settle_list(key);
                 reply.simple("OK")
@@ -57,25 +54,25 @@ impl RespDb {
                     Ok(true) => {}
                 }
                 let target = &args[2][..];
+                // Nothing to remove: nothing changes (no watch aborts).
+                if !self.store.get(key).is_some_and(|l| l.iter().any(|b| b.as_slice() == target)) {
+                    return reply.integer(0);
+                }
+                // The positions to remove: the first `count` matches from the
+                // head (or, negative, from the tail; 0: all).
+                let max = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
                 let removed = self
                     .store
-                    .edit_list(key, |elems| {
-                        let max = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
-                        let mut removed = 0;
-                        let mut keep = |b: &RcBuf| {
-                            let hit = removed < max && b.as_slice() == target;
-                            removed += usize::from(hit);
-                            !hit
-                        };
-                        if count >= 0 {
-                            elems.retain(|b| keep(b));
+                    .edit_list(key, |list| {
+                        let hits = |(i, b): (usize, &RcBuf)| (b.as_slice() == target).then_some(i);
+                        let mut drop: Vec<usize> = if count >= 0 {
+                            list.elems().iter().enumerate().filter_map(hits).take(max).collect()
                         } else {
-                            // From the tail: filter reversed, then restore the order.
-                            elems.reverse();
-                            elems.retain(|b| keep(b));
-                            elems.reverse();
-                        }
-                        removed
+                            list.elems().iter().enumerate().rev().filter_map(hits).take(max).collect()
+                        };
+                        drop.sort_unstable();
+                        list.remove_positions(&drop);
+                        drop.len()
                     })
                     .unwrap_or(0);
                 self.settle_list(key);
@@ -122,7 +119,7 @@ impl RespDb {
             Err(s) => return reply.error(status_error(s)),
         };
         // The old buffer lives on while a reply still references it.
-        self.store.edit_list(key, |elems| elems[i as usize] = buf);
+        self.store.edit_list(key, |list| list.set(i as usize, buf));
         self.settle_list(key);
         reply.simple("OK")
     }
@@ -149,9 +146,9 @@ impl RespDb {
             Ok(b) => b,
             Err(s) => return reply.error(status_error(s)),
         };
-        let len = self.store.edit_list(key, |elems| {
-            elems.insert(at + usize::from(after), buf);
-            elems.len()
+        let len = self.store.edit_list(key, |list| {
+            list.insert(at + usize::from(after), buf);
+            list.len()
         });
         self.settle_list(key);
         reply.integer(len.unwrap_or(0) as i64)

@@ -211,6 +211,8 @@ pub struct RespDb {
     parked: Vec<databases::Keyspace>,
     /// Subscriptions, and messages published and not yet delivered.
     pubsub: pubsub::PubSub,
+    /// Running the commands of an EXEC (checked once, for them all).
+    in_exec: bool,
 }
 
 /// What INFO reports of the serving loop ([`serve`] keeps it).
@@ -445,6 +447,12 @@ fn deadline(unit: TtlUnit, n: &[u8], command: &str) -> Result<Instant, String> {
     Ok(now.checked_add(Duration::from_millis(ttl_ms as u64)).unwrap_or_else(|| now + Duration::from_secs(1 << 40)))
 }
 
+/// Whether the command named `name` (any case) may add data (Redis's
+/// `denyoom` flag).
+fn command_denies_oom(name: &[u8]) -> bool {
+    COMMANDS.iter().any(|(n, _, flags)| n.as_bytes().eq_ignore_ascii_case(name) && flags.contains(&"denyoom"))
+}
+
 fn arity_ok(arity: i64, argc: usize) -> bool {
     let argc = argc as i64;
     if arity >= 0 {
@@ -521,6 +529,7 @@ impl RespDb {
             db: 0,
             parked,
             pubsub: pubsub::PubSub::default(),
+            in_exec: false,
         }
     }
 
@@ -539,6 +548,13 @@ impl RespDb {
     /// authenticated stay so, as in Redis.
     pub fn set_requirepass(&mut self, password: Option<&[u8]>) {
         self.requirepass = password.filter(|p| !p.is_empty()).map(<[u8]>::to_vec);
+    }
+
+    /// The state of a new connection `id`: authenticated when no password
+    /// is required, as Redis's connections are (they stay so when one is
+    /// set later, by CONFIG SET requirepass).
+    pub fn new_session(&self, id: u64) -> Session {
+        Session { id, authenticated: self.requirepass.is_none(), ..Session::default() }
     }
 
     /// Whether `user` / `password` are the `default` user's (any password,
@@ -718,11 +734,21 @@ impl RespDb {
             return After::Continue;
         }
         // Over maxmemory: evict by the policy first, as Redis does before
-        // any command; refuse what may add data only if that fell short.
-        if self.maxmemory != 0
+        // any command (not before each command EXEC runs: EXEC was checked
+        // for them all); refuse what may add data only when nothing could
+        // be evicted. Past the per-command bound the command runs, and the
+        // next ones go on evicting (Redis's eviction in progress).
+        // Inside MULTI any command but EXEC, DISCARD and QUIT is refused, as
+        // Redis refuses them: queuing takes memory too.
+        let denyoom = flags.contains(&"denyoom")
+            || (session.multi.is_some() && !matches!(name, "exec" | "discard" | "quit"))
+            || (name == "exec"
+                && session.multi.as_ref().is_some_and(|t| t.queued.iter().any(|q| command_denies_oom(&q[0]))));
+        if !self.in_exec
+            && self.maxmemory != 0
             && self.used_bytes() > self.maxmemory
-            && !(self.policy != EvictionPolicy::NoEviction && self.evict())
-            && flags.contains(&"denyoom")
+            && self.evict() == evict::Eviction::Failed
+            && denyoom
         {
             reply.error(status_error(Status::NoMemory));
             if let Some(t) = session.multi.as_mut() {
@@ -815,10 +841,12 @@ impl RespDb {
                 }
                 Some(t) => {
                     reply.array(t.queued.len());
+                    self.in_exec = true;
                     for args in &t.queued {
                         let cmd = Command { args: args.iter().map(|a| std::borrow::Cow::Borrowed(&a[..])).collect() };
                         self.execute(&cmd, session, reply);
                     }
+                    self.in_exec = false;
                 }
             },
             "get" => match self.string(&args[0]) {
@@ -1105,7 +1133,8 @@ impl RespDb {
     /// FLUSHALL (`all`: every database) and FLUSHDB (the current one).
     fn flush(&mut self, all: bool, reply: &mut Reply<RcBuf>) {
         let clear = |db: &mut RespDb| {
-            db.watchers.touched_all();
+            let store = &db.store;
+            db.watchers.touched_where(|k| store.get(k).is_some() || store.collection(k).is_some());
             db.store.clear();
             db.lists.clear();
             db.expires.clear();

@@ -240,7 +240,7 @@ impl RespLoop {
                 db.counters.total_connections += 1;
                 self.next_id += 1;
                 by_id.insert(self.next_id - 1, r.conn);
-                Conn { session: Session { id: self.next_id - 1, ..Session::default() }, ..Conn::default() }
+                Conn { session: db.new_session(self.next_id - 1), ..Conn::default() }
             });
             if conn.closing {
                 continue;

@@ -330,6 +330,7 @@ fn hash_values_past_the_threshold_are_referenced_and_hset_past_the_limits_sets_n
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // random picks over many commands: slow under Miri, and nothing unsafe in it
 fn spop_and_srandmember_pick_members_distinct_unless_the_count_is_negative() {
     let mut d = db();
     answer(&mut d, "SADD s a b c d e f g h\r\n");
@@ -373,6 +374,7 @@ fn exists(d: &mut RespDb, key: &str) -> bool {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // thousands of commands: minutes under Miri, and nothing unsafe in them
 fn allkeys_lru_evicts_what_was_not_read_and_never_refuses_a_write() {
     fastrand::seed(7);
     let mut d = full_db("allkeys-lru", 1000);
@@ -398,6 +400,7 @@ fn allkeys_lru_evicts_what_was_not_read_and_never_refuses_a_write() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // thousands of commands, and LFU counters decay by the minute: too slow a clock under Miri
 fn allkeys_lfu_keeps_the_keys_read_often() {
     fastrand::seed(11);
     let mut d = full_db("allkeys-lfu", 200);
@@ -470,4 +473,58 @@ fn every_database_expires_and_evicts_and_counts_toward_maxmemory() {
     }
     answer(&mut d, "PING\r\n");
     assert!(d.used_bytes() <= used);
+}
+
+/// An operator review: a write that needs more than one command's bound
+/// of evictions (a large value into a cache of small keys) ran into OOM
+/// under allkeys-lru, and EXEC evicted between its own commands.
+#[test]
+#[cfg_attr(miri, ignore)] // ten thousand keys: minutes under Miri, and nothing unsafe in them
+fn allkeys_policies_never_refuse_a_write_and_exec_is_checked_once() {
+    let mut d = db();
+    for i in 0..10_000 {
+        answer(&mut d, &format!("SET k{i} v\r\n"));
+    }
+    let full = d.store().data_bytes();
+    answer(&mut d, &format!("CONFIG SET maxmemory {full} maxmemory-policy allkeys-lru\r\n"));
+    // Needs about 20 000 bytes of small keys gone: over 4096 evictions.
+    let big = "b".repeat(20_000);
+    assert_eq!(answer(&mut d, &format!("SET big {big}\r\n")), "+OK\r\n");
+    assert_eq!(answer(&mut d, &format!("SET big2 {big}\r\n")), "+OK\r\n", "eviction still running: the write runs");
+    for _ in 0..10 {
+        answer(&mut d, "PING\r\n");
+    }
+    assert!(d.store().data_bytes() <= full, "back within maxmemory after a few commands");
+    // Inside EXEC nothing is evicted: a transaction reads its own write
+    // (room for one value: the second would evict the first before GET).
+    let mut d = db();
+    let room = "fresh".len() + big.len();
+    answer(&mut d, &format!("CONFIG SET maxmemory {room} maxmemory-policy allkeys-lru\r\n"));
+    let mut session = Session::default();
+    let mut reply = Reply::new(d.threshold());
+    let run_in = |d: &mut RespDb, session: &mut Session, reply: &mut Reply<RcBuf>, input: &str| {
+        reply.clear();
+        let input = input.as_bytes();
+        let mut at = 0;
+        while let Some((cmd, used)) = parse_command(&input[at..], &Limits::default()).unwrap() {
+            d.execute(&cmd, session, reply);
+            at += used;
+        }
+        String::from_utf8(reply.to_vec()).unwrap()
+    };
+    let script = format!("MULTI\r\nSET fresh {big}\r\nSET fresh2 {big}\r\nGET fresh\r\nEXEC\r\n");
+    let out = run_in(&mut d, &mut session, &mut reply, &script);
+    assert!(out.ends_with(&format!("*3\r\n+OK\r\n+OK\r\n$20000\r\n{big}\r\n")), "{}", &out[..out.len().min(200)]);
+}
+
+#[test]
+fn watching_a_key_again_holds_nothing_more() {
+    let mut d = db();
+    let mut session = Session::default();
+    let mut reply = Reply::new(d.threshold());
+    for _ in 0..1000 {
+        let (cmd, _) = parse_command(b"WATCH k\r\n", &Limits::default()).unwrap().unwrap();
+        d.execute(&cmd, &mut session, &mut reply);
+    }
+    assert_eq!(d.watchers.len(), 1, "one connection, one key: one flag");
 }

@@ -24,9 +24,20 @@ impl Watchers {
         self.by_key.is_empty()
     }
 
+    /// Flags held (live or dead).
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.entries
+    }
+
     /// Sets `flag` when `key` changes.
     pub(super) fn watch(&mut self, key: &[u8], flag: &Arc<AtomicBool>) {
-        self.by_key.entry_ref(key).or_default().push(Arc::downgrade(flag));
+        let flags = self.by_key.entry_ref(key).or_default();
+        // A connection watching a key again adds nothing.
+        if flags.iter().any(|f| std::ptr::eq(f.as_ptr(), Arc::as_ptr(flag))) {
+            return;
+        }
+        flags.push(Arc::downgrade(flag));
         self.entries += 1;
         // Amortized O(1): sweep once the flags have doubled since the last
         // sweep, so dead ones never outnumber the live by much.
@@ -53,12 +64,13 @@ impl Watchers {
         }
     }
 
-    /// Every key changed (FLUSHALL).
-    pub(super) fn touched_all(&mut self) {
-        for f in self.by_key.drain().flat_map(|(_, flags)| flags).filter_map(|f| f.upgrade()) {
-            f.store(true, Ordering::Relaxed);
+    /// The watched keys `changed` says changed (FLUSHALL, SWAPDB: those
+    /// that existed, as Redis 7.0 signals).
+    pub(super) fn touched_where(&mut self, mut changed: impl FnMut(&[u8]) -> bool) {
+        let keys: Vec<Box<[u8]>> = self.by_key.keys().filter(|k| changed(k)).cloned().collect();
+        for key in keys {
+            self.touched(&key);
         }
-        self.entries = 0;
     }
 }
 

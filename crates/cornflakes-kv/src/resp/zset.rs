@@ -418,7 +418,8 @@ fn index_range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
 }
 
 /// A score argument, as Redis's `strtod` check takes it: a number,
-/// `inf`/`+inf`/`-inf`, never NaN, nothing around it, no overflow.
+/// `inf`/`+inf`/`-inf`, never NaN, nothing around it, no overflow or
+/// underflow (hexadecimal floats, which `strtod` reads, are refused).
 fn parse_score(arg: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(arg).ok()?;
     if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
@@ -426,7 +427,10 @@ fn parse_score(arg: &[u8]) -> Option<f64> {
     }
     let v: f64 = text.parse().ok()?;
     let named_infinity = text.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
-    if v.is_nan() || (v.is_infinite() && !named_infinity) {
+    // strtod's ERANGE: past f64 either way (1e400, 1e-400) is refused.
+    let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
+    let underflow = v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    if v.is_nan() || (v.is_infinite() && !named_infinity) || underflow {
         return None;
     }
     Some(v)

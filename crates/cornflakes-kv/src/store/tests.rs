@@ -485,3 +485,26 @@ fn entries_move_between_stores_with_their_buffers_and_counts() {
     assert!(b.get(b"l").is_none() && b.hash(b"l").is_some(), "put replaces what the key held");
     assert_eq!(b.data_bytes(), 2 * (2 + 1 + 3) - 1, "h2 and l (one byte shorter key)");
 }
+
+#[test]
+fn list_edits_keep_the_byte_count_and_merge_prepends_once() {
+    let mut s = store();
+    for b in [b"b", b"c", b"d"] {
+        s.append(b"l", b).unwrap();
+    }
+    s.prepend(b"l", b"a").unwrap();
+    let buf = |s: &Store, v: &[u8]| s.alloc_value(v).unwrap();
+    let x = buf(&s, b"xxx");
+    s.edit_list(b"l", |l| l.set(0, x)).unwrap();
+    let y = buf(&s, b"yy");
+    s.edit_list(b"l", |l| l.insert(4, y)).unwrap();
+    let items = |s: &Store| s.get(b"l").unwrap().iter().map(|b| b.as_slice().to_vec()).collect::<Vec<_>>();
+    assert_eq!(items(&s), [&b"xxx"[..], b"b", b"c", b"d", b"yy"]);
+    assert_eq!(s.value_bytes(), 3 + 1 + 1 + 1 + 2);
+    s.edit_list(b"l", |l| l.remove_positions(&[1, 3])).unwrap();
+    assert_eq!(items(&s), [&b"xxx"[..], b"c", b"yy"]);
+    s.edit_list(b"l", |l| l.keep(1..2)).unwrap();
+    assert_eq!((items(&s), s.value_bytes()), (vec![b"c".to_vec()], 1));
+    s.edit_list(b"l", |l| l.keep(0..0)).unwrap();
+    assert!(s.get(b"l").is_none() && s.is_empty() && s.data_bytes() == 0, "the key goes with its last element");
+}
