@@ -2,7 +2,8 @@
 //! every serializer.
 //!
 //! A value is one buffer or a list of buffers (the paper's linked list of
-//! buffers), or, for RESP, a hash of fields ([`Hash`]) or a set ([`Set`]). A put allocates new buffers and swaps them in, so a value being
+//! buffers), or, for RESP, a hash ([`Hash`]), a set ([`Set`]) or a sorted
+//! set ([`ZSet`]). A put allocates new buffers and swaps them in, so a value being
 //! sent (referenced by an in-flight zero-copy send) is never modified in
 //! place: the old buffers live on until the datapath releases them.
 
@@ -196,7 +197,8 @@ impl Store {
     pub fn append(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
         self.check_push(key)?;
         let buf = self.alloc_value(elem)?;
-        self.push_buf(key, buf, false)
+        self.push_checked(key, buf, false);
+        Ok(())
     }
 
     /// Prepends a copy of `elem` to the list value of `key`, creating it
@@ -204,7 +206,8 @@ impl Store {
     pub fn prepend(&mut self, key: &[u8], elem: &[u8]) -> Result<(), Status> {
         self.check_push(key)?;
         let buf = self.alloc_value(elem)?;
-        self.push_buf(key, buf, true)
+        self.push_checked(key, buf, true);
+        Ok(())
     }
 
     /// A copy of `value` in a pool buffer, to store (refused past the
@@ -231,6 +234,13 @@ impl Store {
     /// fails only on the limits.
     pub fn push_buf(&mut self, key: &[u8], buf: RcBuf, front: bool) -> Result<(), Status> {
         self.check_push(key)?;
+        self.push_checked(key, buf, front);
+        Ok(())
+    }
+
+    /// [`push_buf`](Self::push_buf) once [`check_push`](Self::check_push)
+    /// has passed.
+    fn push_checked(&mut self, key: &[u8], buf: RcBuf, front: bool) {
         self.writes += 1;
         self.value_bytes += buf.len();
         match self.map.get_mut(key) {
@@ -248,7 +258,6 @@ impl Store {
                 self.map.insert(key.into(), smallvec::smallvec![buf]);
             }
         }
-        Ok(())
     }
 
     /// Edits the elements of the value of `key` in place through a
