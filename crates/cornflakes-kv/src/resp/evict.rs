@@ -113,7 +113,11 @@ pub(super) enum Eviction {
 }
 
 /// Redis's `maxmemory-samples` range.
-pub(super) const SAMPLES: std::ops::RangeInclusive<usize> = 1..=64;
+pub(super) const SAMPLES: std::ops::RangeInclusive<usize> = 1..=i32::MAX as usize;
+
+/// Keys drawn per eviction at most, whatever `maxmemory-samples` says (a
+/// larger sample draws keys already drawn).
+const MAX_SAMPLES: usize = 1024;
 
 impl RespDb {
     /// Sets what is evicted once `maxmemory` is reached (Redis's
@@ -217,7 +221,7 @@ impl RespDb {
         let lfu = |k: &[u8]| index?.get(k).map(|a| (u64::from(a.frequency), a.last));
         let any_key = || index?.random().map(|(k, _)| k);
         let volatile_key = || expires.random_key();
-        let n = self.samples;
+        let n = self.samples.min(MAX_SAMPLES);
         match self.policy {
             EvictionPolicy::VolatileTtl => {
                 let key = expires.soonest()?;

@@ -165,7 +165,9 @@ fn hscan(
 /// The MATCH pattern of HSCAN's and SSCAN's `cursor [MATCH pattern]
 /// [COUNT n]`, checked as Redis checks them; the error to reply.
 pub(super) fn scan_pattern<'c>(args: &'c [Cow<'_, [u8]>]) -> Result<Option<&'c [u8]>, &'static str> {
-    if std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()).is_none() {
+    // Redis reads the cursor with strtoull, which takes a negative one too.
+    let cursor = std::str::from_utf8(&args[0]).ok();
+    if cursor.is_none_or(|c| c.parse::<u64>().is_err() && c.parse::<i64>().is_err()) {
         return Err("ERR invalid cursor");
     }
     let mut pattern: Option<&[u8]> = None;

@@ -1554,10 +1554,13 @@ impl RespDb {
         let mut requirepass = None;
         let mut policy = None;
         let mut samples = None;
-        for kv in pairs.chunks(2) {
+        for (i, kv) in pairs.chunks(2).enumerate() {
             let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
             let failed =
                 |why: &str| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {why}", lossy(&name));
+            if pairs.chunks(2).take(i).any(|earlier| earlier[0].eq_ignore_ascii_case(&name)) {
+                return reply.error(&failed("duplicate parameter"));
+            }
             match name.as_slice() {
                 b"maxmemory" => match memory_value(value) {
                     Some(n) => maxmemory = Some(n),
@@ -1571,7 +1574,7 @@ impl RespDb {
                 b"maxmemory-samples" => match integer_arg(value) {
                     None => return reply.error(&failed("argument couldn't be parsed into an integer")),
                     Some(n) if usize::try_from(n).is_ok_and(|n| evict::SAMPLES.contains(&n)) => samples = Some(n as usize),
-                    Some(_) => return reply.error(&failed("argument must be between 1 and 64 inclusive")),
+                    Some(_) => return reply.error(&failed("argument must be between 1 and 2147483647 inclusive")),
                 },
                 _ => {
                     return reply.error(&format!(

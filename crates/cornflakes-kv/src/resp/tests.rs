@@ -442,7 +442,9 @@ fn volatile_policies_evict_only_keys_that_expire_and_then_refuse() {
     answer(&mut d, "CONFIG SET maxmemory-policy allkeys-random\r\n");
     assert_eq!(answer(&mut d, &format!("SET kd {value}\r\n")), "+OK\r\n");
     assert!(answer(&mut d, "CONFIG SET maxmemory-policy lru\r\n").starts_with("-ERR CONFIG SET failed"));
-    assert!(answer(&mut d, "CONFIG SET maxmemory-samples 0\r\n").contains("between 1 and 64"));
+    assert!(answer(&mut d, "CONFIG SET maxmemory-samples 0\r\n").contains("between 1 and 2147483647"));
+    assert!(answer(&mut d, "CONFIG SET maxmemory-policy noeviction MAXMEMORY-POLICY allkeys-lru\r\n")
+        .ends_with("- duplicate parameter\r\n"));
 }
 
 #[test]

@@ -353,9 +353,9 @@ impl RangeQuery {
                 };
                 limit = Some((off, n));
                 i += 2;
-            } else if name == "zrange" && is(b"byscore") {
+            } else if name == "zrange" && is(b"byscore") && !by_score {
                 by_score = true;
-            } else if name == "zrange" && is(b"rev") {
+            } else if name == "zrange" && is(b"rev") && !rev {
                 rev = true;
             } else if name == "zrange" && is(b"bylex") {
                 return Err("ERR BYLEX is not supported by this server (nor ZRANGEBYLEX)");
