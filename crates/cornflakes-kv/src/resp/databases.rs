@@ -94,6 +94,7 @@ impl RespDb {
     /// `SWAPDB a b`: the two databases trade keyspaces; connections
     /// watching keys in either will abort their EXEC, as in Redis.
     pub(super) fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.candidates.clear();
         let back = self.db;
         // Park the current one, so that both live in `parked`.
         self.swap_with_slot(self.db);

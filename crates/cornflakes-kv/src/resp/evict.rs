@@ -125,6 +125,7 @@ impl RespDb {
     /// LFU policies keep every key's accesses while they are set.
     pub fn set_maxmemory_policy(&mut self, policy: EvictionPolicy) {
         self.policy = policy;
+        self.candidates.clear();
         self.store.track_accesses(policy.needs_accesses());
         for parked in &mut self.parked {
             parked.store.track_accesses(policy.needs_accesses());
@@ -200,52 +201,92 @@ impl RespDb {
                 if volatile { self.expires.random_key() } else { self.store.key_index()?.random().map(|(k, _)| k) };
             return key.map(|k| (n, k.into()));
         }
-        let mut best: Option<(Ranked, usize)> = None;
-        for n in (0..DATABASES).filter(|&n| weights[n] > 0) {
-            self.use_db(n);
-            if let Some(candidate) = self.ranked_victim() {
-                if best.as_ref().is_none_or(|(b, _)| candidate.0 < b.0) {
-                    best = Some((candidate, n));
+        if self.policy == EvictionPolicy::VolatileTtl {
+            // Exact: the soonest of each database's soonest.
+            let mut best: Option<(std::time::Instant, usize, Box<[u8]>)> = None;
+            for n in (0..DATABASES).filter(|&n| weights[n] > 0) {
+                self.use_db(n);
+                if let Some((key, &at)) = self.expires.soonest().and_then(|k| Some((k, self.expires.get(k)?))) {
+                    if best.as_ref().is_none_or(|(b, ..)| at < *b) {
+                        best = Some((at, n, key.into()));
+                    }
                 }
             }
+            return best.map(|(_, n, key)| (n, key));
         }
-        best.map(|((_, key), n)| (n, key))
+        // LRU and LFU: fresh samples from every database join the best
+        // candidates kept from before (Redis's eviction pool); the best
+        // one still there, and not used since it was ranked, goes.
+        for n in (0..DATABASES).filter(|&n| weights[n] > 0) {
+            self.use_db(n);
+            let drawn: Vec<(Rank, Box<[u8]>)> = (0..self.samples.min(MAX_SAMPLES))
+                .filter_map(|_| {
+                    let key =
+                        if volatile { self.expires.random_key() } else { Some(self.store.key_index()?.random()?.0) };
+                    key.and_then(|k| Some((self.rank_of(k)?, k.into())))
+                })
+                .collect();
+            for (rank, key) in drawn {
+                self.candidates.offer(rank, n, key);
+            }
+        }
+        while let Some((rank, n, key)) = self.candidates.pop() {
+            self.use_db(n);
+            if self.rank_of(&key) == Some(rank) {
+                return Some((n, key));
+            }
+        }
+        None
     }
 
-    /// The current database's candidate for an LRU, LFU or TTL policy,
-    /// with its rank (lowest goes first; comparable across databases).
-    fn ranked_victim(&self) -> Option<Ranked> {
-        let index = self.store.key_index();
-        let expires = &self.expires;
-        let lru = |k: &[u8]| index?.get(k).map(|a| (a.last, 0));
-        let lfu = |k: &[u8]| index?.get(k).map(|a| (u64::from(a.frequency), a.last));
-        let any_key = || index?.random().map(|(k, _)| k);
-        let volatile_key = || expires.random_key();
-        let n = self.samples.min(MAX_SAMPLES);
+    /// The rank of `key` in the current database under an LRU or LFU
+    /// policy (lowest goes first; comparable across databases); `None`
+    /// when it is gone, or, for a volatile policy, has no expiry time.
+    fn rank_of(&self, key: &[u8]) -> Option<Rank> {
+        let volatile = matches!(self.policy, EvictionPolicy::VolatileLru | EvictionPolicy::VolatileLfu);
+        if volatile && self.expires.get(key).is_none() {
+            return None;
+        }
+        let a = self.store.key_index()?.get(key)?;
         match self.policy {
-            EvictionPolicy::VolatileTtl => {
-                let key = expires.soonest()?;
-                let at = expires.get(key)?.saturating_duration_since(self.started);
-                Some(((at.as_nanos() as u64, 0), key.into()))
-            }
-            EvictionPolicy::AllKeysLru => best_of(n, any_key, lru),
-            EvictionPolicy::AllKeysLfu => best_of(n, any_key, lfu),
-            EvictionPolicy::VolatileLru => best_of(n, volatile_key, lru),
-            EvictionPolicy::VolatileLfu => best_of(n, volatile_key, lfu),
-            EvictionPolicy::NoEviction | EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom => None,
+            EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => Some((u64::from(a.frequency), a.last)),
+            _ => Some((a.last, 0)),
         }
     }
 }
 
-/// A candidate key with its rank: the lowest goes first.
-type Ranked = ((u64, u64), Box<[u8]>);
+/// Redis's eviction pool: the best candidates drawn so far (at most 16),
+/// kept between evictions, so that each eviction weighs many more keys
+/// than one sample holds.
+#[derive(Debug, Default)]
+pub(super) struct Candidates(Vec<(Rank, usize, Box<[u8]>)>);
 
-/// Of `samples` keys drawn by `draw`, the one `rank` puts first (least
-/// recently or least frequently used), with its rank.
-fn best_of<'k>(
-    samples: usize,
-    draw: impl Fn() -> Option<&'k [u8]>,
-    rank: impl Fn(&[u8]) -> Option<(u64, u64)>,
-) -> Option<Ranked> {
-    (0..samples).filter_map(|_| draw()).filter_map(|k| Some((rank(k)?, k))).min().map(|(r, k)| (r, k.into()))
+/// Where a key stands for eviction (lowest goes first): LRU `(last, 0)`,
+/// LFU `(frequency, last)`.
+type Rank = (u64, u64);
+
+/// Candidates kept (Redis's `EVPOOL_SIZE`).
+const POOL: usize = 16;
+
+impl Candidates {
+    fn offer(&mut self, rank: Rank, db: usize, key: Box<[u8]>) {
+        if self.0.iter().any(|(_, d, k)| *d == db && *k == key) {
+            return;
+        }
+        if self.0.len() == POOL && self.0.last().is_some_and(|(worst, ..)| rank >= *worst) {
+            return;
+        }
+        let at = self.0.partition_point(|(r, ..)| *r <= rank);
+        self.0.insert(at, (rank, db, key));
+        self.0.truncate(POOL);
+    }
+
+    fn pop(&mut self) -> Option<(Rank, usize, Box<[u8]>)> {
+        (!self.0.is_empty()).then(|| self.0.remove(0))
+    }
+
+    /// Forgets every candidate (the policy or the databases changed).
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
 }

@@ -213,6 +213,8 @@ pub struct RespDb {
     pubsub: pubsub::PubSub,
     /// Running the commands of an EXEC (checked once, for them all).
     in_exec: bool,
+    /// The best eviction candidates drawn so far (LRU and LFU policies).
+    candidates: evict::Candidates,
 }
 
 /// What INFO reports of the serving loop ([`serve`] keeps it).
@@ -530,6 +532,7 @@ impl RespDb {
             parked,
             pubsub: pubsub::PubSub::default(),
             in_exec: false,
+            candidates: evict::Candidates::default(),
         }
     }
 
@@ -680,8 +683,13 @@ impl RespDb {
 
     /// Sets `key` to the string `value` (no expiry).
     fn set_string(&mut self, key: &[u8], value: &[u8]) -> Result<(), Status> {
+        // An access for an existing key (MSET does not look it up first);
+        // a new key starts at the index's own first record, as in Redis.
+        let existed = self.store.key_index().is_some() && self.store.get(key).is_some();
         self.store.put(key, &[value])?;
-        self.store.touch(key);
+        if existed {
+            self.store.touch(key);
+        }
         if !self.lists.is_empty() {
             self.lists.remove(key);
         }
@@ -1132,6 +1140,7 @@ impl RespDb {
 
     /// FLUSHALL (`all`: every database) and FLUSHDB (the current one).
     fn flush(&mut self, all: bool, reply: &mut Reply<RcBuf>) {
+        self.candidates.clear();
         let clear = |db: &mut RespDb| {
             let store = &db.store;
             db.watchers.touched_where(|k| store.get(k).is_some() || store.collection(k).is_some());

@@ -530,3 +530,26 @@ fn watching_a_key_again_holds_nothing_more() {
     }
     assert_eq!(d.watchers.len(), 1, "one connection, one key: one flag");
 }
+
+/// The review's LFU case: with many warm keys (a third of the cache, each
+/// read 20 times), sampling five keys per eviction alone evicted 30 % of
+/// them while unread ones stayed; the pool of the best candidates drawn
+/// so far keeps them.
+#[test]
+#[cfg_attr(miri, ignore)] // thousands of commands, and LFU counters decay by the minute: too slow a clock under Miri
+fn allkeys_lfu_keeps_warm_keys_over_unread_ones() {
+    fastrand::seed(5);
+    let mut d = full_db("allkeys-lfu", 900);
+    for _ in 0..20 {
+        for i in 0..300 {
+            answer(&mut d, &format!("GET k{i}\r\n"));
+        }
+    }
+    let value = "w".repeat(100);
+    for i in 0..600 {
+        assert_eq!(answer(&mut d, &format!("SET new{i} {value}\r\n")), "+OK\r\n");
+    }
+    answer(&mut d, "PING\r\n");
+    let warm = (0..300).filter(|i| exists(&mut d, &format!("k{i}"))).count();
+    assert!(warm >= 285, "{warm} of 300 warm keys kept");
+}
