@@ -401,6 +401,19 @@ impl Drop for RedisServer {
     }
 }
 
+/// Runs `script` through `redis-cli` against redis-server and ours, and
+/// asserts the answers are the same, line by line (redis-server's more
+/// than `min_lines` of them, so that the script did run).
+fn same_answers(theirs_port: u16, ours_port: u16, script: &str, min_lines: usize) {
+    let theirs = redis_cli(theirs_port, script);
+    let mine = redis_cli(ours_port, script);
+    assert!(theirs.len() > min_lines, "redis-server answered: {theirs:?}");
+    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
+        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+}
+
 /// Runs `script` (one command a line) through `redis-cli`; its output.
 fn redis_cli(port: u16, script: &str) -> Vec<String> {
     let mut child = Command::new("redis-cli")
@@ -737,13 +750,7 @@ fn redis_cli_gets_the_answers_redis_server_gives() {
     }
     let redis = RedisServer::start();
     let ours = Server::start(ServeOptions::default());
-    let theirs = redis_cli(redis.port, SCRIPT);
-    let mine = redis_cli(ours.addr.port(), SCRIPT);
-    assert!(theirs.len() > 100, "redis-server answered: {theirs:?}");
-    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
-        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
-    }
-    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+    same_answers(redis.port, ours.addr.port(), SCRIPT, 100);
     // What differs on purpose: RESP3.
     assert_eq!(redis_cli(ours.addr.port(), "HELLO 3\n")[0], "NOPROTO unsupported protocol version");
     assert!(redis_cli(ours.addr.port(), "INFO\n").iter().any(|l| l.starts_with("redis_version:")));
@@ -840,13 +847,7 @@ fn hashes_answer_as_redis_server_does() {
     let redis = RedisServer::start();
     let ours = Server::start(ServeOptions::default());
     let script = HASH_SCRIPT.replace("{big}", &"x".repeat(700));
-    let theirs = redis_cli(redis.port, &script);
-    let mine = redis_cli(ours.addr.port(), &script);
-    assert!(theirs.len() > 80, "redis-server answered: {theirs:?}");
-    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
-        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
-    }
-    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+    same_answers(redis.port, ours.addr.port(), &script, 80);
     ours.stop();
 }
 
@@ -1318,13 +1319,7 @@ fn databases_answer_as_redis_server_does() {
     }
     let redis = RedisServer::start();
     let ours = Server::start(ServeOptions::default());
-    let theirs = redis_cli(redis.port, DATABASE_SCRIPT);
-    let mine = redis_cli(ours.addr.port(), DATABASE_SCRIPT);
-    assert!(theirs.len() > 40, "{theirs:?}");
-    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
-        assert_eq!(m, t, "answer line {i} differs (ours, then redis-server's)");
-    }
-    assert_eq!(mine.len(), theirs.len(), "ours: {mine:?}");
+    same_answers(redis.port, ours.addr.port(), DATABASE_SCRIPT, 40);
     ours.stop();
 }
 

@@ -8,18 +8,14 @@ use std::borrow::Cow;
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
-use super::{arity_error, glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use super::{arity_error, glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::Hash;
 
 impl RespDb {
     /// The hash of `key`: `Ok(None)` when missing, `Err` when of another
     /// kind (expired keys removed first).
     fn hash_of(&mut self, key: &[u8]) -> Result<Option<&Hash>, &'static str> {
-        match self.kind(key) {
-            None => Ok(None),
-            Some(Kind::Hash) => Ok(self.store.hash(key)),
-            Some(_) => Err(WRONGTYPE),
-        }
+        Ok(if self.expect_kind(key, Kind::Hash)? { self.store.hash(key) } else { None })
     }
 
     /// Runs hash command `name` (an `h` command of the table, its arity

@@ -7,17 +7,13 @@ use std::borrow::Cow;
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
-use super::{integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use super::{integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 
 impl RespDb {
     /// Whether `key` is a list: `Ok(false)` when missing, `Err` when of
     /// another kind (expired keys removed first).
     fn is_list(&mut self, key: &[u8]) -> Result<bool, &'static str> {
-        match self.kind(key) {
-            None => Ok(false),
-            Some(Kind::List) => Ok(true),
-            Some(_) => Err(WRONGTYPE),
-        }
+        self.expect_kind(key, Kind::List)
     }
 
     /// Runs list command `name` (its arity checked).

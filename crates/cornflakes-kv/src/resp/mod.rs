@@ -618,6 +618,17 @@ impl RespDb {
         kind
     }
 
+    /// Whether `key` holds a value of kind `want`: `Ok(false)` when it is
+    /// missing, `WRONGTYPE` when it holds another kind (expired keys
+    /// removed first).
+    fn expect_kind(&mut self, key: &[u8], want: Kind) -> Result<bool, &'static str> {
+        match self.kind(key) {
+            None => Ok(false),
+            Some(k) if k == want => Ok(true),
+            Some(_) => Err(WRONGTYPE),
+        }
+    }
+
     /// The kind of `key` as stored, whether or not its time is up.
     fn kind_now(&self, key: &[u8]) -> Option<Kind> {
         let Some(value) = self.store.get(key) else {

@@ -42,15 +42,15 @@ pub(super) struct PubSub {
 pub(super) const ALLOWED_WHEN_SUBSCRIBED: &[&str] =
     &["subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset"];
 
-/// `*n` then each bulk string.
+/// `items` as a RESP array of bulk strings, written once (by the reply
+/// writer every reply uses) for every subscriber it goes to.
 fn encode(items: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
+    let mut reply: Reply<RcBuf> = Reply::new(usize::MAX);
+    reply.array(items.len());
     for item in items {
-        out.extend_from_slice(format!("${}\r\n", item.len()).as_bytes());
-        out.extend_from_slice(item);
-        out.extend_from_slice(b"\r\n");
+        reply.bulk(item);
     }
-    out
+    reply.to_vec()
 }
 
 impl RespDb {

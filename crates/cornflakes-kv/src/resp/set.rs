@@ -25,11 +25,7 @@ impl RespDb {
     /// The set of `key`: `Ok(None)` when missing, `Err` when of another
     /// kind (expired keys removed first).
     fn set_of(&mut self, key: &[u8]) -> Result<Option<&Set>, &'static str> {
-        match self.kind(key) {
-            None => Ok(None),
-            Some(Kind::Set) => Ok(self.store.set(key)),
-            Some(_) => Err(WRONGTYPE),
-        }
+        Ok(if self.expect_kind(key, Kind::Set)? { self.store.set(key) } else { None })
     }
 
     /// Removes `key` from the keyspace (its expiry too) when its set lost

@@ -8,7 +8,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
 use super::hash::scan_pattern;
-use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::ZSet;
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -18,11 +18,7 @@ impl RespDb {
     /// The sorted set of `key`: `Ok(None)` when missing, `Err` when of
     /// another kind (expired keys removed first).
     fn zset_of(&mut self, key: &[u8]) -> Result<Option<&ZSet>, &'static str> {
-        match self.kind(key) {
-            None => Ok(None),
-            Some(Kind::ZSet) => Ok(self.store.zset(key)),
-            Some(_) => Err(WRONGTYPE),
-        }
+        Ok(if self.expect_kind(key, Kind::ZSet)? { self.store.zset(key) } else { None })
     }
 
     /// Runs sorted set command `name` (a `z` command of the table, its
