@@ -1960,3 +1960,286 @@ fn one_store_answers_resp_and_the_cornflakes_format() {
     let (resp_stats, kv_stats) = thread.join().unwrap();
     assert_eq!((resp_stats.commands, kv_stats.handled), (3, 2));
 }
+
+/// Runs `steps` over `n` connections to `addr`, one step at a time, and
+/// writes out what each connection hears. A step is `(connection, what)`:
+/// a command (sent, its reply read); `> command` (sent, its reply not
+/// read: it blocks); `<` (one reply read); `?` (whatever arrives within
+/// 150 ms, or `nothing`); `a | b` (both sent in one write, both replies
+/// read); `sleep`; `close`; `UNBLOCK c [how]` (CLIENT UNBLOCK with
+/// connection c's id); `INFO-BLOCKED` (INFO's `blocked_clients` line).
+fn run_blocking_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String> {
+    let mut conns: Vec<Option<TcpStream>> = (0..n).map(|_| Some(connect(addr))).collect();
+    let mut readers: Vec<BufReader<TcpStream>> =
+        conns.iter().map(|c| BufReader::new(c.as_ref().unwrap().try_clone().unwrap())).collect();
+    let send = |s: &TcpStream, line: &str| {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let mut s = s;
+        s.write_all(&command(&args)).unwrap();
+    };
+    let mut ids = Vec::new();
+    for (c, r) in conns.iter().zip(readers.iter_mut()) {
+        send(c.as_ref().unwrap(), "CLIENT ID");
+        // A reply that never comes fails the test rather than hanging it.
+        r.get_ref().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        ids.push(read_reply(r).trim_start_matches(':').to_owned());
+    }
+    let mut out = Vec::new();
+    for &(c, step) in steps {
+        let conn = conns[c].as_ref();
+        let heard = match step {
+            "sleep" => {
+                std::thread::sleep(Duration::from_millis(150));
+                continue;
+            }
+            "close" => {
+                conns[c] = None;
+                // The old reader's handle closes too.
+                readers[c] = BufReader::new(connect(addr));
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            "<" => read_reply(&mut readers[c]),
+            "?" => {
+                let r = &mut readers[c];
+                r.get_ref().set_read_timeout(Some(Duration::from_millis(150))).unwrap();
+                let heard = match r.fill_buf() {
+                    Ok(b) if !b.is_empty() => None,
+                    _ => Some("nothing".to_owned()),
+                };
+                r.get_ref().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                heard.unwrap_or_else(|| read_reply(r))
+            }
+            "INFO-BLOCKED" => {
+                send(conn.unwrap(), "INFO clients");
+                let info = read_reply(&mut readers[c]);
+                info.lines().find(|l| l.starts_with("blocked_clients:")).unwrap_or("none").to_owned()
+            }
+            _ if step.starts_with("> ") => {
+                send(conn.unwrap(), &step[2..]);
+                // Let it reach the server and block before the next step.
+                std::thread::sleep(Duration::from_millis(30));
+                continue;
+            }
+            _ if step.starts_with("UNBLOCK ") => {
+                let mut words = step.split(' ').skip(1);
+                let who: usize = words.next().unwrap().parse().unwrap();
+                let how = words.next().map(|h| format!(" {h}")).unwrap_or_default();
+                send(conn.unwrap(), &format!("CLIENT UNBLOCK {}{how}", ids[who]));
+                read_reply(&mut readers[c])
+            }
+            _ if step.contains(" | ") => {
+                let parts: Vec<&str> = step.split(" | ").collect();
+                let all: Vec<u8> =
+                    parts.iter().flat_map(|p| command(&p.split(' ').map(str::as_bytes).collect::<Vec<_>>())).collect();
+                conn.unwrap().write_all(&all).unwrap();
+                let replies: Vec<String> = parts.iter().map(|_| read_reply(&mut readers[c])).collect();
+                replies.join(" ; ")
+            }
+            _ => {
+                send(conn.unwrap(), step);
+                read_reply(&mut readers[c])
+            }
+        };
+        out.push(format!("{c} {step}: {heard}"));
+    }
+    out
+}
+
+/// Blocking pops over four connections, every answer as redis-server's:
+/// who is served first and from which key, a push and a pop pipelined past
+/// a waiter, input that waits behind a blocked command, timeouts, MULTI,
+/// CLIENT UNBLOCK, a client that leaves while blocked, SWAPDB, BLMOVE's
+/// wrong-kind destination, and the argument errors.
+#[test]
+fn blocking_pops_answer_as_redis_server_does() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let steps: &[(usize, &str)] = &[
+        (0, "FLUSHALL"),
+        // Served in the order they blocked, each from the key made ready.
+        (1, "> BLPOP k1 k2 0"),
+        (2, "> BLPOP k1 0"),
+        (0, "INFO-BLOCKED"),
+        (0, "MULTI | RPUSH k2 x | RPUSH k1 y | EXEC"),
+        (1, "<"),
+        (2, "<"),
+        (0, "INFO-BLOCKED"),
+        // A waiter is served right after the push, before the pop.
+        (1, "> BRPOP q 0"),
+        (0, "RPUSH q 1 | LPOP q"),
+        (1, "<"),
+        // Input behind a blocked command waits, then runs in order.
+        (1, "> BLPOP w 0"),
+        (1, "> PING"),
+        (1, "?"),
+        (0, "RPUSH w z"),
+        (1, "<"),
+        (1, "<"),
+        // Nothing arrives: the null array, for every command.
+        (1, "BLPOP none 0.05"),
+        (1, "BRPOP none 0.05"),
+        (1, "BRPOPLPUSH none d 0.05"),
+        (1, "BLMOVE none d LEFT LEFT 0.05"),
+        (1, "BLMPOP 0.05 2 none none2 LEFT"),
+        (1, "BZPOPMIN none 0.05"),
+        // Something there: served at once; the first key that holds one.
+        (0, "RPUSH a 1 2 3"),
+        (1, "BLPOP none a 0"),
+        (1, "BRPOP a 0"),
+        (1, "BLMPOP 0 1 a RIGHT COUNT 5"),
+        (1, "EXISTS a"),
+        (0, "RPUSH rot a b"),
+        (0, "BRPOPLPUSH rot rot 0"),
+        (0, "LRANGE rot 0 -1"),
+        (0, "BLMOVE rot dst RIGHT LEFT 0"),
+        (0, "LRANGE dst 0 -1"),
+        // Inside MULTI nothing waits.
+        (0, "MULTI | BLPOP none 0 | BLMOVE none d LEFT LEFT 0 | EXEC"),
+        // A string is not a list: the waiter waits on; a list serves it.
+        (1, "> BLPOP t 0"),
+        (0, "SET t str"),
+        (1, "?"),
+        (0, "DEL t | RPUSH t 1"),
+        (1, "<"),
+        // BLMOVE to a key of another kind: the error, the element stays.
+        (0, "SET str v"),
+        (1, "> BLMOVE src str LEFT RIGHT 0"),
+        (0, "RPUSH src e"),
+        (1, "<"),
+        (0, "LRANGE src 0 -1"),
+        // BLMOVE's destination serves the next waiter.
+        (2, "> BLPOP chain 0"),
+        (1, "> BLMOVE src2 chain LEFT LEFT 0"),
+        (0, "RPUSH src2 m"),
+        (1, "<"),
+        (2, "<"),
+        // BLMPOP with a count, from the second key.
+        (1, "> BLMPOP 0 2 m1 m2 RIGHT COUNT 5"),
+        (0, "RPUSH m2 a b c"),
+        (1, "<"),
+        // Sorted sets.
+        (1, "> BZPOPMAX z 0"),
+        (0, "ZADD z 1 a 2 b"),
+        (1, "<"),
+        (1, "BZPOPMIN z 0"),
+        (1, "EXISTS z"),
+        // CLIENT UNBLOCK: as a timeout, as an error, and when not blocked.
+        (1, "> BLPOP u 0"),
+        (0, "UNBLOCK 1"),
+        (1, "<"),
+        (1, "> BLPOP u 0"),
+        (0, "UNBLOCK 1 ERROR"),
+        (1, "<"),
+        (0, "UNBLOCK 1"),
+        (0, "UNBLOCK 1 foo"),
+        (0, "CLIENT UNBLOCK abc"),
+        (0, "CLIENT UNBLOCK"),
+        (0, "CLIENT UNBLOCK 1 TIMEOUT x"),
+        // A waiter that leaves is forgotten: the element stays.
+        (3, "> BLPOP gone 0"),
+        (3, "close"),
+        (0, "INFO-BLOCKED"),
+        (0, "RPUSH gone 1"),
+        (0, "LLEN gone"),
+        // SWAPDB brings the other database's list to the waiter.
+        (1, "> BLPOP sw 0"),
+        (0, "SELECT 1"),
+        (0, "RPUSH sw fromdb1"),
+        (0, "SWAPDB 0 1"),
+        (0, "SELECT 0"),
+        (1, "<"),
+        (0, "SWAPDB 0 1"),
+        // A timeout while another waiter is served.
+        (1, "> BLPOP slow 0.1"),
+        (2, "> BLPOP fast 0"),
+        (0, "RPUSH fast f"),
+        (2, "<"),
+        (1, "<"),
+        // Errors, in Redis's order.
+        (0, "BLPOP a x"),
+        (0, "BLPOP a -1"),
+        (0, "BLPOP a inf"),
+        (0, "BLPOP a nan"),
+        (0, "BLPOP str 0"),
+        (0, "BLPOP none str 0"),
+        (0, "BLMOVE a b UP LEFT x"),
+        (0, "BLMOVE a b LEFT LEFT x"),
+        (0, "BRPOPLPUSH a b -1"),
+        (0, "BLMPOP x 1 a LEFT"),
+        (0, "BLMPOP 0 0 a LEFT"),
+        (0, "LMPOP 0 a LEFT"),
+        (0, "LMPOP 2 a LEFT"),
+        (0, "LMPOP 1 a UP"),
+        (0, "LMPOP 1 a LEFT COUNT"),
+        (0, "LMPOP 1 a LEFT COUNT 0"),
+        (0, "LMPOP 1 a LEFT COUNT 1 COUNT 2"),
+        (0, "LMPOP 1 none LEFT"),
+        (0, "RPUSH lm 1 2 3"),
+        (0, "LMPOP 2 none lm RIGHT COUNT 2"),
+        (0, "LMPOP 2 str lm LEFT"),
+        (0, "BZPOPMIN str 0"),
+        (0, "BLPOP"),
+        (0, "INFO-BLOCKED"),
+    ];
+    let theirs = run_blocking_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 4, steps);
+    let mine = run_blocking_steps(ours.addr, 4, steps);
+    for (t, m) in theirs.iter().zip(&mine) {
+        assert_eq!(m, t, "(ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len());
+    assert!(theirs.iter().filter(|l| l.contains("nil-array")).count() >= 8, "{theirs:#?}");
+    ours.stop();
+}
+
+/// A job queue as Sidekiq and Celery run one: workers wait in BRPOP while
+/// producers LPUSH; every job is taken exactly once, none is lost, and the
+/// workers time out once the queue stays empty.
+#[test]
+fn brpop_workers_take_every_job_exactly_once() {
+    let ours = Server::start(ServeOptions::default());
+    let addr = ours.addr;
+    const JOBS: usize = 2000;
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let s = connect(addr);
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut got = Vec::new();
+                loop {
+                    (&s).write_all(&command(&[b"BRPOP", b"jobs", b"0.5"])).unwrap();
+                    let reply = read_reply(&mut r);
+                    if reply == "nil-array" {
+                        return got;
+                    }
+                    let job = reply.trim_start_matches("[jobs, ").trim_end_matches(']').to_owned();
+                    got.push(job.parse::<usize>().unwrap());
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let producers: Vec<_> = (0..2)
+        .map(|p| {
+            std::thread::spawn(move || {
+                let s = connect(addr);
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                for j in (p..JOBS).step_by(2) {
+                    (&s).write_all(&command(&[b"LPUSH", b"jobs", j.to_string().as_bytes()])).unwrap();
+                    assert!(read_reply(&mut r).starts_with(':'));
+                }
+            })
+        })
+        .collect();
+    for p in producers {
+        p.join().unwrap();
+    }
+    let mut all: Vec<usize> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..JOBS).collect::<Vec<_>>(), "every job once");
+    let stats = ours.stop();
+    assert_eq!(stats.protocol_errors + stats.reply_dropped, 0);
+}

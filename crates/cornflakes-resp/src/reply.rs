@@ -44,6 +44,11 @@ impl<V: AsRef<[u8]>> Reply<V> {
         Reply { copied: Vec::new(), parts: Vec::new(), threshold }
     }
 
+    /// The size from which values are referenced, not copied.
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
     /// Empties the reply, keeping its memory.
     pub fn clear(&mut self) {
         self.copied.clear();
@@ -114,6 +119,35 @@ impl<V: AsRef<[u8]>> Reply<V> {
     /// sent to several clients (pub/sub). Copied.
     pub fn raw(&mut self, encoded: &[u8]) {
         self.copy(encoded);
+    }
+
+    /// Appends every part of `other` (a reply built elsewhere, queued
+    /// behind this one): copied runs copied, values referenced again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cornflakes_resp::Reply;
+    ///
+    /// let big = vec![b'x'; 1000];
+    /// let (mut a, mut b): (Reply<&[u8]>, Reply<&[u8]>) = (Reply::new(512), Reply::new(512));
+    /// a.integer(1);
+    /// b.bulk_value(&big[..]);
+    /// b.simple("OK");
+    /// a.append(&b);
+    /// assert_eq!(a.parts().len(), 3); // ":1\r\n$1000\r\n", the value, "\r\n+OK\r\n"
+    /// assert_eq!(a.to_vec(), [&b":1\r\n"[..], &b.to_vec()].concat());
+    /// ```
+    pub fn append(&mut self, other: &Reply<V>)
+    where
+        V: Clone,
+    {
+        for part in &other.parts {
+            match part {
+                Part::Copied(r) => self.copy(&other.copied[r.clone()]),
+                Part::Value(v) => self.parts.push(Part::Value(v.clone())),
+            }
+        }
     }
 
     /// `+<text>\r\n`. `text` must not contain `\r` or `\n` (they are

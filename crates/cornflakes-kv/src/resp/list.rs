@@ -227,7 +227,7 @@ impl RespDb {
     /// `to_left`), checked in Redis's order: a missing source is nil
     /// whatever the destination, a destination of another kind an error
     /// before anything moves.
-    fn lmove(&mut self, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, reply: &mut Reply<RcBuf>) {
+    pub(super) fn lmove(&mut self, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, reply: &mut Reply<RcBuf>) {
         match self.is_list(src) {
             Err(e) => return reply.error(e),
             Ok(false) => return reply.null(),
@@ -256,7 +256,7 @@ impl RespDb {
 }
 
 /// LEFT or RIGHT: whether left.
-fn side(arg: &[u8]) -> Option<bool> {
+pub(super) fn side(arg: &[u8]) -> Option<bool> {
     if arg.eq_ignore_ascii_case(b"left") {
         Some(true)
     } else if arg.eq_ignore_ascii_case(b"right") {

@@ -12,7 +12,8 @@
 //! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
 //! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
 //! PERSIST LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LINDEX LLEN LSET LTRIM
-//! LREM LINSERT LPOS LMOVE RPOPLPUSH HSET HMSET HSETNX HGET
+//! LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP BLPOP BRPOP BLMOVE BRPOPLPUSH
+//! BLMPOP BZPOPMIN BZPOPMAX HSET HMSET HSETNX HGET
 //! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
@@ -24,7 +25,7 @@
 //! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
-//! (SETNAME GETNAME ID) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
+//! (SETNAME GETNAME ID UNBLOCK) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
 //! queuing error aborts the transaction with `EXECABORT`, and a change to
 //! a watched key since WATCH, by any write, expiry, eviction or FLUSHALL,
 //! makes EXEC answer a null array, as in Redis), with
@@ -54,6 +55,12 @@
 //! first (up to 128 a batch, 4096 when idle; an index by time makes it
 //! exact where Redis samples), so short-lived keys nobody reads again do
 //! not hold memory (`INFO stats` `expired_keys`).
+//!
+//! Blocking pops as Redis 7.0 has them (see the `blocking` module): a
+//! blocked connection's further input waits; the clients waiting on a key
+//! are served right after the command that filled it, in the order they
+//! blocked; timeouts to the millisecond; CLIENT UNBLOCK. Keys filled
+//! through the key-value protocol (`serve_with_kv`) wake no one.
 //!
 //! Pub/sub as RESP2 has it (a subscribed connection may only subscribe,
 //! unsubscribe, PING and QUIT); a subscriber that leaves more than 32 MiB
@@ -91,12 +98,12 @@
 //! set commands (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE BYLEX: an error),
 //! ZUNIONSTORE, ZINTERSTORE, ZDIFF, ZRANDMEMBER, ZRANGESTORE,
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
-//! digits, which `f64` cannot reproduce), HRANDFIELD, blocking list
-//! commands (BLPOP ...),
+//! digits, which `f64` cannot reproduce), HRANDFIELD, BZMPOP and ZMPOP,
 //! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
 
+mod blocking;
 mod databases;
 mod evict;
 mod expiry;
@@ -133,6 +140,10 @@ pub enum After {
     Continue,
     /// Send what was replied, then close the connection (QUIT).
     Close,
+    /// Send what was replied, if anything, and leave the connection's
+    /// further input unread until [`RespDb::take_woken`] answers it (a
+    /// blocking command found nothing to pop).
+    Block,
 }
 
 /// Per-connection state commands can see.
@@ -211,6 +222,8 @@ pub struct RespDb {
     parked: Vec<databases::Keyspace>,
     /// Subscriptions, and messages published and not yet delivered.
     pubsub: pubsub::PubSub,
+    /// Clients blocked on keys (BLPOP ...), and the keys made ready.
+    blocking: blocking::Blocking,
     /// Running the commands of an EXEC (checked once, for them all).
     in_exec: bool,
     /// The best eviction candidates drawn so far (LRU and LFU policies).
@@ -271,6 +284,13 @@ impl Kind {
 const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("append", 3, &["write", "denyoom"]),
     ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("blmove", 6, &["write", "denyoom", "noscript", "blocking"]),
+    ("blmpop", -5, &["write", "blocking"]),
+    ("blpop", -3, &["write", "noscript", "blocking"]),
+    ("brpop", -3, &["write", "noscript", "blocking"]),
+    ("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"]),
+    ("bzpopmax", -3, &["write", "noscript", "blocking", "fast"]),
+    ("bzpopmin", -3, &["write", "noscript", "blocking", "fast"]),
     ("client", -2, &["noscript", "loading", "stale"]),
     ("command", -1, &["loading", "stale"]),
     ("config", -2, &["admin", "noscript", "loading", "stale"]),
@@ -315,6 +335,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("linsert", 5, &["write", "denyoom"]),
     ("llen", 2, &["readonly", "fast"]),
     ("lmove", 5, &["write", "denyoom"]),
+    ("lmpop", -4, &["write"]),
     ("lpop", -2, &["write", "fast"]),
     ("lpos", -3, &["readonly"]),
     ("lpush", -3, &["write", "denyoom", "fast"]),
@@ -531,6 +552,7 @@ impl RespDb {
             db: 0,
             parked,
             pubsub: pubsub::PubSub::default(),
+            blocking: blocking::Blocking::default(),
             in_exec: false,
             candidates: evict::Candidates::default(),
         }
@@ -811,6 +833,18 @@ impl RespDb {
         if before.is_some_and(|b| b != (self.store.writes(), self.expires.changes())) {
             for key in watch::written_keys(name, args) {
                 self.watchers.touched(key);
+            }
+        }
+        // A key someone waits on may hold something now: the serving loop
+        // serves them before the next command (as Redis does).
+        if !self.blocking.is_empty() && flags.contains(&"write") {
+            if matches!(name, "swapdb" | "move" | "copy") {
+                // Keys of another database changed.
+                self.blocking.signal_all();
+            } else {
+                for key in watch::written_keys(name, args) {
+                    self.blocking.signal(self.db, key);
+                }
             }
         }
         after
@@ -1117,7 +1151,11 @@ impl RespDb {
             "info" => self.info(args, reply),
             "config" => self.config(args, reply),
             "command" => command(args, reply),
+            "client" if args[0].eq_ignore_ascii_case(b"unblock") => self.client_unblock(args, reply),
             "client" => client(args, session, reply),
+            _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
+                return self.blocking_command(name, args, session, reply)
+            }
             "object" => self.object(args, reply),
             "move" | "copy" => self.move_or_copy(name == "copy", args, reply),
             "memory" => self.memory(args, reply),
@@ -1467,8 +1505,10 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
-                    c.connected_clients, c.max_clients
+                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
+                    c.connected_clients,
+                    c.max_clients,
+                    self.blocked_clients()
                 ),
             );
         }

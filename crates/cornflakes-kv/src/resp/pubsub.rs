@@ -67,8 +67,10 @@ impl RespDb {
         std::mem::take(&mut self.pubsub.outgoing)
     }
 
-    /// Forgets the subscriptions of connection `id` (it has gone).
+    /// Forgets the subscriptions of connection `id`, and what it waited
+    /// on (it has gone).
     pub fn end_session(&mut self, id: u64) {
+        self.end_blocking(id);
         let Some(subs) = self.pubsub.by_session.remove(&id) else { return };
         for c in &subs.channels {
             remove_id(&mut self.pubsub.channels, c, id);

@@ -19,6 +19,7 @@
 //! waits and goes out as the client reads), is disconnected without one. Each is counted; the others
 //! are served on.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
@@ -180,6 +181,11 @@ struct RespLoop {
     /// Connections by their session id, to deliver published messages
     /// (entries of closed connections go when met, or in a sweep).
     by_id: HashMap<u64, ConnId>,
+    /// Connections closed during the current batch.
+    closed_now: Vec<ConnId>,
+    /// Connections whose waiting input may run now (unblocked, or their
+    /// reply has left).
+    resume: VecDeque<ConnId>,
 }
 
 impl RespLoop {
@@ -193,6 +199,8 @@ impl RespLoop {
             next_id: 1,
             outboxes: 0,
             by_id: HashMap::new(),
+            closed_now: Vec::new(),
+            resume: VecDeque::new(),
         }
     }
 
@@ -204,12 +212,15 @@ impl RespLoop {
         options: &ServeOptions,
     ) -> Result<usize, RecvError> {
         let batch_start = Instant::now();
+        self.closed_now.clear();
         let n = match dp.recv_batch(&mut self.rx, 64) {
             Ok(0) => {
                 // Idle: reclaim expired keys in bigger steps (~1 ms).
                 db.expire_due(batch_start, 4096);
                 let _ = dp.poll_completions();
                 self.send_outboxes(dp, db, options);
+                self.wake(dp, db, Instant::now());
+                self.resume_waiting(dp, db, options);
                 self.deliver(dp, db);
                 close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
                 return Ok(0);
@@ -226,131 +237,173 @@ impl RespLoop {
         db.expire_due(batch_start, 128);
         db.counters.connected_clients = self.conns.len();
         db.counters.total_connections = self.stats.connections;
-        let (stats, reply, by_id) = (&mut self.stats, &mut self.reply, &mut self.by_id);
-        // Connections closed during this batch: what else of theirs the
-        // batch holds is dropped, never taken for a new connection.
-        let mut closed_now: Vec<ConnId> = Vec::new();
-        for r in self.rx.drain(..) {
-            if !closed_now.is_empty() && closed_now.contains(&r.conn) {
+        let mut rx = std::mem::take(&mut self.rx);
+        for r in rx.drain(..) {
+            // A connection closed during this batch: what else of its the
+            // batch holds is dropped, never taken for a new connection.
+            if !self.closed_now.is_empty() && self.closed_now.contains(&r.conn) {
                 continue;
             }
-            let conn = self.conns.entry(r.conn).or_insert_with(|| {
-                stats.connections += 1;
+            if !self.conns.contains_key(&r.conn) {
+                self.stats.connections += 1;
                 db.counters.connected_clients += 1;
                 db.counters.total_connections += 1;
+                let id = self.next_id;
                 self.next_id += 1;
-                by_id.insert(self.next_id - 1, r.conn);
-                Conn { session: db.new_session(self.next_id - 1), ..Conn::default() }
-            });
-            if conn.closing {
-                continue;
+                self.by_id.insert(id, r.conn);
+                self.conns.insert(r.conn, Conn { session: db.new_session(id), ..Conn::default() });
             }
-            if conn.out.is_some() {
-                // Its reply is still leaving: the input waits (bounded).
-                if conn.pending.is_empty() {
-                    conn.need = 0;
-                }
-                conn.pending.extend_from_slice(&r.payload);
-                if conn.pending.len() > options.limits.max_query_buffer {
-                    stats.query_buffer_full += 1;
-                    dp.close_conn(r.conn);
-                    forget_conn(&mut self.conns, r.conn, &mut self.outboxes, db);
-                    closed_now.push(r.conn);
-                }
-                continue;
-            }
-            reply.clear();
-            let end = handle_input(db, conn, &r.payload, &options.limits, reply, stats);
-            if !reply.is_empty() {
-                let mut at = Cursor::default();
-                match send_reply(dp, r.conn, reply, &mut at) {
-                    Sent::Done => {}
-                    Sent::Blocked => {
-                        let reply = std::mem::replace(reply, Reply::new(db.threshold()));
-                        conn.out = Some(Outbox { reply, at, progress: Instant::now() });
-                        self.outboxes += 1;
-                    }
-                    Sent::Failed => {
-                        stats.reply_dropped += 1;
-                        dp.close_conn(r.conn);
-                        forget_conn(&mut self.conns, r.conn, &mut self.outboxes, db);
-                        closed_now.push(r.conn);
-                        continue;
-                    }
-                }
-            }
-            if let Some(end) = end {
-                begin_close(conn, end, stats);
-                self.closing.push((r.conn, Instant::now() + options.close_linger));
-            }
+            self.run_conn(dp, db, options, r.conn, &r.payload);
         }
+        self.rx = rx;
+        self.resume_waiting(dp, db, options);
         self.deliver(dp, db);
         let _ = dp.flush();
         let _ = dp.poll_completions();
         self.send_outboxes(dp, db, options);
+        self.wake(dp, db, Instant::now());
+        self.resume_waiting(dp, db, options);
         self.deliver(dp, db);
         close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
         self.stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
         Ok(n)
     }
 
+    /// Runs what connection `id` sent (`input`) and the input it had
+    /// waiting, command by command, until it is done, blocked, waiting for
+    /// room for a reply, or closing (then the input waits, bounded). After
+    /// a command that made a key someone waits on ready, those clients are
+    /// answered before the next command runs, as in Redis.
+    fn run_conn<D: RawTransport>(
+        &mut self,
+        dp: &mut D,
+        db: &mut RespDb,
+        options: &ServeOptions,
+        id: ConnId,
+        mut input: &[u8],
+    ) {
+        loop {
+            let Some(conn) = self.conns.get_mut(&id) else { return };
+            if conn.closing {
+                return;
+            }
+            if conn.out.is_some() || db.is_blocked(conn.session.id) {
+                // Its reply is still leaving, or it waits on keys.
+                if !input.is_empty() {
+                    if conn.pending.is_empty() {
+                        conn.need = 0;
+                    }
+                    conn.pending.extend_from_slice(input);
+                    if conn.pending.len() > options.limits.max_query_buffer {
+                        self.stats.query_buffer_full += 1;
+                        self.drop_conn(dp, db, id);
+                    }
+                }
+                return;
+            }
+            if input.is_empty() && conn.pending.is_empty() {
+                return;
+            }
+            self.reply.clear();
+            let (end, stopped) = handle_input(db, conn, input, &options.limits, &mut self.reply, &mut self.stats);
+            input = &[];
+            if !queue_reply(dp, conn, id, &mut self.reply, &mut self.outboxes) {
+                self.stats.reply_dropped += 1;
+                self.drop_conn(dp, db, id);
+                return;
+            }
+            if let Some(end) = end {
+                begin_close(conn, end, &mut self.stats);
+                self.closing.push((id, Instant::now() + options.close_linger));
+                return;
+            }
+            if db.has_ready() {
+                self.wake(dp, db, Instant::now());
+            }
+            if !stopped {
+                return;
+            }
+        }
+    }
+
+    /// Sends their replies to the clients [`RespDb::take_woken`] unblocked
+    /// (served, timed out, or named by CLIENT UNBLOCK); their input that
+    /// waited runs in [`resume_waiting`](Self::resume_waiting).
+    fn wake<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, now: Instant) {
+        if !db.has_woken(now) {
+            return;
+        }
+        for (session, mut reply) in db.take_woken(now) {
+            let Some(id) = self.by_id.get(&session).copied() else { continue };
+            let Some(conn) = self.conns.get_mut(&id) else { continue };
+            if conn.closing {
+                continue;
+            }
+            if !queue_reply(dp, conn, id, &mut reply, &mut self.outboxes) {
+                self.stats.reply_dropped += 1;
+                self.drop_conn(dp, db, id);
+                continue;
+            }
+            if !conn.pending.is_empty() {
+                self.resume.push_back(id);
+            }
+        }
+    }
+
+    /// Runs the input that waited on connections that may go on now (a
+    /// client unblocked, or a reply that has left).
+    fn resume_waiting<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, options: &ServeOptions) {
+        while let Some(id) = self.resume.pop_front() {
+            self.run_conn(dp, db, options, id, &[]);
+        }
+    }
+
+    /// Closes connection `id` at once and forgets it.
+    fn drop_conn<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, id: ConnId) {
+        dp.close_conn(id);
+        forget_conn(&mut self.conns, id, &mut self.outboxes, db);
+        self.closed_now.push(id);
+    }
+
     /// Sends more of each reply left waiting for room; once one has all
-    /// left, runs the input that waited behind it. Disconnects a client
-    /// that has read nothing for [`ServeOptions::not_reading`].
+    /// left, the input that waited behind it goes on the list to resume.
+    /// Disconnects a client that has read nothing for
+    /// [`ServeOptions::not_reading`].
     fn send_outboxes<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, options: &ServeOptions) {
         if self.outboxes == 0 {
             return;
         }
         let now = Instant::now();
-        let (stats, reply) = (&mut self.stats, &mut self.reply);
         let mut dropped = Vec::new();
         for (&id, conn) in self.conns.iter_mut() {
-            while let Some(out) = conn.out.as_mut() {
-                let before = out.at;
-                match send_reply(dp, id, &out.reply, &mut out.at) {
-                    Sent::Done => {
-                        conn.out = None;
-                        self.outboxes -= 1;
+            let Some(out) = conn.out.as_mut() else { continue };
+            let before = out.at;
+            match send_reply(dp, id, &out.reply, &mut out.at) {
+                Sent::Done => {
+                    conn.out = None;
+                    self.outboxes -= 1;
+                    if !conn.pending.is_empty() && !conn.closing {
+                        self.resume.push_back(id);
                     }
-                    Sent::Blocked => {
-                        if out.at != before {
-                            out.progress = now;
-                        } else if now.duration_since(out.progress) > options.not_reading {
-                            stats.reply_dropped += 1;
-                            dropped.push(id);
-                        }
-                        break;
-                    }
-                    Sent::Failed => {
-                        stats.reply_dropped += 1;
+                }
+                Sent::Blocked => {
+                    if out.at != before {
+                        out.progress = now;
+                    } else if now.duration_since(out.progress) > options.not_reading {
+                        self.stats.reply_dropped += 1;
                         dropped.push(id);
-                        break;
                     }
                 }
-                // The input that waited: its commands now, their replies
-                // perhaps blocked again.
-                if conn.pending.is_empty() || conn.closing {
-                    break;
-                }
-                reply.clear();
-                let end = handle_input(db, conn, &[], &options.limits, reply, stats);
-                if !reply.is_empty() {
-                    let out = Outbox {
-                        reply: std::mem::replace(reply, Reply::new(db.threshold())),
-                        at: Cursor::default(),
-                        progress: now,
-                    };
-                    conn.out = Some(out);
-                    self.outboxes += 1;
-                }
-                if let Some(end) = end {
-                    begin_close(conn, end, stats);
-                    self.closing.push((id, now + options.close_linger));
+                Sent::Failed => {
+                    self.stats.reply_dropped += 1;
+                    dropped.push(id);
                 }
             }
         }
         for id in dropped {
             dp.close_conn(id);
+            // Its input waits for nothing now.
+            self.resume.retain(|&r| r != id);
             forget_conn(&mut self.conns, id, &mut self.outboxes, db);
         }
         let _ = dp.flush();
@@ -365,7 +418,6 @@ impl RespLoop {
         if messages.is_empty() {
             return;
         }
-        let now = Instant::now();
         let mut dropped = Vec::new();
         for (id, message) in messages {
             let Some(conn) = self.by_id.get(&id).copied().filter(|c| self.conns.contains_key(c)) else {
@@ -384,21 +436,10 @@ impl RespLoop {
                 dropped.push(conn);
                 continue;
             }
-            match state.out.as_mut() {
-                Some(out) => out.reply.raw(&message),
-                None => {
-                    let mut reply = Reply::new(db.threshold());
-                    reply.raw(&message);
-                    let mut at = Cursor::default();
-                    match send_reply(dp, conn, &reply, &mut at) {
-                        Sent::Done => {}
-                        Sent::Blocked => {
-                            state.out = Some(Outbox { reply, at, progress: now });
-                            self.outboxes += 1;
-                        }
-                        Sent::Failed => dropped.push(conn),
-                    }
-                }
+            let mut reply = Reply::new(db.threshold());
+            reply.raw(&message);
+            if !queue_reply(dp, state, conn, &mut reply, &mut self.outboxes) {
+                dropped.push(conn);
             }
         }
         for conn in dropped {
@@ -414,11 +455,13 @@ impl RespLoop {
         let _ = dp.flush();
     }
 
-    fn wait_time(&self) -> Duration {
-        if self.closing.is_empty() {
-            WAIT
-        } else {
-            Duration::from_millis(1)
+    /// How long the loop may sleep: until a blocked client's time is up
+    /// at the latest.
+    fn wait_time(&self, db: &RespDb) -> Duration {
+        let wait = if self.closing.is_empty() { WAIT } else { Duration::from_millis(1) };
+        match db.next_deadline() {
+            Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+            None => wait,
         }
     }
 }
@@ -438,7 +481,7 @@ pub fn serve<D: RawTransport>(
     let mut resp = RespLoop::new(db.threshold());
     while keep_going(&resp.stats) {
         if resp.batch(dp, db, options)? == 0 {
-            dp.wait(resp.wait_time())?;
+            dp.wait(resp.wait_time(db))?;
         }
     }
     Ok(resp.stats)
@@ -527,7 +570,10 @@ fn begin_close(conn: &mut Conn, end: End, stats: &mut RespStats) {
     conn.pending = Vec::new();
 }
 
-/// Runs the commands `input` completes on `conn`, appending replies.
+/// Runs the commands `input` completes on `conn`, appending replies;
+/// why the connection ends, if it does, and whether it stopped before the
+/// end of its input (a command blocked, or made a key someone waits on
+/// ready: the rest is kept in `conn.pending`).
 fn handle_input(
     db: &mut RespDb,
     conn: &mut Conn,
@@ -535,26 +581,35 @@ fn handle_input(
     limits: &Limits,
     reply: &mut Reply<RcBuf>,
     stats: &mut RespStats,
-) -> Option<End> {
+) -> (Option<End>, bool) {
     if !conn.pending.is_empty() {
         conn.pending.extend_from_slice(input);
         if conn.pending.len() < conn.need {
             // Nothing can be complete yet; the limit still holds.
-            return (conn.pending.len() > limits.max_query_buffer).then_some(End::QueryBufferFull);
+            return ((conn.pending.len() > limits.max_query_buffer).then_some(End::QueryBufferFull), false);
         }
     }
     let owned = (!conn.pending.is_empty()).then(|| std::mem::take(&mut conn.pending));
     let buf: &[u8] = owned.as_deref().unwrap_or(input);
     let mut at = 0;
     let mut end = None;
+    let mut stopped = false;
     loop {
         match next_command(&buf[at..], limits) {
             Ok(Next::Command(cmd, used)) => {
                 at += used;
                 stats.commands += 1;
-                if db.execute(&cmd, &mut conn.session, reply) == After::Close {
-                    end = Some(End::Quit);
-                    break;
+                match db.execute(&cmd, &mut conn.session, reply) {
+                    After::Close => {
+                        end = Some(End::Quit);
+                        break;
+                    }
+                    After::Continue if !db.has_ready() => {}
+                    // Blocked, or others to answer first: the rest waits.
+                    After::Block | After::Continue => {
+                        stopped = at < buf.len();
+                        break;
+                    }
                 }
             }
             Ok(Next::Incomplete { need }) => {
@@ -586,7 +641,43 @@ fn handle_input(
             None => conn.pending.extend_from_slice(&input[at..]),
         }
     }
-    end
+    if stopped {
+        // What is kept may be whole commands.
+        conn.need = 0;
+    }
+    (end, stopped)
+}
+
+/// Queues `reply` on `conn` (behind a reply still leaving, or at once; what
+/// the datapath has no room for waits in the outbox); false when the
+/// datapath refused it (close the connection). Leaves `reply` empty or
+/// replaced.
+fn queue_reply<D: Datapath>(
+    dp: &mut D,
+    conn: &mut Conn,
+    id: ConnId,
+    reply: &mut Reply<RcBuf>,
+    outboxes: &mut usize,
+) -> bool {
+    if reply.is_empty() {
+        return true;
+    }
+    if let Some(out) = conn.out.as_mut() {
+        out.reply.append(reply);
+        return true;
+    }
+    let mut at = Cursor::default();
+    match send_reply(dp, id, reply, &mut at) {
+        Sent::Done => true,
+        Sent::Blocked => {
+            let threshold = reply.threshold();
+            let reply = std::mem::replace(reply, Reply::new(threshold));
+            conn.out = Some(Outbox { reply, at, progress: Instant::now() });
+            *outboxes += 1;
+            true
+        }
+        Sent::Failed => false,
+    }
 }
 
 /// Queues `reply` on `conn` from `at` on, as one message per [`CHUNK`],

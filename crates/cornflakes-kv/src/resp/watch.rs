@@ -82,6 +82,17 @@ pub(super) fn written_keys<'c>(name: &str, args: &'c [std::borrow::Cow<'_, [u8]>
         "mset" | "msetnx" => all(2),
         "del" | "unlink" => all(1),
         "rename" | "renamenx" | "smove" | "lmove" | "rpoplpush" => args.iter().take(2).map(|a| &a[..]).collect(),
+        "blmove" | "brpoplpush" => args.iter().take(2).map(|a| &a[..]).collect(),
+        // Every key but the timeout.
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
+            args[..args.len().saturating_sub(1)].iter().map(|a| &a[..]).collect()
+        }
+        // numkeys, then the keys (BLMPOP: after the timeout).
+        "lmpop" | "blmpop" => {
+            let at = usize::from(name == "blmpop");
+            let n = args.get(at).and_then(|n| super::integer_arg(n)).and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+            args.iter().skip(at + 1).take(n).map(|a| &a[..]).collect()
+        }
         _ => args.first().map(|a| vec![&a[..]]).unwrap_or_default(),
     }
 }

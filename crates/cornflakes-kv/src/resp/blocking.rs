@@ -1,0 +1,476 @@
+//! Blocking pops, as Redis 7.0 has them: BLPOP BRPOP BLMOVE BRPOPLPUSH
+//! BLMPOP BZPOPMIN BZPOPMAX (and LMPOP, BLMPOP's form that does not
+//! wait), with CLIENT UNBLOCK.
+//!
+//! A blocking command that finds nothing to pop leaves its connection
+//! waiting on its keys: the connection's further input waits unread, as in
+//! Redis. A command that writes a key someone waits on marks the key ready;
+//! the serving loop then asks [`RespDb::take_woken`] for the clients served,
+//! after that command and before the next one (Redis serves blocked clients
+//! after each command too), in the order they blocked, each from the key
+//! that became ready. A client whose time is up gets the null array; one
+//! CLIENT UNBLOCK names gets the null array or Redis's `UNBLOCKED` error.
+//! Inside MULTI a blocking command does not wait: it answers what the
+//! non-blocking command would (the null array, or BLMOVE's null).
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use cornflakes::RcBuf;
+use cornflakes_resp::Reply;
+use hashbrown::{HashMap, HashSet};
+
+use super::list::side;
+use super::zset::format_score;
+use super::{arity_error, integer_arg, After, Kind, RespDb, Session, SYNTAX, WRONGTYPE};
+
+/// What a blocked client does once a key it waits on holds something.
+#[derive(Clone, Debug)]
+enum Op {
+    /// BLPOP, BRPOP: one element, answered `[key, element]`.
+    Pop { left: bool },
+    /// BLMPOP: up to `count` elements, answered `[key, [elements]]`.
+    MPop { left: bool, count: usize },
+    /// BLMOVE, BRPOPLPUSH: one element moved to `dst`, answered as the element.
+    Move { dst: Box<[u8]>, from_left: bool, to_left: bool },
+    /// BZPOPMIN, BZPOPMAX: one member, answered `[key, member, score]`.
+    ZPop { min: bool },
+}
+
+impl Op {
+    fn kind(&self) -> Kind {
+        match self {
+            Op::ZPop { .. } => Kind::ZSet,
+            _ => Kind::List,
+        }
+    }
+}
+
+/// A client waiting on keys.
+#[derive(Debug)]
+struct Blocked {
+    /// The database its keys are in.
+    db: usize,
+    keys: Vec<Box<[u8]>>,
+    op: Op,
+    /// When it gets the null array (`None`: never).
+    deadline: Option<Instant>,
+}
+
+/// Every blocked client, by key, by connection and by deadline; the keys
+/// made ready since the serving loop last asked; the replies decided
+/// elsewhere (CLIENT UNBLOCK).
+#[derive(Debug, Default)]
+pub(super) struct Blocking {
+    by_key: HashMap<(usize, Box<[u8]>), VecDeque<u64>>,
+    by_session: HashMap<u64, Blocked>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Keys a write touched while someone waits on them, in the order
+    /// they were touched (each once).
+    ready: Vec<(usize, Box<[u8]>)>,
+    ready_set: HashSet<(usize, Box<[u8]>)>,
+    /// Clients unblocked by CLIENT UNBLOCK, with their replies.
+    kicked: Vec<(u64, Reply<RcBuf>)>,
+}
+
+impl Blocking {
+    /// Whether no client is blocked.
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_session.is_empty()
+    }
+
+    /// Marks `key` of database `db` ready if a client waits on it.
+    pub(super) fn signal(&mut self, db: usize, key: &[u8]) {
+        let k = (db, Box::<[u8]>::from(key));
+        if self.by_key.contains_key(&k) && self.ready_set.insert(k.clone()) {
+            self.ready.push(k);
+        }
+    }
+
+    /// Marks every key a client waits on ready (SWAPDB, MOVE, COPY: keys
+    /// of another database changed).
+    pub(super) fn signal_all(&mut self) {
+        let keys: Vec<_> = self.by_key.keys().cloned().collect();
+        for (db, key) in keys {
+            self.signal(db, &key);
+        }
+    }
+
+    fn block(&mut self, id: u64, blocked: Blocked) {
+        for key in &blocked.keys {
+            let waiting = self.by_key.entry((blocked.db, key.clone())).or_default();
+            // A key named twice (BLPOP k k 0) waits once.
+            if waiting.back() != Some(&id) {
+                waiting.push_back(id);
+            }
+        }
+        if let Some(at) = blocked.deadline {
+            self.deadlines.insert((at, id));
+        }
+        self.by_session.insert(id, blocked);
+    }
+
+    /// Takes client `id` off every key it waits on; what it waited for.
+    fn unblock(&mut self, id: u64) -> Option<Blocked> {
+        let blocked = self.by_session.remove(&id)?;
+        for key in &blocked.keys {
+            let k = (blocked.db, key.clone());
+            if let Some(waiting) = self.by_key.get_mut(&k) {
+                waiting.retain(|&w| w != id);
+                if waiting.is_empty() {
+                    self.by_key.remove(&k);
+                }
+            }
+        }
+        if let Some(at) = blocked.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(blocked)
+    }
+}
+
+/// The commands of this module, for the dispatcher.
+pub(super) const BLOCKING_COMMANDS: &[&str] =
+    &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "lmpop", "bzpopmin", "bzpopmax"];
+
+/// i64::MAX milliseconds, as an `f64` (2^63).
+const I64_MAX_MS: f64 = 9_223_372_036_854_775_808.0;
+
+/// LMPOP's arguments after `numkeys`: the keys, whether from the left, and
+/// the count.
+type MPop<'c, 'a> = (&'c [Cow<'a, [u8]>], bool, usize);
+
+/// Redis's `timeout` argument in seconds (a float): `Ok(None)` for 0
+/// (wait for ever). Redis converts it to whole milliseconds rounding up and
+/// takes a value past `i64` milliseconds (and infinity) for a negative one.
+fn timeout(arg: &[u8]) -> Result<Option<Duration>, &'static str> {
+    const NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+    let text = std::str::from_utf8(arg).map_err(|_| NOT_FLOAT)?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return Err(NOT_FLOAT);
+    }
+    let secs: f64 = text.parse().map_err(|_| NOT_FLOAT)?;
+    if secs.is_nan() {
+        return Err(NOT_FLOAT);
+    }
+    let ms = (secs * 1000.0).ceil();
+    // Past i64 milliseconds Redis's conversion yields i64::MIN.
+    if !(0.0..I64_MAX_MS).contains(&ms) {
+        return Err("ERR timeout is negative");
+    }
+    Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// LMPOP/BLMPOP's `numkeys key [key ...] LEFT|RIGHT [COUNT count]`:
+/// the keys, the side and the count.
+fn mpop_args<'c, 'a>(args: &'c [Cow<'a, [u8]>]) -> Result<MPop<'c, 'a>, &'static str> {
+    let n = integer_arg(&args[0]).filter(|&n| n > 0).ok_or("ERR numkeys should be greater than 0")?;
+    let n = usize::try_from(n).map_err(|_| SYNTAX)?;
+    let rest = args.get(1..).unwrap_or_default();
+    if n >= rest.len() {
+        return Err(SYNTAX);
+    }
+    let (keys, rest) = rest.split_at(n);
+    let left = side(&rest[0]).ok_or(SYNTAX)?;
+    let count = match &rest[1..] {
+        [] => 1,
+        [opt, n] if opt.eq_ignore_ascii_case(b"count") => integer_arg(n)
+            .filter(|&n| n > 0)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or("ERR count should be greater than 0")?,
+        _ => return Err(SYNTAX),
+    };
+    Ok((keys, left, count))
+}
+
+impl RespDb {
+    /// Runs blocking command `name` (its arity checked): serves it at once
+    /// when a key holds something, else blocks `session` (or, inside
+    /// MULTI, answers the null array).
+    pub(super) fn blocking_command(
+        &mut self,
+        name: &str,
+        args: &[Cow<'_, [u8]>],
+        session: &Session,
+        reply: &mut Reply<RcBuf>,
+    ) -> After {
+        // The arguments, checked in Redis's order: the timeout first for
+        // BLPOP and BLMPOP, after the sides for BLMOVE.
+        let parsed = match name {
+            "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
+                let (keys, t) = args.split_at(args.len() - 1);
+                let op = match name {
+                    "blpop" | "brpop" => Op::Pop { left: name == "blpop" },
+                    _ => Op::ZPop { min: name == "bzpopmin" },
+                };
+                timeout(&t[0]).map(|t| (keys, op, t))
+            }
+            "brpoplpush" => timeout(&args[2])
+                .map(|t| (&args[..1], Op::Move { dst: args[1][..].into(), from_left: false, to_left: true }, t)),
+            "blmove" => match (side(&args[2]), side(&args[3])) {
+                (Some(from_left), Some(to_left)) => {
+                    timeout(&args[4]).map(|t| (&args[..1], Op::Move { dst: args[1][..].into(), from_left, to_left }, t))
+                }
+                _ => Err(SYNTAX),
+            },
+            "blmpop" | "lmpop" => {
+                let (t, rest) = if name == "blmpop" {
+                    match timeout(&args[0]) {
+                        Ok(t) => (t, &args[1..]),
+                        Err(e) => return error(reply, e),
+                    }
+                } else {
+                    (None, args)
+                };
+                mpop_args(rest).map(|(keys, left, count)| (keys, Op::MPop { left, count }, t))
+            }
+            _ => unreachable!("not a blocking command: {name}"),
+        };
+        let (keys, op, wait) = match parsed {
+            Ok(p) => p,
+            Err(e) => return error(reply, e),
+        };
+        // The first key that holds something serves it; one of another
+        // kind is an error, as in Redis (keys after it are not looked at).
+        for key in keys {
+            match self.kind(key) {
+                None => {}
+                Some(k) if k == op.kind() => {
+                    self.serve(key, &op, reply);
+                    return After::Continue;
+                }
+                Some(_) => return error(reply, WRONGTYPE),
+            }
+        }
+        // Nothing to pop: LMPOP and commands inside MULTI do not wait.
+        // (What LMOVE would answer for BLMOVE; a timeout is the null
+        // array for every command, as in Redis.)
+        if name == "lmpop" || self.in_exec || session.multi.is_some() {
+            match op {
+                Op::Move { .. } => reply.null(),
+                _ => reply.null_array(),
+            }
+            return After::Continue;
+        }
+        let deadline = wait.map(|w| Instant::now().checked_add(w).unwrap_or_else(far_future));
+        let blocked = Blocked { db: self.db, keys: keys.iter().map(|k| k[..].into()).collect(), op, deadline };
+        self.blocking.block(session.id, blocked);
+        After::Block
+    }
+
+    /// Pops for `op` from `key`, which holds a non-empty value of `op`'s
+    /// kind, writing the blocking command's reply.
+    fn serve(&mut self, key: &[u8], op: &Op, reply: &mut Reply<RcBuf>) {
+        match op {
+            Op::Pop { left } => {
+                let Some(v) = self.store.pop(key, *left) else { return reply.null_array() };
+                reply.array(2);
+                reply.bulk(key);
+                self.value(reply, &v);
+                self.settle_after_pop(key);
+            }
+            Op::MPop { left, count } => {
+                let n = (*count).min(self.store.get(key).map_or(0, |l| l.len()));
+                reply.array(2);
+                reply.bulk(key);
+                reply.array(n);
+                for _ in 0..n {
+                    if let Some(v) = self.store.pop(key, *left) {
+                        self.value(reply, &v);
+                    }
+                }
+                self.settle_after_pop(key);
+            }
+            Op::Move { dst, from_left, to_left } => {
+                self.lmove(key, dst, *from_left, *to_left, reply);
+                // The destination may be what someone else waits on.
+                self.blocking.signal(self.db, dst);
+            }
+            Op::ZPop { min } => {
+                let popped = self.store.zset(key).and_then(|z| {
+                    let at = if *min { 0 } else { z.len().checked_sub(1)? };
+                    z.get_index(at).map(|(m, s)| (Box::<[u8]>::from(m), s))
+                });
+                let Some((member, score)) = popped else { return reply.null_array() };
+                self.store.zset_remove(key, &member);
+                reply.array(3);
+                reply.bulk(key);
+                reply.bulk(&member);
+                reply.bulk(format_score(score).as_bytes());
+                if self.store.zset(key).is_none() {
+                    self.delete(key);
+                }
+            }
+        }
+    }
+
+    /// After a pop from the list of `key`: the key goes with its last
+    /// element.
+    fn settle_after_pop(&mut self, key: &[u8]) {
+        if self.store.get(key).is_none() {
+            self.delete(key);
+        }
+    }
+
+    /// Whether connection `id` is blocked (its input waits).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        !self.blocking.is_empty() && self.blocking.by_session.contains_key(&id)
+    }
+
+    /// Whether a key someone waits on was written, or CLIENT UNBLOCK named
+    /// a client, since the last [`take_woken`](Self::take_woken).
+    pub fn has_ready(&self) -> bool {
+        !self.blocking.ready.is_empty() || !self.blocking.kicked.is_empty()
+    }
+
+    /// Whether [`take_woken`](Self::take_woken) has something to do now:
+    /// a key made ready, a client unblocked, or a deadline passed.
+    pub fn has_woken(&self, now: Instant) -> bool {
+        self.has_ready() || self.blocking.deadlines.first().is_some_and(|&(at, _)| at <= now)
+    }
+
+    /// When the first blocked client's time is up, if any has a deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.blocking.deadlines.first().map(|&(at, _)| at)
+    }
+
+    /// The clients unblocked since the last call, each with its reply (by
+    /// connection id, [`Session::id`]), in the order Redis would answer
+    /// them: those CLIENT UNBLOCK named, those served by the keys made
+    /// ready (each key's clients in the order they blocked, while it
+    /// holds something), then those whose time is up at `now`.
+    pub fn take_woken(&mut self, now: Instant) -> Vec<(u64, Reply<RcBuf>)> {
+        let mut woken = std::mem::take(&mut self.blocking.kicked);
+        let back = self.db;
+        // Serving may make more keys ready (BLMOVE's destination).
+        while !self.blocking.ready.is_empty() {
+            let ready = std::mem::take(&mut self.blocking.ready);
+            for (db, key) in ready {
+                self.blocking.ready_set.remove(&(db, key.clone()));
+                self.use_db(db);
+                self.serve_waiting(db, &key, &mut woken);
+            }
+        }
+        self.use_db(back);
+        while let Some(&(at, id)) = self.blocking.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.blocking.unblock(id);
+            let mut reply = Reply::new(self.threshold);
+            reply.null_array();
+            woken.push((id, reply));
+        }
+        woken
+    }
+
+    /// Serves the clients waiting on `key` (of the current database `db`)
+    /// in the order they blocked, while it holds what they wait for.
+    fn serve_waiting(&mut self, db: usize, key: &[u8], woken: &mut Vec<(u64, Reply<RcBuf>)>) {
+        loop {
+            let Some(&id) = self.blocking.by_key.get(&(db, Box::from(key))).and_then(|w| w.front()) else { return };
+            let Some(op) = self.blocking.by_session.get(&id).map(|b| b.op.clone()) else { return };
+            // A key of another kind, or gone again: they wait on.
+            if self.kind(key) != Some(op.kind()) {
+                return;
+            }
+            let mut reply = Reply::new(self.threshold);
+            if let Op::Move { dst, .. } = &op {
+                // Redis answers a destination of another kind with the
+                // error, and the element stays.
+                if self.kind(dst).is_some_and(|k| k != Kind::List) {
+                    reply.error(WRONGTYPE);
+                    self.blocking.unblock(id);
+                    woken.push((id, reply));
+                    continue;
+                }
+            }
+            self.serve(key, &op, &mut reply);
+            self.watchers.touched(key);
+            if let Op::Move { dst, .. } = &op {
+                self.watchers.touched(dst);
+            }
+            self.blocking.unblock(id);
+            woken.push((id, reply));
+        }
+    }
+
+    /// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`.
+    pub(super) fn client_unblock(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        if args.len() < 2 {
+            return reply.error(&arity_error("client|unblock"));
+        }
+        if args.len() > 3 {
+            return reply.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                super::lossy(&args[0])
+            ));
+        }
+        let error = match args.get(2) {
+            None => false,
+            Some(how) if how.eq_ignore_ascii_case(b"timeout") => false,
+            Some(how) if how.eq_ignore_ascii_case(b"error") => true,
+            Some(_) => return reply.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        };
+        let Some(id) = args.get(1).and_then(|a| integer_arg(a)) else {
+            return reply.error(super::NOT_INTEGER);
+        };
+        let Some(_) = u64::try_from(id).ok().and_then(|id| self.blocking.unblock(id)) else {
+            return reply.integer(0);
+        };
+        let mut answer = Reply::new(self.threshold);
+        if error {
+            answer.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        } else {
+            answer.null_array();
+        }
+        self.blocking.kicked.push((id as u64, answer));
+        reply.integer(1);
+    }
+
+    /// Forgets what connection `id` waited on (it has gone).
+    pub(super) fn end_blocking(&mut self, id: u64) {
+        if !self.blocking.is_empty() {
+            self.blocking.unblock(id);
+        }
+    }
+
+    /// Clients blocked now (INFO's `blocked_clients`).
+    pub(super) fn blocked_clients(&self) -> usize {
+        self.blocking.by_session.len()
+    }
+}
+
+fn error(reply: &mut Reply<RcBuf>, e: &str) -> After {
+    reply.error(e);
+    After::Continue
+}
+
+/// A deadline past any wait (a timeout `Instant` cannot hold).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(1 << 40)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_parse_as_redis_7_0_does() {
+        assert_eq!(timeout(b"0"), Ok(None));
+        assert_eq!(timeout(b"-0"), Ok(None));
+        assert_eq!(timeout(b"1.5"), Ok(Some(Duration::from_millis(1500))));
+        // Rounded up to whole milliseconds: a tiny timeout still times out.
+        assert_eq!(timeout(b"0.0001"), Ok(Some(Duration::from_millis(1))));
+        assert_eq!(timeout(b"-1"), Err("ERR timeout is negative"));
+        assert_eq!(timeout(b"inf"), Err("ERR timeout is negative"));
+        assert_eq!(timeout(b"9999999999999999"), Err("ERR timeout is negative"));
+        // Far, but within i64 milliseconds: waits (Redis rounds in `long double`,
+        // so the last few thousand seconds before i64::MAX ms differ).
+        assert!(timeout(b"9000000000000000").unwrap().is_some());
+        for bad in [&b"x"[..], b"", b" 1", b"nan", b"1.5abc", b"\xff"] {
+            assert_eq!(timeout(bad), Err("ERR timeout is not a float or out of range"), "{bad:?}");
+        }
+    }
+}
