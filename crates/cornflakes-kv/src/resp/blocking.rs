@@ -454,7 +454,149 @@ fn far_future() -> Instant {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
+    use cornflakes::Pool;
+    use cornflakes_resp::{parse_command, Limits};
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::resp::resp_limits;
+    use crate::Store;
+
+    /// What a connection does (a blocked one does nothing until woken).
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// `RPUSH key v` by connection `by`.
+        Push { by: usize, key: usize },
+        /// `BLPOP keys.. 0` by connection `by`.
+        Wait { by: usize, keys: Vec<usize> },
+        /// Connection `by` goes away.
+        Leave { by: usize },
+        /// `CLIENT UNBLOCK` of connection `who`, by connection `by`.
+        Unblock { by: usize, who: usize },
+    }
+
+    const CONNS: usize = 4;
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0..CONNS, 0..KEYS.len()).prop_map(|(by, key)| Step::Push { by, key }),
+            3 => (0..CONNS, proptest::collection::vec(0..KEYS.len(), 1..3)).prop_map(|(by, keys)| Step::Wait { by, keys }),
+            1 => (0..CONNS).prop_map(|by| Step::Leave { by }),
+            1 => (0..CONNS, 0..CONNS).prop_map(|(by, who)| Step::Unblock { by, who }),
+        ]
+    }
+
+    fn exec(db: &mut RespDb, session: &mut Session, line: &str) -> (After, String) {
+        let line = format!("{line}\r\n");
+        let (cmd, _) = parse_command(line.as_bytes(), &Limits::default()).unwrap().unwrap();
+        let mut reply = Reply::new(db.threshold());
+        let after = db.execute(&cmd, session, &mut reply);
+        (after, String::from_utf8(reply.to_vec()).unwrap())
+    }
+
+    fn popped(key: &str, v: u32) -> String {
+        let v = v.to_string();
+        format!("*2\r\n${}\r\n{key}\r\n${}\r\n{v}\r\n", key.len(), v.len())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+        /// Pushes, blocking pops over several keys, connections leaving and
+        /// CLIENT UNBLOCK give the answers of a model that serves each
+        /// pushed key's waiters in the order they blocked: every element is
+        /// popped once or stays in its list, never lost or given twice.
+        #[test]
+        fn waiters_are_served_as_a_fifo_model_says(steps in proptest::collection::vec(step(), 1..60)) {
+            let mut db = RespDb::new(Store::new(Pool::new().unwrap(), resp_limits()), 512);
+            let mut next_id = 1;
+            let mut sessions: Vec<Session> = (0..CONNS).map(|_| { next_id += 1; db.new_session(next_id - 1) }).collect();
+            let mut lists: Vec<VecDeque<u32>> = vec![VecDeque::new(); KEYS.len()];
+            // The model: per key the connections waiting, in order; per
+            // connection the keys it waits on.
+            let mut waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); KEYS.len()];
+            let mut blocked: Vec<Option<Vec<usize>>> = vec![None; CONNS];
+            let mut value = 0u32;
+            for step in steps {
+                let mut expect: Vec<(u64, String)> = Vec::new();
+                match step {
+                    Step::Push { by, key } if blocked[by].is_none() => {
+                        value += 1;
+                        let (_, r) = exec(&mut db, &mut sessions[by], &format!("RPUSH {} {value}", KEYS[key]));
+                        lists[key].push_back(value);
+                        prop_assert_eq!(r, format!(":{}\r\n", lists[key].len()));
+                        while let (Some(&who), Some(_)) = (waiting[key].front(), lists[key].front()) {
+                            let v = lists[key].pop_front().unwrap();
+                            expect.push((sessions[who].id, popped(KEYS[key], v)));
+                            for k in blocked[who].take().unwrap() {
+                                waiting[k].retain(|&w| w != who);
+                            }
+                        }
+                    }
+                    Step::Wait { by, keys } if blocked[by].is_none() => {
+                        let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
+                        let (after, r) = exec(&mut db, &mut sessions[by], &format!("BLPOP {} 0", names.join(" ")));
+                        match keys.iter().find(|&&k| !lists[k].is_empty()) {
+                            Some(&k) => {
+                                let v = lists[k].pop_front().unwrap();
+                                prop_assert_eq!(after, After::Continue);
+                                prop_assert_eq!(r, popped(KEYS[k], v));
+                            }
+                            None => {
+                                prop_assert_eq!(after, After::Block);
+                                prop_assert_eq!(r, "");
+                                for &k in &keys {
+                                    if !waiting[k].contains(&by) {
+                                        waiting[k].push_back(by);
+                                    }
+                                }
+                                blocked[by] = Some(keys);
+                            }
+                        }
+                    }
+                    Step::Leave { by } => {
+                        db.end_session(sessions[by].id);
+                        if let Some(keys) = blocked[by].take() {
+                            for k in keys {
+                                waiting[k].retain(|&w| w != by);
+                            }
+                        }
+                        next_id += 1;
+                        sessions[by] = db.new_session(next_id - 1);
+                    }
+                    Step::Unblock { by, who } if blocked[by].is_none() => {
+                        let line = format!("CLIENT UNBLOCK {}", sessions[who].id);
+                        let (_, r) = exec(&mut db, &mut sessions[by], &line);
+                        match blocked[who].take() {
+                            Some(keys) => {
+                                prop_assert_eq!(r, ":1\r\n");
+                                for k in keys {
+                                    waiting[k].retain(|&w| w != who);
+                                }
+                                expect.push((sessions[who].id, "*-1\r\n".to_owned()));
+                            }
+                            None => prop_assert_eq!(r, ":0\r\n"),
+                        }
+                    }
+                    _ => continue,
+                }
+                let woken: Vec<(u64, String)> = db
+                    .take_woken(Instant::now())
+                    .into_iter()
+                    .map(|(id, r)| (id, String::from_utf8(r.to_vec()).unwrap()))
+                    .collect();
+                prop_assert_eq!(woken, expect);
+                prop_assert_eq!(db.blocked_clients(), blocked.iter().flatten().count());
+                for (k, list) in lists.iter().enumerate() {
+                    let len = db.store().get(KEYS[k].as_bytes()).map_or(0, |l| l.len());
+                    prop_assert_eq!(len, list.len());
+                }
+            }
+        }
+    }
 
     #[test]
     fn timeouts_parse_as_redis_7_0_does() {
