@@ -2243,3 +2243,36 @@ fn brpop_workers_take_every_job_exactly_once() {
     let stats = ours.stop();
     assert_eq!(stats.protocol_errors + stats.reply_dropped, 0);
 }
+
+/// HRANDFIELD, one command a `redis-cli` run (`=` exact, `~` as a set of
+/// lines, `#` by number of lines: a random pick), against redis-server.
+#[test]
+fn hrandfield_answers_as_redis_server_does() {
+    same_answers_line_by_line(
+        "= FLUSHALL
+= HSET h a 1 b 2 c 3
+= SET str v
+= HRANDFIELD nokey
+= HRANDFIELD nokey 2
+= HRANDFIELD nokey 2 WITHVALUES
+= HRANDFIELD h 0
+= HRANDFIELD h x
+= HRANDFIELD h 1 foo
+= HRANDFIELD h 1 WITHVALUES x
+= HRANDFIELD h -9223372036854775808
+= HRANDFIELD h -9223372036854775807 WITHVALUES
+= HRANDFIELD str
+= HRANDFIELD str 1
+= HRANDFIELD str x
+~ HRANDFIELD h 5 WITHVALUES
+~ HRANDFIELD h 3
+# HRANDFIELD h
+# HRANDFIELD h 2
+# HRANDFIELD h 2 WITHVALUES
+# HRANDFIELD h -7
+# HRANDFIELD h -7 withvalues
+= HSET one f v
+= HRANDFIELD one
+= HRANDFIELD one -3 WITHVALUES",
+    );
+}

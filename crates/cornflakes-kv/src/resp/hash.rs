@@ -12,6 +12,68 @@ use super::{arity_error, glob_match, integer_arg, status_error, Kind, RespDb, NO
 use crate::store::Hash;
 
 impl RespDb {
+    /// `HRANDFIELD key [count [WITHVALUES]]`: the arguments checked before
+    /// the key, as Redis does; a positive count picks distinct fields, a
+    /// negative one may repeat them (bounded, as SRANDMEMBER's).
+    fn hrandfield(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let (count, with_values) = match args {
+            [_] => (None, false),
+            [_, n, rest @ ..] => {
+                let with_values = match rest {
+                    [] => false,
+                    [w] if w.eq_ignore_ascii_case(b"withvalues") => true,
+                    _ => return reply.error(SYNTAX),
+                };
+                match integer_arg(n) {
+                    None => return reply.error(NOT_INTEGER),
+                    Some(i64::MIN) => return reply.error(
+                        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                    ),
+                    Some(n) if n < -super::set::MAX_PICKS => return reply.error("ERR value is out of range"),
+                    Some(n) => (Some(n), with_values),
+                }
+            }
+            _ => return reply.error(SYNTAX),
+        };
+        let threshold = self.threshold;
+        let hash = match self.hash_of(&args[0]) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let len = hash.map_or(0, Hash::len);
+        let put = |reply: &mut Reply<RcBuf>, i: usize| {
+            let Some((field, v)) = hash.and_then(|h| h.get_index(i)) else { return };
+            reply.bulk(field);
+            if with_values {
+                if v.len() >= threshold {
+                    reply.bulk_value(v.clone());
+                } else {
+                    reply.bulk(v);
+                }
+            }
+        };
+        let per = if with_values { 2 } else { 1 };
+        match count {
+            None if len == 0 => reply.null(),
+            None => put(reply, fastrand::usize(..len)),
+            Some(_) if len == 0 => reply.array(0),
+            Some(n) if n < 0 => {
+                let n = n.unsigned_abs() as usize;
+                reply.array(per * n);
+                for _ in 0..n {
+                    put(reply, fastrand::usize(..len));
+                }
+            }
+            Some(n) => {
+                let picked = super::set::distinct_positions(len, n as usize);
+                reply.array(per * picked.len());
+                for i in picked {
+                    put(reply, i);
+                }
+            }
+        }
+    }
+
     /// The hash of `key`: `Ok(None)` when missing, `Err` when of another
     /// kind (expired keys removed first).
     fn hash_of(&mut self, key: &[u8]) -> Result<Option<&Hash>, &'static str> {
@@ -24,6 +86,9 @@ impl RespDb {
         let key = &args[0][..];
         if matches!(name, "hset" | "hmset" | "hsetnx" | "hincrby") {
             return self.hash_write(name, args, reply);
+        }
+        if name == "hrandfield" {
+            return self.hrandfield(args, reply);
         }
         let threshold = self.threshold;
         let hash = match self.hash_of(key) {

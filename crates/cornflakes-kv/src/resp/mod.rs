@@ -14,7 +14,7 @@
 //! PERSIST LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LINDEX LLEN LSET LTRIM
 //! LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP BLPOP BRPOP BLMOVE BRPOPLPUSH
 //! BLMPOP BZPOPMIN BZPOPMAX HSET HMSET HSETNX HGET
-//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN SADD
+//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN HRANDFIELD SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
 //! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZRANK
@@ -98,7 +98,7 @@
 //! set commands (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE BYLEX: an error),
 //! ZUNIONSTORE, ZINTERSTORE, ZDIFF, ZRANDMEMBER, ZRANGESTORE,
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
-//! digits, which `f64` cannot reproduce), HRANDFIELD, BZMPOP and ZMPOP,
+//! digits, which `f64` cannot reproduce), BZMPOP and ZMPOP,
 //! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
@@ -322,6 +322,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("hlen", 2, &["readonly", "fast"]),
     ("hmget", -3, &["readonly", "fast"]),
     ("hmset", -4, &["write", "denyoom", "fast"]),
+    ("hrandfield", -2, &["readonly"]),
     ("hscan", -3, &["readonly"]),
     ("hset", -4, &["write", "denyoom", "fast"]),
     ("hsetnx", 4, &["write", "denyoom", "fast"]),
@@ -1076,7 +1077,7 @@ impl RespDb {
             }
             "getrange" | "substr" | "setrange" | "msetnx" => self.string_command(name, args, reply),
             "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hkeys" | "hlen" | "hmget" | "hmset" | "hscan"
-            | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
+            | "hrandfield" | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
             "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
             | "smembers" | "smismember" | "smove" | "spop" | "srandmember" | "srem" | "sscan" | "sunion"
             | "sunionstore" => self.set_command(name, args, reply),

@@ -304,14 +304,9 @@ impl RespDb {
                 }
             }
             Some(n) => {
-                let n = (n as usize).min(len);
-                // The first n of a partial shuffle of the positions.
-                let mut order: Vec<usize> = (0..len).collect();
-                for i in 0..n {
-                    order.swap(i, fastrand::usize(i..len));
-                }
-                reply.array(n);
-                for &i in &order[..n] {
+                let picked = distinct_positions(len, n as usize);
+                reply.array(picked.len());
+                for i in picked {
                     reply.bulk(pick(i));
                 }
             }
@@ -319,8 +314,21 @@ impl RespDb {
     }
 }
 
-/// Picks SRANDMEMBER with a negative count may ask for at most.
-const MAX_PICKS: i64 = 1 << 24;
+/// `n` distinct positions of `len` (all when `n >= len`), at random: the
+/// first `n` of a partial shuffle.
+pub(super) fn distinct_positions(len: usize, n: usize) -> Vec<usize> {
+    let n = n.min(len);
+    let mut order: Vec<usize> = (0..len).collect();
+    for i in 0..n {
+        order.swap(i, fastrand::usize(i..len));
+    }
+    order.truncate(n);
+    order
+}
+
+/// Picks SRANDMEMBER (and HRANDFIELD) with a negative count may ask for at
+/// most.
+pub(super) const MAX_PICKS: i64 = 1 << 24;
 
 fn combine_of(name: &str) -> Combine {
     match name.trim_end_matches("store") {

@@ -62,6 +62,11 @@ impl Hash {
         self.fields.get(field)
     }
 
+    /// The `i`th field and its value, in [`iter`](Self::iter)'s order.
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &RcBuf)> {
+        self.fields.get_index(i).map(|(f, v)| (&f[..], v))
+    }
+
     /// The fields and their values: in insertion order while the hash has
     /// at most 128 fields, as in Redis.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &RcBuf)> + '_ {
