@@ -1,6 +1,6 @@
 //! Blocking pops, as Redis 7.0 has them: BLPOP BRPOP BLMOVE BRPOPLPUSH
-//! BLMPOP BZPOPMIN BZPOPMAX (and LMPOP, BLMPOP's form that does not
-//! wait), with CLIENT UNBLOCK.
+//! BLMPOP BZPOPMIN BZPOPMAX BZMPOP (and LMPOP and ZMPOP, the forms of
+//! BLMPOP and BZMPOP that do not wait), with CLIENT UNBLOCK.
 //!
 //! A blocking command that finds nothing to pop leaves its connection
 //! waiting on its keys: the connection's further input waits unread, as in
@@ -36,12 +36,14 @@ enum Op {
     Move { dst: Box<[u8]>, from_left: bool, to_left: bool },
     /// BZPOPMIN, BZPOPMAX: one member, answered `[key, member, score]`.
     ZPop { min: bool },
+    /// BZMPOP: up to `count` members, answered `[key, [[member, score]..]]`.
+    ZMPop { min: bool, count: usize },
 }
 
 impl Op {
     fn kind(&self) -> Kind {
         match self {
-            Op::ZPop { .. } => Kind::ZSet,
+            Op::ZPop { .. } | Op::ZMPop { .. } => Kind::ZSet,
             _ => Kind::List,
         }
     }
@@ -132,7 +134,7 @@ impl Blocking {
 
 /// The commands of this module, for the dispatcher.
 pub(super) const BLOCKING_COMMANDS: &[&str] =
-    &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "lmpop", "bzpopmin", "bzpopmax"];
+    &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "lmpop", "bzpopmin", "bzpopmax", "bzmpop", "zmpop"];
 
 /// i64::MAX milliseconds, as an `f64` (2^63).
 const I64_MAX_MS: f64 = 9_223_372_036_854_775_808.0;
@@ -162,9 +164,9 @@ fn timeout(arg: &[u8]) -> Result<Option<Duration>, &'static str> {
     Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
 }
 
-/// LMPOP/BLMPOP's `numkeys key [key ...] LEFT|RIGHT [COUNT count]`:
-/// the keys, the side and the count.
-fn mpop_args<'c, 'a>(args: &'c [Cow<'a, [u8]>]) -> Result<MPop<'c, 'a>, &'static str> {
+/// LMPOP's `numkeys key [key ...] LEFT|RIGHT [COUNT count]` (ZMPOP's with
+/// MIN|MAX, which `side` reads): the keys, the side and the count.
+fn mpop_args<'c, 'a>(args: &'c [Cow<'a, [u8]>], side: fn(&[u8]) -> Option<bool>) -> Result<MPop<'c, 'a>, &'static str> {
     let n = integer_arg(&args[0]).filter(|&n| n > 0).ok_or("ERR numkeys should be greater than 0")?;
     let n = usize::try_from(n).map_err(|_| SYNTAX)?;
     let rest = args.get(1..).unwrap_or_default();
@@ -214,8 +216,8 @@ impl RespDb {
                 }
                 _ => Err(SYNTAX),
             },
-            "blmpop" | "lmpop" => {
-                let (t, rest) = if name == "blmpop" {
+            "blmpop" | "lmpop" | "bzmpop" | "zmpop" => {
+                let (t, rest) = if name.starts_with('b') {
                     match timeout(&args[0]) {
                         Ok(t) => (t, &args[1..]),
                         Err(e) => return error(reply, e),
@@ -223,7 +225,11 @@ impl RespDb {
                 } else {
                     (None, args)
                 };
-                mpop_args(rest).map(|(keys, left, count)| (keys, Op::MPop { left, count }, t))
+                if name.ends_with("zmpop") {
+                    mpop_args(rest, min_or_max).map(|(keys, min, count)| (keys, Op::ZMPop { min, count }, t))
+                } else {
+                    mpop_args(rest, side).map(|(keys, left, count)| (keys, Op::MPop { left, count }, t))
+                }
             }
             _ => unreachable!("not a blocking command: {name}"),
         };
@@ -246,7 +252,7 @@ impl RespDb {
         // Nothing to pop: LMPOP and commands inside MULTI do not wait.
         // (What LMOVE would answer for BLMOVE; a timeout is the null
         // array for every command, as in Redis.)
-        if name == "lmpop" || self.in_exec || session.multi.is_some() {
+        if matches!(name, "lmpop" | "zmpop") || self.in_exec || session.multi.is_some() {
             match op {
                 Op::Move { .. } => reply.null(),
                 _ => reply.null_array(),
@@ -288,21 +294,39 @@ impl RespDb {
                 self.blocking.signal(self.db, dst);
             }
             Op::ZPop { min } => {
-                let popped = self.store.zset(key).and_then(|z| {
-                    let at = if *min { 0 } else { z.len().checked_sub(1)? };
-                    z.get_index(at).map(|(m, s)| (Box::<[u8]>::from(m), s))
-                });
-                let Some((member, score)) = popped else { return reply.null_array() };
-                self.store.zset_remove(key, &member);
+                let Some((member, score)) = self.zpop_one(key, *min) else { return reply.null_array() };
                 reply.array(3);
                 reply.bulk(key);
                 reply.bulk(&member);
                 reply.bulk(format_score(score).as_bytes());
-                if self.store.zset(key).is_none() {
-                    self.delete(key);
+            }
+            Op::ZMPop { min, count } => {
+                let n = (*count).min(self.store.zset(key).map_or(0, |z| z.len()));
+                reply.array(2);
+                reply.bulk(key);
+                reply.array(n);
+                for _ in 0..n {
+                    let Some((member, score)) = self.zpop_one(key, *min) else { break };
+                    reply.array(2);
+                    reply.bulk(&member);
+                    reply.bulk(format_score(score).as_bytes());
                 }
             }
         }
+    }
+
+    /// Pops the member of the lowest (`min`) or highest score of the
+    /// sorted set of `key`, deleting the key with its last member.
+    fn zpop_one(&mut self, key: &[u8], min: bool) -> Option<(Box<[u8]>, f64)> {
+        let popped = self.store.zset(key).and_then(|z| {
+            let at = if min { 0 } else { z.len().checked_sub(1)? };
+            z.get_index(at).map(|(m, s)| (Box::<[u8]>::from(m), s))
+        })?;
+        self.store.zset_remove(key, &popped.0);
+        if self.store.zset(key).is_none() {
+            self.delete(key);
+        }
+        Some(popped)
     }
 
     /// After a pop from the list of `key`: the key goes with its last
@@ -439,6 +463,17 @@ impl RespDb {
     /// Clients blocked now (INFO's `blocked_clients`).
     pub(super) fn blocked_clients(&self) -> usize {
         self.blocking.by_session.len()
+    }
+}
+
+/// MIN or MAX (any case): whether MIN.
+fn min_or_max(arg: &[u8]) -> Option<bool> {
+    if arg.eq_ignore_ascii_case(b"min") {
+        Some(true)
+    } else if arg.eq_ignore_ascii_case(b"max") {
+        Some(false)
+    } else {
+        None
     }
 }
 

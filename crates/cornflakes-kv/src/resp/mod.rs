@@ -13,7 +13,7 @@
 //! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
 //! PERSIST LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LINDEX LLEN LSET LTRIM
 //! LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP BLPOP BRPOP BLMOVE BRPOPLPUSH
-//! BLMPOP BZPOPMIN BZPOPMAX HSET HMSET HSETNX HGET
+//! BLMPOP BZPOPMIN BZPOPMAX ZMPOP BZMPOP HSET HMSET HSETNX HGET
 //! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN HRANDFIELD SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
@@ -98,7 +98,7 @@
 //! set commands (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE BYLEX: an error),
 //! ZUNIONSTORE, ZINTERSTORE, ZDIFF, ZRANDMEMBER, ZRANGESTORE,
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
-//! digits, which `f64` cannot reproduce), BZMPOP and ZMPOP,
+//! digits, which `f64` cannot reproduce),
 //! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
@@ -289,6 +289,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("blpop", -3, &["write", "noscript", "blocking"]),
     ("brpop", -3, &["write", "noscript", "blocking"]),
     ("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"]),
+    ("bzmpop", -5, &["write", "blocking"]),
     ("bzpopmax", -3, &["write", "noscript", "blocking", "fast"]),
     ("bzpopmin", -3, &["write", "noscript", "blocking", "fast"]),
     ("client", -2, &["noscript", "loading", "stale"]),
@@ -407,6 +408,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("zcard", 2, &["readonly", "fast"]),
     ("zcount", 4, &["readonly", "fast"]),
     ("zincrby", 4, &["write", "denyoom", "fast"]),
+    ("zmpop", -4, &["write"]),
     ("zmscore", -3, &["readonly", "fast"]),
     ("zpopmax", -2, &["write", "fast"]),
     ("zpopmin", -2, &["write", "fast"]),

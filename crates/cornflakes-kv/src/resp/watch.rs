@@ -88,8 +88,8 @@ pub(super) fn written_keys<'c>(name: &str, args: &'c [std::borrow::Cow<'_, [u8]>
             args[..args.len().saturating_sub(1)].iter().map(|a| &a[..]).collect()
         }
         // numkeys, then the keys (BLMPOP: after the timeout).
-        "lmpop" | "blmpop" => {
-            let at = usize::from(name == "blmpop");
+        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => {
+            let at = usize::from(name.starts_with('b'));
             let n = args.get(at).and_then(|n| super::integer_arg(n)).and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
             args.iter().skip(at + 1).take(n).map(|a| &a[..]).collect()
         }
