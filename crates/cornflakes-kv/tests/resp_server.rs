@@ -1529,24 +1529,8 @@ fn watch_aborts_exec_when_another_connection_changes_a_key_as_redis_server_does(
         (1, "PING"),
         (0, "PING"),
     ];
-    let run = |addr: SocketAddr| -> Vec<String> {
-        let conns: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
-        let mut readers: Vec<BufReader<TcpStream>> =
-            conns.iter().map(|c| BufReader::new(c.try_clone().unwrap())).collect();
-        let mut out = Vec::new();
-        for &(c, step) in steps {
-            if step == "sleep" {
-                std::thread::sleep(Duration::from_millis(150));
-                continue;
-            }
-            let args: Vec<&[u8]> = step.split(' ').map(str::as_bytes).collect();
-            (&conns[c]).write_all(&command(&args)).unwrap();
-            out.push(format!("{c} {step}: {}", read_reply(&mut readers[c])));
-        }
-        out
-    };
-    let theirs = run(SocketAddr::from(([127, 0, 0, 1], redis.port)));
-    let mine = run(ours.addr);
+    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 2, steps);
+    let mine = run_steps(ours.addr, 2, steps);
     for (t, m) in theirs.iter().zip(&mine) {
         assert_eq!(m, t, "(ours, then redis-server's)");
     }
@@ -1968,7 +1952,7 @@ fn one_store_answers_resp_and_the_cornflakes_format() {
 /// 150 ms, or `nothing`); `a | b` (both sent in one write, both replies
 /// read); `sleep`; `close`; `UNBLOCK c [how]` (CLIENT UNBLOCK with
 /// connection c's id); `INFO-BLOCKED` (INFO's `blocked_clients` line).
-fn run_blocking_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String> {
+fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String> {
     let mut conns: Vec<Option<TcpStream>> = (0..n).map(|_| Some(connect(addr))).collect();
     let mut readers: Vec<BufReader<TcpStream>> =
         conns.iter().map(|c| BufReader::new(c.as_ref().unwrap().try_clone().unwrap())).collect();
@@ -2202,8 +2186,8 @@ fn blocking_pops_answer_as_redis_server_does() {
         (0, "BLPOP"),
         (0, "INFO-BLOCKED"),
     ];
-    let theirs = run_blocking_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 4, steps);
-    let mine = run_blocking_steps(ours.addr, 4, steps);
+    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 4, steps);
+    let mine = run_steps(ours.addr, 4, steps);
     for (t, m) in theirs.iter().zip(&mine) {
         assert_eq!(m, t, "(ours, then redis-server's)");
     }

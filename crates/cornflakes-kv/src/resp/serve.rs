@@ -218,11 +218,7 @@ impl RespLoop {
                 // Idle: reclaim expired keys in bigger steps (~1 ms).
                 db.expire_due(batch_start, 4096);
                 let _ = dp.poll_completions();
-                self.send_outboxes(dp, db, options);
-                self.wake(dp, db, Instant::now());
-                self.resume_waiting(dp, db, options);
-                self.deliver(dp, db);
-                close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
+                self.after_batch(dp, db, options);
                 return Ok(0);
             }
             Ok(n) => n,
@@ -260,13 +256,21 @@ impl RespLoop {
         self.deliver(dp, db);
         let _ = dp.flush();
         let _ = dp.poll_completions();
+        self.after_batch(dp, db, options);
+        self.stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
+        Ok(n)
+    }
+
+    /// What follows every batch, busy or idle: more of the replies waiting
+    /// for room, the blocked clients woken or timed out and the input that
+    /// waited behind them, published messages, and the connections done
+    /// closing.
+    fn after_batch<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, options: &ServeOptions) {
         self.send_outboxes(dp, db, options);
         self.wake(dp, db, Instant::now());
         self.resume_waiting(dp, db, options);
         self.deliver(dp, db);
         close_finished(dp, &mut self.conns, &mut self.closing, &mut self.outboxes, db);
-        self.stats.busy_ns += batch_start.elapsed().as_nanos() as u64;
-        Ok(n)
     }
 
     /// Runs what connection `id` sent (`input`) and the input it had
