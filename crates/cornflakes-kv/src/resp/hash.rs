@@ -16,24 +16,9 @@ impl RespDb {
     /// the key, as Redis does; a positive count picks distinct fields, a
     /// negative one may repeat them (bounded, as SRANDMEMBER's).
     fn hrandfield(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
-        let (count, with_values) = match args {
-            [_] => (None, false),
-            [_, n, rest @ ..] => {
-                let with_values = match rest {
-                    [] => false,
-                    [w] if w.eq_ignore_ascii_case(b"withvalues") => true,
-                    _ => return reply.error(SYNTAX),
-                };
-                match integer_arg(n) {
-                    None => return reply.error(NOT_INTEGER),
-                    Some(i64::MIN) => return reply.error(
-                        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-                    ),
-                    Some(n) if n < -super::set::MAX_PICKS => return reply.error("ERR value is out of range"),
-                    Some(n) => (Some(n), with_values),
-                }
-            }
-            _ => return reply.error(SYNTAX),
+        let (count, with_values) = match super::set::random_count_args(args, Some(b"withvalues")) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
         };
         let threshold = self.threshold;
         let hash = match self.hash_of(&args[0]) {
@@ -52,22 +37,13 @@ impl RespDb {
                 }
             }
         };
-        let per = if with_values { 2 } else { 1 };
         match count {
             None if len == 0 => reply.null(),
             None => put(reply, fastrand::usize(..len)),
-            Some(_) if len == 0 => reply.array(0),
-            Some(n) if n < 0 => {
-                let n = n.unsigned_abs() as usize;
-                reply.array(per * n);
-                for _ in 0..n {
-                    put(reply, fastrand::usize(..len));
-                }
-            }
-            Some(n) => {
-                let picked = super::set::distinct_positions(len, n as usize);
-                reply.array(per * picked.len());
-                for i in picked {
+            Some(count) => {
+                let (n, picks) = super::set::random_positions(len, count);
+                reply.array(n * if with_values { 2 } else { 1 });
+                for i in picks {
                     put(reply, i);
                 }
             }

@@ -17,10 +17,12 @@
 //! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN HRANDFIELD SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
-//! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZRANK
-//! ZREVRANK ZREM ZRANGE (BYSCORE REV LIMIT WITHSCORES) ZRANGEBYSCORE
-//! ZREVRANGE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX ZREMRANGEBYRANK
-//! ZREMRANGEBYSCORE ZSCAN SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
+//! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT
+//! ZRANK ZREVRANK ZREM ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES)
+//! ZRANGESTORE ZRANGEBYSCORE ZRANGEBYLEX ZREVRANGE ZREVRANGEBYSCORE
+//! ZREVRANGEBYLEX ZPOPMIN ZPOPMAX ZREMRANGEBYRANK ZREMRANGEBYSCORE
+//! ZREMRANGEBYLEX ZUNION ZINTER ZDIFF ZUNIONSTORE ZINTERSTORE ZDIFFSTORE
+//! (WEIGHTS AGGREGATE WITHSCORES) ZINTERCARD ZRANDMEMBER ZSCAN SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
 //! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB OBJECT (ENCODING
 //! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
@@ -94,9 +96,11 @@
 //! iteration exactly once, but each call is O(keys), not O(COUNT) (see
 //! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
 //!
-//! Not implemented, answered `unknown command`: the lexicographic sorted
-//! set commands (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE BYLEX: an error),
-//! ZUNIONSTORE, ZINTERSTORE, ZDIFF, ZRANDMEMBER, ZRANGESTORE,
+//! The lexicographic sorted set commands assume, as Redis's do, that every
+//! member has the same score; with several, they answer some range (Redis
+//! leaves it unspecified, and its answer depends on its encoding).
+//!
+//! Not implemented, answered `unknown command`:
 //! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
 //! digits, which `f64` cannot reproduce),
 //! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
@@ -118,6 +122,7 @@ mod string;
 mod tests;
 mod watch;
 mod zset;
+mod zset_ops;
 
 use std::time::{Duration, Instant};
 
@@ -285,11 +290,11 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("append", 3, &["write", "denyoom"]),
     ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("blmove", 6, &["write", "denyoom", "noscript", "blocking"]),
-    ("blmpop", -5, &["write", "blocking"]),
+    ("blmpop", -5, &["write", "blocking", "movablekeys"]),
     ("blpop", -3, &["write", "noscript", "blocking"]),
     ("brpop", -3, &["write", "noscript", "blocking"]),
     ("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"]),
-    ("bzmpop", -5, &["write", "blocking"]),
+    ("bzmpop", -5, &["write", "blocking", "movablekeys"]),
     ("bzpopmax", -3, &["write", "noscript", "blocking", "fast"]),
     ("bzpopmin", -3, &["write", "noscript", "blocking", "fast"]),
     ("client", -2, &["noscript", "loading", "stale"]),
@@ -337,7 +342,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("linsert", 5, &["write", "denyoom"]),
     ("llen", 2, &["readonly", "fast"]),
     ("lmove", 5, &["write", "denyoom"]),
-    ("lmpop", -4, &["write"]),
+    ("lmpop", -4, &["write", "movablekeys"]),
     ("lpop", -2, &["write", "fast"]),
     ("lpos", -3, &["readonly"]),
     ("lpush", -3, &["write", "denyoom", "fast"]),
@@ -356,13 +361,13 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("persist", 2, &["write", "fast"]),
     ("pexpire", -3, &["write", "fast"]),
     ("pexpireat", -3, &["write", "fast"]),
-    ("psetex", 4, &["write", "denyoom"]),
     ("ping", -1, &["fast"]),
+    ("psetex", 4, &["write", "denyoom"]),
     ("psubscribe", -2, &["pubsub", "noscript", "loading", "stale"]),
+    ("pttl", 2, &["readonly", "fast"]),
     ("publish", 3, &["pubsub", "loading", "stale", "fast"]),
     ("pubsub", -2, &["pubsub", "loading", "stale"]),
     ("punsubscribe", -1, &["pubsub", "noscript", "loading", "stale"]),
-    ("pttl", 2, &["readonly", "fast"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("rename", 3, &["write"]),
     ("renamenx", 3, &["write", "fast"]),
@@ -381,7 +386,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("setnx", 3, &["write", "denyoom", "fast"]),
     ("setrange", 4, &["write", "denyoom"]),
     ("sinter", -2, &["readonly"]),
-    ("sintercard", -3, &["readonly"]),
+    ("sintercard", -3, &["readonly", "movablekeys"]),
     ("sinterstore", -3, &["write", "denyoom"]),
     ("sismember", 3, &["readonly", "fast"]),
     ("smembers", 2, &["readonly"]),
@@ -407,22 +412,35 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("zadd", -4, &["write", "denyoom", "fast"]),
     ("zcard", 2, &["readonly", "fast"]),
     ("zcount", 4, &["readonly", "fast"]),
+    ("zdiff", -3, &["readonly", "movablekeys"]),
+    ("zdiffstore", -4, &["write", "denyoom", "movablekeys"]),
     ("zincrby", 4, &["write", "denyoom", "fast"]),
-    ("zmpop", -4, &["write"]),
+    ("zinter", -3, &["readonly", "movablekeys"]),
+    ("zintercard", -3, &["readonly", "movablekeys"]),
+    ("zinterstore", -4, &["write", "denyoom", "movablekeys"]),
+    ("zlexcount", 4, &["readonly", "fast"]),
+    ("zmpop", -4, &["write", "movablekeys"]),
     ("zmscore", -3, &["readonly", "fast"]),
     ("zpopmax", -2, &["write", "fast"]),
     ("zpopmin", -2, &["write", "fast"]),
+    ("zrandmember", -2, &["readonly"]),
     ("zrange", -4, &["readonly"]),
+    ("zrangebylex", -4, &["readonly"]),
     ("zrangebyscore", -4, &["readonly"]),
+    ("zrangestore", -5, &["write", "denyoom"]),
     ("zrank", 3, &["readonly", "fast"]),
     ("zrem", -3, &["write", "fast"]),
+    ("zremrangebylex", 4, &["write"]),
     ("zremrangebyrank", 4, &["write"]),
     ("zremrangebyscore", 4, &["write"]),
     ("zrevrange", -4, &["readonly"]),
+    ("zrevrangebylex", -4, &["readonly"]),
     ("zrevrangebyscore", -4, &["readonly"]),
     ("zrevrank", 3, &["readonly", "fast"]),
     ("zscan", -3, &["readonly"]),
     ("zscore", 3, &["readonly", "fast"]),
+    ("zunion", -3, &["readonly", "movablekeys"]),
+    ("zunionstore", -4, &["write", "denyoom", "movablekeys"]),
 ];
 
 /// How SET and GETEX give an expiry: a time to live or a Unix time, in
@@ -1083,9 +1101,15 @@ impl RespDb {
             "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
             | "smembers" | "smismember" | "smove" | "spop" | "srandmember" | "srem" | "sscan" | "sunion"
             | "sunionstore" => self.set_command(name, args, reply),
-            "zadd" | "zcard" | "zcount" | "zincrby" | "zmscore" | "zpopmax" | "zpopmin" | "zrange"
-            | "zrangebyscore" | "zrank" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zrevrange"
-            | "zrevrangebyscore" | "zrevrank" | "zscan" | "zscore" => self.zset_command(name, args, reply),
+            "zadd" | "zcard" | "zcount" | "zincrby" | "zlexcount" | "zmscore" | "zpopmax" | "zpopmin" | "zrange"
+            | "zrangebylex" | "zrangebyscore" | "zrank" | "zrem" | "zremrangebylex" | "zremrangebyrank"
+            | "zremrangebyscore" | "zrevrange" | "zrevrangebylex" | "zrevrangebyscore" | "zrevrank" | "zscan"
+            | "zscore" => self.zset_command(name, args, reply),
+            "zunion" | "zunionstore" | "zinter" | "zinterstore" | "zintercard" | "zdiff" | "zdiffstore" => {
+                self.zset_combine(name, args, reply)
+            }
+            "zrangestore" => self.zrangestore(args, reply),
+            "zrandmember" => self.zrandmember(args, reply),
             "lrange" => self.lrange(args, reply),
             "lindex" => match (self.kind(&args[0]), integer_arg(&args[1])) {
                 (_, None) => reply.error(NOT_INTEGER),
@@ -1856,12 +1880,17 @@ fn glob_one(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
 
 fn command_info(reply: &mut Reply<RcBuf>, (name, arity, flags): (&str, i64, &[&str])) {
     let keyed = flags.contains(&"readonly") || flags.contains(&"write");
-    let last = match name {
-        "mget" | "del" | "exists" | "sinter" | "sunion" | "sdiff" | "sinterstore" | "sunionstore" | "sdiffstore" => -1,
-        "smove" => 2,
-        "mset" => -1,
-        _ if keyed => 1,
-        _ => 0,
+    // Redis's first key, last key (-1: the last argument) and step; keys
+    // after a count are movable, and listed as none.
+    let (first, last, step) = match name {
+        _ if flags.contains(&"movablekeys") && !name.ends_with("store") => (0, 0, 0),
+        "mget" | "del" | "exists" | "sinter" | "sunion" | "sdiff" | "sinterstore" | "sunionstore" | "sdiffstore" => {
+            (1, -1, 1)
+        }
+        "smove" | "zrangestore" => (1, 2, 1),
+        "mset" => (1, -1, 2),
+        _ if keyed => (1, 1, 1),
+        _ => (0, 0, 0),
     };
     reply.array(6);
     reply.bulk(name.as_bytes());
@@ -1870,9 +1899,9 @@ fn command_info(reply: &mut Reply<RcBuf>, (name, arity, flags): (&str, i64, &[&s
     for f in flags {
         reply.simple(f);
     }
-    reply.integer(i64::from(keyed));
+    reply.integer(first);
     reply.integer(last);
-    reply.integer(if name == "mset" { 2 } else { i64::from(keyed) });
+    reply.integer(step);
 }
 
 fn command(args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {

@@ -275,16 +275,9 @@ impl RespDb {
     /// `SRANDMEMBER key [count]`: distinct members at random for a
     /// positive count, `-count` picks that may repeat for a negative one.
     fn srandmember(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
-        let count = match args {
-            [_] => None,
-            [_, n] => match integer_arg(n) {
-                // A reply of that many picks would be unbounded (Redis
-                // builds it, and its output limit closes the client).
-                Some(n) if n < -MAX_PICKS => return reply.error("ERR value is out of range"),
-                Some(n) => Some(n),
-                None => return reply.error(NOT_INTEGER),
-            },
-            _ => return reply.error(SYNTAX),
+        let (count, _) = match random_count_args(args, None) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
         };
         let set = match self.set_of(&args[0]) {
             Err(e) => return reply.error(e),
@@ -295,18 +288,10 @@ impl RespDb {
         match count {
             None if len == 0 => reply.null(),
             None => reply.bulk(pick(fastrand::usize(..len))),
-            Some(_) if len == 0 => reply.array(0),
-            Some(n) if n < 0 => {
-                let n = n.unsigned_abs() as usize;
+            Some(count) => {
+                let (n, picks) = random_positions(len, count);
                 reply.array(n);
-                for _ in 0..n {
-                    reply.bulk(pick(fastrand::usize(..len)));
-                }
-            }
-            Some(n) => {
-                let picked = distinct_positions(len, n as usize);
-                reply.array(picked.len());
-                for i in picked {
+                for i in picks {
                     reply.bulk(pick(i));
                 }
             }
@@ -314,9 +299,52 @@ impl RespDb {
     }
 }
 
+/// The `count [option]` of SRANDMEMBER (no option), HRANDFIELD
+/// (`WITHVALUES`) and ZRANDMEMBER (`WITHSCORES`) after the key: the count
+/// if given, and whether the option was; checked as Redis 7.0 does.
+pub(super) fn random_count_args(
+    args: &[Cow<'_, [u8]>],
+    option: Option<&[u8]>,
+) -> Result<(Option<i64>, bool), &'static str> {
+    let Some(count) = args.get(1) else { return Ok((None, false)) };
+    let most = if option.is_some() { 3 } else { 2 };
+    if option.is_none() && args.len() > most {
+        return Err(SYNTAX);
+    }
+    let count = match integer_arg(count) {
+        None => return Err(NOT_INTEGER),
+        Some(i64::MIN) => {
+            return Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        Some(n) => n,
+    };
+    let with = match (&args[2..], option) {
+        ([], _) => false,
+        ([opt], Some(name)) if opt.eq_ignore_ascii_case(name) => true,
+        _ => return Err(SYNTAX),
+    };
+    // Redis bounds a count with the option to half the range; a negative
+    // one past MAX_PICKS would ask for an unbounded reply (Redis builds
+    // it, and its output limit closes the client).
+    if (with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)) || count < -MAX_PICKS {
+        return Err("ERR value is out of range");
+    }
+    Ok((Some(count), with))
+}
+
+/// The positions of `len` members SRANDMEMBER, HRANDFIELD and ZRANDMEMBER
+/// reply with for `count`: `count` distinct ones at most for a positive
+/// count, `-count` that may repeat for a negative one (none of an empty
+/// collection); how many, and the positions.
+pub(super) fn random_positions(len: usize, count: i64) -> (usize, impl Iterator<Item = usize>) {
+    let repeats = if count < 0 && len > 0 { count.unsigned_abs() as usize } else { 0 };
+    let distinct = if count > 0 { distinct_positions(len, count as usize) } else { Vec::new() };
+    (repeats + distinct.len(), (0..repeats).map(move |_| fastrand::usize(..len)).chain(distinct))
+}
+
 /// `n` distinct positions of `len` (all when `n >= len`), at random: the
 /// first `n` of a partial shuffle.
-pub(super) fn distinct_positions(len: usize, n: usize) -> Vec<usize> {
+fn distinct_positions(len: usize, n: usize) -> Vec<usize> {
     let n = n.min(len);
     let mut order: Vec<usize> = (0..len).collect();
     for i in 0..n {
@@ -326,9 +354,9 @@ pub(super) fn distinct_positions(len: usize, n: usize) -> Vec<usize> {
     order
 }
 
-/// Picks SRANDMEMBER (and HRANDFIELD) with a negative count may ask for at
-/// most.
-pub(super) const MAX_PICKS: i64 = 1 << 24;
+/// Picks SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a negative count may
+/// ask for at most.
+const MAX_PICKS: i64 = 1 << 24;
 
 fn combine_of(name: &str) -> Combine {
     match name.trim_end_matches("store") {

@@ -13,11 +13,12 @@ use crate::store::ZSet;
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const BAD_RANGE: &str = "ERR min or max is not a float";
+const BAD_LEX_RANGE: &str = "ERR min or max not valid string range item";
 
 impl RespDb {
     /// The sorted set of `key`: `Ok(None)` when missing, `Err` when of
     /// another kind (expired keys removed first).
-    fn zset_of(&mut self, key: &[u8]) -> Result<Option<&ZSet>, &'static str> {
+    pub(super) fn zset_of(&mut self, key: &[u8]) -> Result<Option<&ZSet>, &'static str> {
         Ok(if self.expect_kind(key, Kind::ZSet)? { self.store.zset(key) } else { None })
     }
 
@@ -65,28 +66,27 @@ impl RespDb {
                 }
                 self.drop_if_no_zset(key);
             }
-            "zremrangebyrank" | "zremrangebyscore" => {
+            "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex" => {
                 // The range is checked before the key, as Redis does.
-                let by = if name == "zremrangebyrank" {
-                    let (Some(start), Some(stop)) = (integer_arg(&args[1]), integer_arg(&args[2])) else {
-                        return reply.error(NOT_INTEGER);
-                    };
-                    By::Index(start, stop)
-                } else {
-                    let (Some(min), Some(max)) = (parse_bound(&args[1]), parse_bound(&args[2])) else {
-                        return reply.error(BAD_RANGE);
-                    };
-                    By::Score(min, max)
+                let by = match name {
+                    "zremrangebyrank" => match (integer_arg(&args[1]), integer_arg(&args[2])) {
+                        (Some(start), Some(stop)) => By::Index(start, stop),
+                        _ => return reply.error(NOT_INTEGER),
+                    },
+                    "zremrangebyscore" => match (parse_bound(&args[1]), parse_bound(&args[2])) {
+                        (Some(min), Some(max)) => By::Score(min, max),
+                        _ => return reply.error(BAD_RANGE),
+                    },
+                    _ => match (Lex::parse(&args[1]), Lex::parse(&args[2])) {
+                        (Some(min), Some(max)) => By::Lex(min, max),
+                        _ => return reply.error(BAD_LEX_RANGE),
+                    },
                 };
                 let z = match self.zset_of(key) {
                     Err(e) => return reply.error(e),
                     Ok(z) => z,
                 };
-                let range = match (z, by) {
-                    (None, _) => 0..0,
-                    (Some(z), By::Index(a, b)) => index_range(z.len(), a, b),
-                    (Some(z), By::Score(min, max)) => z.score_range(min, max),
-                };
+                let range = z.map_or(0..0, |z| RangeQuery::whole(by).positions(z));
                 let doomed: Vec<Box<[u8]>> =
                     z.map(|z| z.range(range).map(|(m, _)| Box::from(m)).collect()).unwrap_or_default();
                 for m in &doomed {
@@ -104,13 +104,19 @@ impl RespDb {
         let key = &args[0][..];
         // Options are checked before the key, as Redis does.
         let range = match name {
-            "zrange" | "zrevrange" | "zrangebyscore" | "zrevrangebyscore" => match RangeQuery::parse(name, args) {
-                Ok(q) => Some(q),
-                Err(e) => return reply.error(e),
-            },
+            "zrange" | "zrevrange" | "zrangebyscore" | "zrevrangebyscore" | "zrangebylex" | "zrevrangebylex" => {
+                match RangeQuery::parse(name, args) {
+                    Ok(q) => Some(q),
+                    Err(e) => return reply.error(e),
+                }
+            }
             "zcount" => match (parse_bound(&args[1]), parse_bound(&args[2])) {
-                (Some(min), Some(max)) => Some(RangeQuery::by_score(min, max)),
+                (Some(min), Some(max)) => Some(RangeQuery::whole(By::Score(min, max))),
                 _ => return reply.error(BAD_RANGE),
+            },
+            "zlexcount" => match (Lex::parse(&args[1]), Lex::parse(&args[2])) {
+                (Some(min), Some(max)) => Some(RangeQuery::whole(By::Lex(min, max))),
+                _ => return reply.error(BAD_LEX_RANGE),
             },
             _ => None,
         };
@@ -146,7 +152,7 @@ impl RespDb {
                 Some((r, len)) => reply.integer((len - 1 - r) as i64),
                 None => reply.null(),
             },
-            "zcount" => {
+            "zcount" | "zlexcount" => {
                 let q = range.expect("parsed");
                 reply.integer(z.map_or(0, |z| q.positions(z).len()) as i64)
             }
@@ -166,12 +172,7 @@ impl RespDb {
             _ => {
                 let q = range.expect("a range command");
                 let Some(z) = z else { return reply.array(0) };
-                let positions = q.positions(z);
-                let members: Vec<(&[u8], f64)> = if q.rev {
-                    z.range(positions).rev().skip(q.offset).take(q.count).collect()
-                } else {
-                    z.range(positions).skip(q.offset).take(q.count).collect()
-                };
+                let members = q.select(z);
                 reply.array(members.len() * if q.with_scores { 2 } else { 1 });
                 for (m, s) in members {
                     reply.bulk(m);
@@ -312,9 +313,9 @@ struct ZaddFlags {
     incr: bool,
 }
 
-/// What ZRANGE and its older forms ask for: which positions, in which
-/// direction, which of them, with scores or not.
-struct RangeQuery {
+/// What ZRANGE, ZRANGESTORE and the older forms ask for: which positions,
+/// in which direction, which of them, with scores or not.
+pub(super) struct RangeQuery {
     by: By,
     rev: bool,
     offset: usize,
@@ -327,21 +328,101 @@ enum By {
     /// the high end when reversed).
     Index(i64, i64),
     Score((f64, bool), (f64, bool)),
+    Lex(Lex, Lex),
+}
+
+/// A bound of a lexicographic range: `-` and `+` (below and above every
+/// member), `[member` (inclusive) or `(member` (exclusive).
+#[derive(Clone, Debug, PartialEq)]
+enum Lex {
+    Lowest,
+    Highest,
+    Inclusive(Box<[u8]>),
+    Exclusive(Box<[u8]>),
+}
+
+impl Lex {
+    /// Parses `-`, `+`, `[member` or `(member`, as Redis's
+    /// `zslParseLexRangeItem` does.
+    fn parse(arg: &[u8]) -> Option<Lex> {
+        match arg {
+            b"-" => Some(Lex::Lowest),
+            b"+" => Some(Lex::Highest),
+            [b'[', rest @ ..] => Some(Lex::Inclusive(rest.into())),
+            [b'(', rest @ ..] => Some(Lex::Exclusive(rest.into())),
+            _ => None,
+        }
+    }
+
+    /// Whether `member` is at or past this bound taken as a minimum.
+    fn admits_from_below(&self, member: &[u8]) -> bool {
+        match self {
+            Lex::Lowest => true,
+            Lex::Highest => false,
+            Lex::Inclusive(v) => member >= &v[..],
+            Lex::Exclusive(v) => member > &v[..],
+        }
+    }
+
+    /// Whether `member` is at or before this bound taken as a maximum.
+    fn admits_from_above(&self, member: &[u8]) -> bool {
+        match self {
+            Lex::Lowest => false,
+            Lex::Highest => true,
+            Lex::Inclusive(v) => member <= &v[..],
+            Lex::Exclusive(v) => member < &v[..],
+        }
+    }
+}
+
+/// The positions of the members within `min` and `max`, in a sorted set
+/// whose members all have one score (as Redis, the lexicographic commands
+/// assume it; with several scores the answer is some range, as Redis's
+/// is unspecified).
+fn lex_range(z: &ZSet, min: &Lex, max: &Lex) -> std::ops::Range<usize> {
+    let lo = z.partition_point(|m, _| !min.admits_from_below(m));
+    let hi = z.partition_point(|m, _| max.admits_from_above(m));
+    lo..hi.max(lo)
+}
+
+/// Which kind of range a ZRANGE-family command asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RangeKind {
+    Rank,
+    Score,
+    Lex,
 }
 
 impl RangeQuery {
-    fn by_score(min: (f64, bool), max: (f64, bool)) -> RangeQuery {
-        RangeQuery { by: By::Score(min, max), rev: false, offset: 0, count: usize::MAX, with_scores: false }
+    /// Every member `by` covers, low to high.
+    fn whole(by: By) -> RangeQuery {
+        RangeQuery { by, rev: false, offset: 0, count: usize::MAX, with_scores: false }
     }
 
-    /// Parses ZRANGE, ZREVRANGE, ZRANGEBYSCORE and ZREVRANGEBYSCORE.
-    fn parse(name: &str, args: &[Cow<'_, [u8]>]) -> Result<RangeQuery, &'static str> {
-        let (mut by_score, mut rev) = (name.contains("byscore"), name.starts_with("zrev"));
+    /// Parses the arguments `key min max [options]` of `name` (ZRANGE,
+    /// ZRANGESTORE without its destination, ZREVRANGE, ZRANGEBYSCORE,
+    /// ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX), with Redis's checks
+    /// in Redis's order.
+    pub(super) fn parse(name: &str, args: &[Cow<'_, [u8]>]) -> Result<RangeQuery, &'static str> {
+        let store = name == "zrangestore";
+        let generic = store || name == "zrange";
+        // ZRANGE and ZRANGESTORE take REV, BYSCORE and BYLEX as options;
+        // the older forms have them in their names.
+        let mut kind = (!generic).then(|| {
+            if name.ends_with("byscore") {
+                RangeKind::Score
+            } else if name.ends_with("bylex") {
+                RangeKind::Lex
+            } else {
+                RangeKind::Rank
+            }
+        });
+        let mut rev = (!generic).then(|| name.starts_with("zrev"));
         let (mut limit, mut with_scores) = (None, false);
         let mut i = 3;
         while let Some(opt) = args.get(i) {
             let is = |s: &[u8]| opt.eq_ignore_ascii_case(s);
-            if is(b"withscores") {
+            if !store && is(b"withscores") {
                 with_scores = true;
             } else if is(b"limit") && i + 2 < args.len() {
                 let (Some(off), Some(n)) = (integer_arg(&args[i + 1]), integer_arg(&args[i + 2])) else {
@@ -349,38 +430,46 @@ impl RangeQuery {
                 };
                 limit = Some((off, n));
                 i += 2;
-            } else if name == "zrange" && is(b"byscore") && !by_score {
-                by_score = true;
-            } else if name == "zrange" && is(b"rev") && !rev {
-                rev = true;
-            } else if name == "zrange" && is(b"bylex") {
-                return Err("ERR BYLEX is not supported by this server (nor ZRANGEBYLEX)");
+            } else if rev.is_none() && is(b"rev") {
+                rev = Some(true);
+            } else if kind.is_none() && is(b"byscore") {
+                kind = Some(RangeKind::Score);
+            } else if kind.is_none() && is(b"bylex") {
+                kind = Some(RangeKind::Lex);
             } else {
                 return Err(SYNTAX);
             }
             i += 1;
         }
-        if limit.is_some() && !by_score {
+        let (kind, rev) = (kind.unwrap_or(RangeKind::Rank), rev.unwrap_or(false));
+        // Redis takes a count of -1 (its "no limit") as no LIMIT at all.
+        if kind == RangeKind::Rank && limit.is_some_and(|(_, n)| n != -1) {
             return Err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
         }
-        let by = if by_score {
-            // Reversed, the first bound is the maximum.
-            let (lo, hi) = if rev { (&args[2], &args[1]) } else { (&args[1], &args[2]) };
-            match (parse_bound(lo), parse_bound(hi)) {
-                (Some(min), Some(max)) => By::Score(min, max),
-                _ => return Err(BAD_RANGE),
-            }
-        } else {
-            match (integer_arg(&args[1]), integer_arg(&args[2])) {
+        if kind == RangeKind::Lex && with_scores {
+            return Err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        }
+        // Reversed, a score or lexicographic range gives the maximum first.
+        let (lo, hi) = if rev && kind != RangeKind::Rank { (&args[2], &args[1]) } else { (&args[1], &args[2]) };
+        let by = match kind {
+            RangeKind::Rank => match (integer_arg(lo), integer_arg(hi)) {
                 (Some(a), Some(b)) => By::Index(a, b),
                 _ => return Err(NOT_INTEGER),
-            }
+            },
+            RangeKind::Score => match (parse_bound(lo), parse_bound(hi)) {
+                (Some(min), Some(max)) => By::Score(min, max),
+                _ => return Err(BAD_RANGE),
+            },
+            RangeKind::Lex => match (Lex::parse(lo), Lex::parse(hi)) {
+                (Some(min), Some(max)) => By::Lex(min, max),
+                _ => return Err(BAD_LEX_RANGE),
+            },
         };
         let (offset, count) = match limit {
-            None => (0, usize::MAX),
             // A negative offset selects nothing; a negative count, all.
-            Some((off, _)) if off < 0 => (0, 0),
-            Some((off, n)) => (off as usize, usize::try_from(n).unwrap_or(usize::MAX)),
+            Some((off, _)) if off < 0 && kind != RangeKind::Rank => (0, 0),
+            Some((off, n)) if kind != RangeKind::Rank => (off as usize, usize::try_from(n).unwrap_or(usize::MAX)),
+            _ => (0, usize::MAX),
         };
         Ok(RangeQuery { by, rev, offset, count, with_scores })
     }
@@ -388,14 +477,26 @@ impl RangeQuery {
     /// The positions (in the low-to-high order) the query covers, before
     /// its LIMIT.
     fn positions(&self, z: &ZSet) -> std::ops::Range<usize> {
-        match self.by {
-            By::Score(min, max) => z.score_range(min, max),
-            By::Index(a, b) if self.rev => {
+        match &self.by {
+            &By::Score(min, max) => z.score_range(min, max),
+            By::Lex(min, max) => lex_range(z, min, max),
+            &By::Index(a, b) if self.rev => {
                 // Positions counted from the high end.
                 let r = index_range(z.len(), a, b);
                 z.len() - r.end..z.len() - r.start
             }
-            By::Index(a, b) => index_range(z.len(), a, b),
+            &By::Index(a, b) => index_range(z.len(), a, b),
+        }
+    }
+
+    /// The members and scores the query selects of `z`, in the order it
+    /// asks for.
+    pub(super) fn select<'z>(&self, z: &'z ZSet) -> Vec<(&'z [u8], f64)> {
+        let positions = self.positions(z);
+        if self.rev {
+            z.range(positions).rev().skip(self.offset).take(self.count).collect()
+        } else {
+            z.range(positions).skip(self.offset).take(self.count).collect()
         }
     }
 }
@@ -416,7 +517,7 @@ fn index_range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
 /// A score argument, as Redis's `strtod` check takes it: a number,
 /// `inf`/`+inf`/`-inf`, never NaN, nothing around it, no overflow or
 /// underflow (hexadecimal floats, which `strtod` reads, are refused).
-fn parse_score(arg: &[u8]) -> Option<f64> {
+pub(super) fn parse_score(arg: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(arg).ok()?;
     if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
         return None;
@@ -471,5 +572,61 @@ pub(super) fn format_score(v: f64) -> String {
         trim(&format!("{v:.*}", (16 - exp) as usize))
     } else {
         format!("{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cornflakes::Pool;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::protocol::Limits;
+    use crate::store::Store;
+
+    fn bound() -> impl Strategy<Value = Lex> {
+        let member = || proptest::collection::vec(b'a'..b'e', 0..3).prop_map(Box::from);
+        prop_oneof![
+            Just(Lex::Lowest),
+            Just(Lex::Highest),
+            member().prop_map(Lex::Inclusive),
+            member().prop_map(Lex::Exclusive),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 512 }))]
+
+        /// With one score, a lexicographic range by bisection holds exactly
+        /// the members a filter of every member keeps.
+        #[test]
+        fn lexicographic_ranges_are_the_members_within_the_bounds(
+            members in proptest::collection::btree_set(proptest::collection::vec(b'a'..b'e', 0..4), 0..24),
+            min in bound(),
+            max in bound(),
+        ) {
+            let mut store = Store::new(Pool::new().expect("pool"), Limits::default());
+            for m in &members {
+                store.zset_insert(b"z", m, 0.0).unwrap();
+            }
+            let want: Vec<&[u8]> =
+                members.iter().map(|m| &m[..]).filter(|m| min.admits_from_below(m) && max.admits_from_above(m)).collect();
+            let got: Vec<&[u8]> = match store.zset(b"z") {
+                Some(z) => z.range(lex_range(z, &min, &max)).map(|(m, _)| m).collect(),
+                None => Vec::new(),
+            };
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn lexicographic_bounds_parse_as_redis_reads_them() {
+        assert_eq!(Lex::parse(b"-"), Some(Lex::Lowest));
+        assert_eq!(Lex::parse(b"+"), Some(Lex::Highest));
+        assert_eq!(Lex::parse(b"[a"), Some(Lex::Inclusive(Box::from(&b"a"[..]))));
+        assert_eq!(Lex::parse(b"("), Some(Lex::Exclusive(Box::default())));
+        for bad in [&b""[..], b"a", b"--", b"++", b"+a"] {
+            assert_eq!(Lex::parse(bad), None, "{bad:?}");
+        }
     }
 }

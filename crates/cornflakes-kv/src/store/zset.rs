@@ -94,6 +94,21 @@ impl ZSet {
         lo..hi.max(lo)
     }
 
+    /// The number of positions, from the lowest, whose member and score
+    /// `below` holds for (`below` must hold for a prefix of the order and
+    /// for nothing after it), found by bisection: O(log² n).
+    pub fn partition_point(&self, mut below: impl FnMut(&[u8], f64) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.order.get_index(mid) {
+                Some(e) if below(&e.member, e.score) => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+
     /// The members and scores, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         self.order.iter().map(|e| (&e.member[..], e.score))
