@@ -2481,3 +2481,123 @@ fn hrandfield_answers_as_redis_server_does() {
 = HRANDFIELD one -3 WITHVALUES",
     );
 }
+
+#[test]
+fn incrbyfloat_and_hincrbyfloat_answer_as_redis_server_does() {
+    same_answers_line_by_line(
+        "= FLUSHALL
+= SET k 10.5
+= INCRBYFLOAT k 0.1
+= INCRBYFLOAT k -5.0e3
+= INCRBYFLOAT k x
+= INCRBYFLOAT k inf
+= INCRBYFLOAT k nan
+= INCRBYFLOAT k \" 1\"
+= INCRBYFLOAT nokey 3
+= INCRBYFLOAT nokey 0x1p-18
+= SET big 1e4931
+= INCRBYFLOAT big 1e4931
+= INCRBYFLOAT big -1e4931
+= SET notnum abc
+= INCRBYFLOAT notnum 1
+= SET ttl 1
+= EXPIRE ttl 1000
+= INCRBYFLOAT ttl 1.5
+= TTL ttl
+= RPUSH list a
+= INCRBYFLOAT list 1
+= INCRBYFLOAT list x
+= INCRBYFLOAT k
+= HINCRBYFLOAT h f 1.25
+= HINCRBYFLOAT h f 0.1
+= HINCRBYFLOAT h f inf
+= HINCRBYFLOAT h f -inf
+= HINCRBYFLOAT h f nan
+= HINCRBYFLOAT h f x
+= HSET h s text
+= HINCRBYFLOAT h s 1
+= HINCRBYFLOAT list f 1
+= HINCRBYFLOAT list f x
+= HINCRBYFLOAT list f inf
+= HSET h big 1e4931
+= HINCRBYFLOAT h big 1e4931
+= HINCRBY h f 1
+= HINCRBY list f x
+= HINCRBY list f 1
+= HSET h n 9223372036854775807
+= HINCRBY h n 1
+= HINCRBYFLOAT h n 1
+~ HGETALL h
+= FLUSHALL",
+    );
+}
+
+/// A number as people and programs write them, or a text close to one:
+/// decimal and hexadecimal, long and short, up to the ends of the
+/// `long double` range, with signs, infinities and malformed forms.
+fn random_number(rng: &mut fastrand::Rng) -> String {
+    let digits = |rng: &mut fastrand::Rng, n: usize, hex: bool| -> String {
+        let set: &[u8] = if hex { b"0123456789abcdef" } else { b"0123456789" };
+        (0..n).map(|_| set[rng.usize(..set.len())] as char).collect()
+    };
+    let sign = ["", "", "-", "+"][rng.usize(..4)];
+    match rng.u8(..20) {
+        0 => ["inf", "-inf", "nan", "", " 1", "1 ", "1e", "0x", ".", "1e+", "Infinity", "0x1p"][rng.usize(..12)].into(),
+        1..=2 => {
+            let (m, f) = (rng.usize(1..5), rng.usize(0..5));
+            format!("{sign}0x{}.{}p{}", digits(rng, m, true), digits(rng, f, true), rng.i32(-16500..16500))
+        }
+        3..=8 => format!("{sign}{}", rng.i64(..)),
+        _ => {
+            let (m, f) = (rng.usize(0..22), rng.usize(0..22));
+            let exp = match rng.u8(..4) {
+                0 => String::new(),
+                1 => format!("e{}", rng.i32(-4960..4940)),
+                _ => format!("e{}", rng.i32(-30..30)),
+            };
+            let frac = if f == 0 && rng.bool() { String::new() } else { format!(".{}", digits(rng, f, false)) };
+            format!("{sign}{}{frac}{exp}", digits(rng, m.max(usize::from(frac.is_empty())), false))
+        }
+    }
+}
+
+/// Thousands of random sums, pipelined on one connection to each server:
+/// every INCRBYFLOAT and HINCRBYFLOAT answer (sums, their last digits,
+/// refusals) is redis-server's, and so are the running totals of a key
+/// many numbers are added to.
+#[test]
+fn random_incrbyfloat_sums_are_redis_server_s_to_the_last_digit() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let mut rng = fastrand::Rng::with_seed(0x1d0b1e);
+    let pairs: Vec<(String, String)> = (0..1000).map(|_| (random_number(&mut rng), random_number(&mut rng))).collect();
+    let answers = |port: u16| -> Vec<String> {
+        let mut s = connect(SocketAddr::from(([127, 0, 0, 1], port)));
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut out = Vec::new();
+        for chunk in pairs.chunks(100) {
+            let mut batch = Vec::new();
+            for (a, b) in chunk {
+                batch.extend(command(&[b"SET", b"k", a.as_bytes()]));
+                batch.extend(command(&[b"INCRBYFLOAT", b"k", b.as_bytes()]));
+                batch.extend(command(&[b"INCRBYFLOAT", b"total", b.as_bytes()]));
+                batch.extend(command(&[b"HINCRBYFLOAT", b"h", b"f", a.as_bytes()]));
+            }
+            s.write_all(&batch).unwrap();
+            out.extend((0..4 * chunk.len()).map(|_| read_reply(&mut r)));
+        }
+        out
+    };
+    let (theirs, mine) = (answers(redis.port), answers(ours.addr.port()));
+    let sums = theirs.iter().filter(|a| !a.starts_with('-') && *a != "OK").count();
+    assert!(sums > 2500, "too few sums to compare: {sums} of {}", theirs.len());
+    for (i, (m, t)) in mine.iter().zip(&theirs).enumerate() {
+        let (a, b) = &pairs[i / 4];
+        assert_eq!(m, t, "answer {i} differs (ours, then redis-server's), for {a:?} and {b:?}");
+    }
+    assert_eq!(mine.len(), theirs.len());
+    ours.stop();
+}

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
+use super::long_double::{LongDouble, NOT_A_FLOAT};
 use super::{arity_error, glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::Hash;
 
@@ -60,8 +61,11 @@ impl RespDb {
     /// checked).
     pub(super) fn hash_command(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let key = &args[0][..];
-        if matches!(name, "hset" | "hmset" | "hsetnx" | "hincrby") {
+        if matches!(name, "hset" | "hmset" | "hsetnx") {
             return self.hash_write(name, args, reply);
+        }
+        if matches!(name, "hincrby" | "hincrbyfloat") {
+            return self.hincr(name == "hincrbyfloat", key, &args[1], &args[2], reply);
         }
         if name == "hrandfield" {
             return self.hrandfield(args, reply);
@@ -123,7 +127,7 @@ impl RespDb {
         }
     }
 
-    /// HSET, HMSET, HSETNX and HINCRBY.
+    /// HSET, HMSET and HSETNX.
     fn hash_write(&mut self, name: &str, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let key = &args[0][..];
         let pairs: Vec<&[u8]> = args[1..].iter().map(|a| &a[..]).collect();
@@ -136,23 +140,6 @@ impl RespDb {
         };
         let pairs: Cow<'_, [&[u8]]> = match name {
             "hsetnx" if hash.is_some_and(|h| h.get(pairs[0]).is_some()) => return reply.integer(0),
-            "hincrby" => {
-                let Some(by) = integer_arg(pairs[1]) else { return reply.error(NOT_INTEGER) };
-                let current = match hash.and_then(|h| h.get(pairs[0])) {
-                    None => 0,
-                    Some(v) => match integer_arg(v) {
-                        Some(n) => n,
-                        None => return reply.error("ERR hash value is not an integer"),
-                    },
-                };
-                let Some(next) = current.checked_add(by) else {
-                    return reply.error("ERR increment or decrement would overflow");
-                };
-                return match self.store.hash_set(key, pairs[0], next.to_string().as_bytes()) {
-                    Ok(_) => reply.integer(next),
-                    Err(s) => reply.error(status_error(s)),
-                };
-            }
             _ => Cow::Borrowed(&pairs[..]),
         };
         // Every pair checked before any is set: a refused HSET sets nothing.
@@ -171,6 +158,64 @@ impl RespDb {
         match name {
             "hmset" => reply.simple("OK"),
             _ => reply.integer(added),
+        }
+    }
+}
+
+impl RespDb {
+    /// `HINCRBY key field increment` (an integer) and HINCRBYFLOAT (a
+    /// `long double`, as Redis adds): the increment checked before the
+    /// key, as Redis does.
+    fn hincr(&mut self, float: bool, key: &[u8], field: &[u8], by: &[u8], reply: &mut Reply<RcBuf>) {
+        enum By {
+            Integer(i64),
+            Float(LongDouble),
+        }
+        let by = if float {
+            match LongDouble::parse(by) {
+                None => return reply.error(NOT_A_FLOAT),
+                Some(x) if !x.is_finite() => return reply.error("ERR value is NaN or Infinity"),
+                Some(x) => By::Float(x),
+            }
+        } else {
+            match integer_arg(by) {
+                None => return reply.error(NOT_INTEGER),
+                Some(n) => By::Integer(n),
+            }
+        };
+        let current = match self.hash_of(key) {
+            Ok(h) => h.and_then(|h| h.get(field)),
+            Err(e) => return reply.error(e),
+        };
+        // The new value as stored, and as an integer for HINCRBY's reply.
+        let (next, integer) = match by {
+            By::Integer(by) => {
+                let current = match current.map(|v| integer_arg(v)) {
+                    None => 0,
+                    Some(Some(n)) => n,
+                    Some(None) => return reply.error("ERR hash value is not an integer"),
+                };
+                match current.checked_add(by) {
+                    Some(next) => (next.to_string(), Some(next)),
+                    None => return reply.error("ERR increment or decrement would overflow"),
+                }
+            }
+            By::Float(by) => {
+                let current = match current.map(|v| LongDouble::parse(v)) {
+                    None => LongDouble::ZERO,
+                    Some(Some(x)) => x,
+                    Some(None) => return reply.error("ERR hash value is not a float"),
+                };
+                match current.checked_add(by) {
+                    Some(next) => (next.to_string(), None),
+                    None => return reply.error("ERR increment would produce NaN or Infinity"),
+                }
+            }
+        };
+        match (self.store.hash_set(key, field, next.as_bytes()), integer) {
+            (Ok(_), Some(n)) => reply.integer(n),
+            (Ok(_), None) => reply.bulk(next.as_bytes()),
+            (Err(s), _) => reply.error(status_error(s)),
         }
     }
 }

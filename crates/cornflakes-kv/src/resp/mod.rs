@@ -10,11 +10,11 @@
 //! PSETEX SETNX GETSET GETDEL GETEX (EX PX EXAT PXAT PERSIST) GETRANGE SUBSTR
 //! SETRANGE MGET MSET MSETNX DEL
 //! UNLINK EXISTS TOUCH TYPE KEYS RENAME RENAMENX APPEND STRLEN INCR DECR
-//! INCRBY DECRBY TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
+//! INCRBY DECRBY INCRBYFLOAT TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT)
 //! PERSIST LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LINDEX LLEN LSET LTRIM
 //! LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP BLPOP BRPOP BLMOVE BRPOPLPUSH
 //! BLMPOP BZPOPMIN BZPOPMAX ZMPOP BZMPOP HSET HMSET HSETNX HGET
-//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HSCAN HRANDFIELD SADD
+//! HMGET HDEL HLEN HSTRLEN HEXISTS HKEYS HVALS HGETALL HINCRBY HINCRBYFLOAT HSCAN HRANDFIELD SADD
 //! SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SSCAN SINTER SUNION SDIFF
 //! SINTERSTORE SUNIONSTORE SDIFFSTORE SINTERCARD SMOVE SPOP SRANDMEMBER
 //! ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT
@@ -100,10 +100,10 @@
 //! member has the same score; with several, they answer some range (Redis
 //! leaves it unspecified, and its answer depends on its encoding).
 //!
-//! Not implemented, answered `unknown command`:
-//! INCRBYFLOAT and HINCRBYFLOAT (Redis adds in `long double` and prints 17
-//! digits, which `f64` cannot reproduce),
-//! persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
+//! INCRBYFLOAT and HINCRBYFLOAT add in x87 `long double` and print what
+//! Redis prints on x86-64 (see the `long_double` module), on any machine.
+//!
+//! Not implemented, answered `unknown command`: persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
 
@@ -114,6 +114,7 @@ mod expiry;
 mod hash;
 mod introspect;
 mod list;
+mod long_double;
 mod pubsub;
 mod serve;
 mod set;
@@ -324,6 +325,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("hget", 3, &["readonly", "fast"]),
     ("hgetall", 2, &["readonly"]),
     ("hincrby", 4, &["write", "denyoom", "fast"]),
+    ("hincrbyfloat", 4, &["write", "denyoom", "fast"]),
     ("hkeys", 2, &["readonly"]),
     ("hlen", 2, &["readonly", "fast"]),
     ("hmget", -3, &["readonly", "fast"]),
@@ -336,6 +338,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("hvals", 2, &["readonly"]),
     ("incr", 2, &["write", "denyoom", "fast"]),
     ("incrby", 3, &["write", "denyoom", "fast"]),
+    ("incrbyfloat", 3, &["write", "denyoom", "fast"]),
     ("info", -1, &["loading", "stale"]),
     ("keys", 2, &["readonly"]),
     ("lindex", 3, &["readonly"]),
@@ -1095,9 +1098,11 @@ impl RespDb {
             "lpushx" | "rpushx" | "lset" | "ltrim" | "lrem" | "linsert" | "lpos" | "lmove" | "rpoplpush" => {
                 self.list_command(name, args, reply)
             }
-            "getrange" | "substr" | "setrange" | "msetnx" => self.string_command(name, args, reply),
-            "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hkeys" | "hlen" | "hmget" | "hmset" | "hscan"
-            | "hrandfield" | "hset" | "hsetnx" | "hstrlen" | "hvals" => self.hash_command(name, args, reply),
+            "getrange" | "substr" | "setrange" | "msetnx" | "incrbyfloat" => self.string_command(name, args, reply),
+            "hdel" | "hexists" | "hget" | "hgetall" | "hincrby" | "hincrbyfloat" | "hkeys" | "hlen" | "hmget"
+            | "hmset" | "hscan" | "hrandfield" | "hset" | "hsetnx" | "hstrlen" | "hvals" => {
+                self.hash_command(name, args, reply)
+            }
             "sadd" | "scard" | "sdiff" | "sdiffstore" | "sinter" | "sintercard" | "sinterstore" | "sismember"
             | "smembers" | "smismember" | "smove" | "spop" | "srandmember" | "srem" | "sscan" | "sunion"
             | "sunionstore" => self.set_command(name, args, reply),
@@ -1343,17 +1348,21 @@ impl RespDb {
         let Some(next) = current.checked_add(delta) else {
             return reply.error("ERR increment or decrement would overflow");
         };
-        // INCR keeps the key's time to live.
-        let ttl = self.expires.get(key).copied();
-        match self.set_string(key, next.to_string().as_bytes()) {
-            Ok(()) => {
-                if let Some(at) = ttl {
-                    self.expires.insert(key.into(), at);
-                }
-                reply.integer(next)
-            }
+        match self.replace_string(key, next.to_string().as_bytes()) {
+            Ok(()) => reply.integer(next),
             Err(s) => reply.error(status_error(s)),
         }
+    }
+
+    /// Sets the string `key` holds to `value`, keeping its time to live
+    /// (INCR and INCRBYFLOAT do).
+    fn replace_string(&mut self, key: &[u8], value: &[u8]) -> Result<(), Status> {
+        let ttl = self.expires.get(key).copied();
+        self.set_string(key, value)?;
+        if let Some(at) = ttl {
+            self.expires.insert(key.into(), at);
+        }
+        Ok(())
     }
 
     /// `EXPIRE key seconds [NX|XX|GT|LT]` (and PEXPIRE, in milliseconds),

@@ -1,11 +1,12 @@
-//! String commands beyond GET and SET: GETRANGE (SUBSTR), SETRANGE and
-//! MSETNX, with Redis 7.0's replies and errors.
+//! String commands beyond GET and SET: GETRANGE (SUBSTR), SETRANGE,
+//! MSETNX and INCRBYFLOAT, with Redis 7.0's replies and errors.
 
 use std::borrow::Cow;
 
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
+use super::long_double::{LongDouble, NOT_A_FLOAT};
 use super::{arity_error, integer_arg, status_error, RespDb, NOT_INTEGER};
 use crate::protocol::Status;
 
@@ -29,6 +30,7 @@ impl RespDb {
                 }
             }
             "setrange" => self.setrange(args, reply),
+            "incrbyfloat" => self.incr_by_float(args, reply),
             "msetnx" => {
                 if !args.len().is_multiple_of(2) {
                     return reply.error(&arity_error(name));
@@ -47,6 +49,29 @@ impl RespDb {
                 reply.integer(1)
             }
             _ => unreachable!("not a string command: {name}"),
+        }
+    }
+
+    /// `INCRBYFLOAT key increment`: added in `long double`, as Redis adds
+    /// (see [`LongDouble`]), the key's time to live kept.
+    fn incr_by_float(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
+        let key = &args[0][..];
+        let current = match self.string(key) {
+            Err(e) => return reply.error(e),
+            Ok(None) => LongDouble::ZERO,
+            Ok(Some(v)) => match LongDouble::parse(v) {
+                Some(x) => x,
+                None => return reply.error(NOT_A_FLOAT),
+            },
+        };
+        let Some(by) = LongDouble::parse(&args[1]) else { return reply.error(NOT_A_FLOAT) };
+        let Some(next) = current.checked_add(by) else {
+            return reply.error("ERR increment would produce NaN or Infinity");
+        };
+        let text = next.to_string();
+        match self.replace_string(key, text.as_bytes()) {
+            Ok(()) => reply.bulk(text.as_bytes()),
+            Err(s) => reply.error(status_error(s)),
         }
     }
 

@@ -1,0 +1,213 @@
+//! The `long double` arithmetic of Redis's INCRBYFLOAT and HINCRBYFLOAT,
+//! on x86-64: the x87 80-bit format (a 64-bit significand, which `f64`
+//! cannot reproduce), numbers read as glibc's `strtold` reads them with
+//! Redis's checks (`string2ld`), sums rounded to nearest even, and results
+//! printed as Redis's `ld2string` prints them (`%.17Lf`, trailing zeros
+//! dropped). The arithmetic is LLVM's APFloat, ported (`rustc_apfloat`);
+//! the printing an exact decimal expansion.
+
+use num_bigint::BigUint;
+use rustc_apfloat::ieee::X87DoubleExtended;
+use rustc_apfloat::{Float, Round, Status};
+
+/// An x87 extended-precision number.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LongDouble(X87DoubleExtended);
+
+/// What Redis answers for a number it cannot read.
+pub(super) const NOT_A_FLOAT: &str = "ERR value is not a valid float";
+
+/// Redis's `MAX_LONG_DOUBLE_CHARS`: longer text is not a number to it.
+const MAX_CHARS: usize = 5 * 1024;
+
+impl LongDouble {
+    pub(super) const ZERO: LongDouble = LongDouble(X87DoubleExtended::ZERO);
+
+    /// `text` as Redis's `string2ld` reads it: what `strtold` takes whole
+    /// (decimal, hexadecimal, `inf`, `infinity`, with a sign), never NaN,
+    /// nothing before or after, no overflow or underflow to zero.
+    pub(super) fn parse(text: &[u8]) -> Option<LongDouble> {
+        if text.is_empty() || text.len() >= MAX_CHARS {
+            return None;
+        }
+        let text = std::str::from_utf8(text).ok()?.to_ascii_lowercase();
+        let (negative, body) = match text.as_bytes()[0] {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, &text[..]),
+        };
+        let value = if body == "inf" || body == "infinity" {
+            X87DoubleExtended::INFINITY
+        } else {
+            // strtold's grammar (APFloat's is looser: `1e` and hexadecimal
+            // without an exponent) checked here; then APFloat converts.
+            let (hex, digits) = match body.strip_prefix("0x") {
+                Some(rest) => (true, rest),
+                None => (false, body),
+            };
+            let (significand, exponent) = match digits.split_once(if hex { 'p' } else { 'e' }) {
+                Some((s, e)) => (s, Some(e)),
+                None => (digits, None),
+            };
+            let is_digit = |c: char| if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() };
+            let (whole, fraction) = significand.split_once('.').unwrap_or((significand, ""));
+            let well_formed = !(whole.is_empty() && fraction.is_empty())
+                && whole.chars().all(is_digit)
+                && fraction.chars().all(is_digit)
+                && exponent.is_none_or(|e| {
+                    let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+                    !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
+                });
+            if !well_formed {
+                return None;
+            }
+            let canonical =
+                if hex { format!("0x{significand}p{}", exponent.unwrap_or("0")) } else { digits.to_owned() };
+            let parsed = X87DoubleExtended::from_str_r(&canonical, Round::NearestTiesToEven).ok()?;
+            // strtold's ERANGE, as Redis checks it: past the range, or so
+            // small it became 0 (a subnormal result is kept).
+            let nonzero_digits = significand.bytes().any(|b| b != b'0' && b != b'.');
+            if parsed.status.contains(Status::OVERFLOW) || (parsed.value.is_zero() && nonzero_digits) {
+                return None;
+            }
+            parsed.value
+        };
+        Some(LongDouble(if negative { -value } else { value }))
+    }
+
+    /// `self + other`, rounded to nearest even; `None` when the sum is NaN
+    /// or infinite (Redis refuses to store it).
+    pub(super) fn checked_add(self, other: LongDouble) -> Option<LongDouble> {
+        let sum = self.0.add_r(other.0, Round::NearestTiesToEven).value;
+        (!sum.is_nan() && !sum.is_infinite()).then_some(LongDouble(sum))
+    }
+
+    /// Whether it is NaN or infinite.
+    pub(super) fn is_finite(self) -> bool {
+        self.0.is_finite()
+    }
+}
+
+impl std::fmt::Display for LongDouble {
+    /// Redis's `ld2string(.., LD_STR_HUMAN)`: `%.17Lf` (17 decimals, the
+    /// last rounded to nearest even, as glibc does), trailing zeros and a
+    /// trailing dot dropped, `-0` printed `0`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const DECIMALS: usize = 17;
+        if !self.0.is_finite() {
+            return f.write_str(if self.0.is_nan() {
+                "nan"
+            } else if self.0.is_negative() {
+                "-inf"
+            } else {
+                "inf"
+            });
+        }
+        let bits = self.0.to_bits();
+        let negative = (bits >> 79) & 1 == 1;
+        let exponent = ((bits >> 64) & 0x7fff) as i64;
+        let significand = BigUint::from(bits as u64);
+        // |value| = significand * 2^power (a subnormal's exponent is that
+        // of the smallest normal).
+        let power = exponent.max(1) - 16383 - 63;
+        let scaled = significand * BigUint::from(10u32).pow(DECIMALS as u32);
+        let units = if power >= 0 {
+            scaled << power as u64
+        } else {
+            let shift = power.unsigned_abs();
+            let quotient: BigUint = &scaled >> shift;
+            let remainder = &scaled - (&quotient << shift);
+            let half = BigUint::from(1u32) << (shift - 1);
+            if remainder > half || (remainder == half && quotient.bit(0)) {
+                quotient + 1u32
+            } else {
+                quotient
+            }
+        };
+        let digits = format!("{units:0>width$}", width = DECIMALS + 1);
+        let (whole, fraction) = digits.split_at(digits.len() - DECIMALS);
+        let fraction = fraction.trim_end_matches('0');
+        let zero = whole == "0" && fraction.is_empty();
+        if negative && !zero {
+            f.write_str("-")?;
+        }
+        f.write_str(whole)?;
+        if !fraction.is_empty() {
+            write!(f, ".{fraction}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(a: &str, b: &str) -> Option<String> {
+        let (a, b) = (LongDouble::parse(a.as_bytes())?, LongDouble::parse(b.as_bytes())?);
+        a.checked_add(b).map(|s| s.to_string())
+    }
+
+    #[test]
+    fn sums_print_as_redis_7_0_on_x86_64_prints_them() {
+        // Answers of redis-server 7.0 (x86-64) to INCRBYFLOAT.
+        assert_eq!(sum("10.5", "0.1").as_deref(), Some("10.6"));
+        assert_eq!(sum("0.1", "0.2").as_deref(), Some("0.3"));
+        assert_eq!(sum("5.0e3", "2.0e2").as_deref(), Some("5200"));
+        assert_eq!(sum("3", "-3").as_deref(), Some("0"));
+        assert_eq!(sum("-0", "-0").as_deref(), Some("0"));
+        assert_eq!(sum("1e-20", "0").as_deref(), Some("0"));
+        assert_eq!(sum("-1e-20", "0").as_deref(), Some("0"));
+        assert_eq!(sum("1e30", "0").as_deref(), Some("1000000000000000000024696061952"));
+        assert_eq!(sum("0x10", "0x1p-1").as_deref(), Some("16.5"));
+        assert_eq!(sum("inf", "1"), None);
+        assert_eq!(sum("1e4932", "1e4932"), None);
+    }
+
+    #[test]
+    fn a_tie_at_the_seventeenth_decimal_rounds_to_even() {
+        // 2^-18 = 0.000003814697265625: 17 decimals leave ...62|5.
+        let v = LongDouble::parse(b"0x1p-18").unwrap();
+        assert_eq!(v.to_string(), "0.00000381469726562");
+        // 3 * 2^-18 = 0.000011444091796875: ...87|5 rounds up.
+        assert_eq!(LongDouble::parse(b"0x3p-18").unwrap().to_string(), "0.00001144409179688");
+    }
+
+    #[test]
+    fn text_strtold_would_not_take_whole_is_refused() {
+        for bad in [
+            "",
+            " 1",
+            "1 ",
+            "1e",
+            "1e+",
+            "e5",
+            ".",
+            "+",
+            "-",
+            "0x",
+            "0x.",
+            "0xp1",
+            "0x1p",
+            "0x1g",
+            "nan",
+            "-nan",
+            "nan(1)",
+            "infx",
+            "infinit",
+            "1.2.3",
+            "1e400000",
+            "1e-400000",
+            "--1",
+            "1,5",
+            "١",
+        ] {
+            assert!(LongDouble::parse(bad.as_bytes()).is_none(), "{bad:?} was taken");
+        }
+        for good in
+            ["1", "+1", "-1.", ".5", "1e5", "1E-5", "0x1.8p1", "0X.8", "0x10", "INF", "-Infinity", "0e99999", "1e-4940"]
+        {
+            assert!(LongDouble::parse(good.as_bytes()).is_some(), "{good:?} was refused");
+        }
+    }
+}
