@@ -2295,6 +2295,20 @@ fn blocking_pops_answer_as_redis_server_does() {
         (0, "RPUSH src2 m"),
         (1, "<"),
         (2, "<"),
+        // A waiter of the other kind does not hold up those behind it.
+        (1, "> BZPOPMIN mixed 0"),
+        (2, "> BLPOP mixed 0"),
+        (0, "LPUSH mixed x"),
+        (2, "<"),
+        (1, "?"),
+        (0, "ZADD mixed 1 m"),
+        (1, "<"),
+        // BLMPOP and BZMPOP check their timeout last.
+        (0, "BLMPOP x 0 nokey LEFT"),
+        (0, "BLMPOP x 1 nokey bogus"),
+        (0, "BZMPOP -1 1 nokey MIN COUNT 0"),
+        (0, "BLPOP nokey 9223372036854776"),
+        (0, "BLPOP nokey 0x1p-20"),
         // A sorted set stored by ZUNIONSTORE or ZRANGESTORE serves the
         // waiters on its key.
         (0, "ZADD zsrc 1 a 2 b 3 c"),

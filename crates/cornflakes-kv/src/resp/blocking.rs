@@ -14,7 +14,7 @@
 //! non-blocking command would (the null array, or BLMOVE's null).
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use cornflakes::RcBuf;
@@ -22,6 +22,7 @@ use cornflakes_resp::Reply;
 use hashbrown::{HashMap, HashSet};
 
 use super::list::side;
+use super::long_double::LongDouble;
 use super::zset::format_score;
 use super::{arity_error, integer_arg, After, Kind, RespDb, Session, SYNTAX, WRONGTYPE};
 
@@ -52,6 +53,9 @@ impl Op {
 /// A client waiting on keys.
 #[derive(Debug)]
 struct Blocked {
+    /// When it blocked, in the order clients did (its place in the queue
+    /// of each of its keys).
+    seq: u64,
     /// The database its keys are in.
     db: usize,
     keys: Vec<Box<[u8]>>,
@@ -65,7 +69,11 @@ struct Blocked {
 /// elsewhere (CLIENT UNBLOCK).
 #[derive(Debug, Default)]
 pub(super) struct Blocking {
-    by_key: HashMap<(usize, Box<[u8]>), VecDeque<u64>>,
+    /// Per key, its clients by when they blocked (so that one leaves in
+    /// O(log n), however many wait).
+    by_key: HashMap<(usize, Box<[u8]>), BTreeMap<u64, u64>>,
+    /// The next client's `seq`.
+    next_seq: u64,
     by_session: HashMap<u64, Blocked>,
     deadlines: BTreeSet<(Instant, u64)>,
     /// Keys a write touched while someone waits on them, in the order
@@ -99,13 +107,12 @@ impl Blocking {
         }
     }
 
-    fn block(&mut self, id: u64, blocked: Blocked) {
+    fn block(&mut self, id: u64, mut blocked: Blocked) {
+        blocked.seq = self.next_seq;
+        self.next_seq += 1;
         for key in &blocked.keys {
-            let waiting = self.by_key.entry((blocked.db, key.clone())).or_default();
             // A key named twice (BLPOP k k 0) waits once.
-            if waiting.back() != Some(&id) {
-                waiting.push_back(id);
-            }
+            self.by_key.entry((blocked.db, key.clone())).or_default().insert(blocked.seq, id);
         }
         if let Some(at) = blocked.deadline {
             self.deadlines.insert((at, id));
@@ -119,7 +126,7 @@ impl Blocking {
         for key in &blocked.keys {
             let k = (blocked.db, key.clone());
             if let Some(waiting) = self.by_key.get_mut(&k) {
-                waiting.retain(|&w| w != id);
+                waiting.remove(&blocked.seq);
                 if waiting.is_empty() {
                     self.by_key.remove(&k);
                 }
@@ -136,32 +143,21 @@ impl Blocking {
 pub(super) const BLOCKING_COMMANDS: &[&str] =
     &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "lmpop", "bzpopmin", "bzpopmax", "bzmpop", "zmpop"];
 
-/// i64::MAX milliseconds, as an `f64` (2^63).
-const I64_MAX_MS: f64 = 9_223_372_036_854_775_808.0;
-
 /// LMPOP's arguments after `numkeys`: the keys, whether from the left, and
 /// the count.
 type MPop<'c, 'a> = (&'c [Cow<'a, [u8]>], bool, usize);
 
-/// Redis's `timeout` argument in seconds (a float): `Ok(None)` for 0
-/// (wait for ever). Redis converts it to whole milliseconds rounding up and
-/// takes a value past `i64` milliseconds (and infinity) for a negative one.
+/// Redis's `timeout` argument in seconds (a float, read and rounded up
+/// to whole milliseconds in `long double`, as Redis 7.0 does): `Ok(None)`
+/// for 0 (wait for ever); past `i64` milliseconds (and infinity) is what
+/// Redis's conversion makes it, a negative timeout.
 fn timeout(arg: &[u8]) -> Result<Option<Duration>, &'static str> {
-    const NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
-    let text = std::str::from_utf8(arg).map_err(|_| NOT_FLOAT)?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
-        return Err(NOT_FLOAT);
+    let secs = LongDouble::parse(arg).ok_or("ERR timeout is not a float or out of range")?;
+    match secs.ceil_millis() {
+        Some(0) => Ok(None),
+        Some(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms as u64))),
+        _ => Err("ERR timeout is negative"),
     }
-    let secs: f64 = text.parse().map_err(|_| NOT_FLOAT)?;
-    if secs.is_nan() {
-        return Err(NOT_FLOAT);
-    }
-    let ms = (secs * 1000.0).ceil();
-    // Past i64 milliseconds Redis's conversion yields i64::MIN.
-    if !(0.0..I64_MAX_MS).contains(&ms) {
-        return Err("ERR timeout is negative");
-    }
-    Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
 }
 
 /// LMPOP's `numkeys key [key ...] LEFT|RIGHT [COUNT count]` (ZMPOP's with
@@ -198,7 +194,7 @@ impl RespDb {
         reply: &mut Reply<RcBuf>,
     ) -> After {
         // The arguments, checked in Redis's order: the timeout first for
-        // BLPOP and BLMPOP, after the sides for BLMOVE.
+        // BLPOP, after the sides for BLMOVE, last for BLMPOP.
         let parsed = match name {
             "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
                 let (keys, t) = args.split_at(args.len() - 1);
@@ -216,20 +212,16 @@ impl RespDb {
                 }
                 _ => Err(SYNTAX),
             },
+            // The timeout after the rest, as Redis 7.0 checks them.
             "blmpop" | "lmpop" | "bzmpop" | "zmpop" => {
-                let (t, rest) = if name.starts_with('b') {
-                    match timeout(&args[0]) {
-                        Ok(t) => (t, &args[1..]),
-                        Err(e) => return error(reply, e),
-                    }
+                let blocks = name.starts_with('b');
+                let rest = if blocks { &args[1..] } else { args };
+                let parsed = if name.ends_with("zmpop") {
+                    mpop_args(rest, min_or_max).map(|(keys, min, count)| (keys, Op::ZMPop { min, count }))
                 } else {
-                    (None, args)
+                    mpop_args(rest, side).map(|(keys, left, count)| (keys, Op::MPop { left, count }))
                 };
-                if name.ends_with("zmpop") {
-                    mpop_args(rest, min_or_max).map(|(keys, min, count)| (keys, Op::ZMPop { min, count }, t))
-                } else {
-                    mpop_args(rest, side).map(|(keys, left, count)| (keys, Op::MPop { left, count }, t))
-                }
+                parsed.and_then(|(keys, op)| Ok((keys, op, if blocks { timeout(&args[0])? } else { None })))
             }
             _ => unreachable!("not a blocking command: {name}"),
         };
@@ -260,7 +252,8 @@ impl RespDb {
             return After::Continue;
         }
         let deadline = wait.map(|w| Instant::now().checked_add(w).unwrap_or_else(far_future));
-        let blocked = Blocked { db: self.db, keys: keys.iter().map(|k| k[..].into()).collect(), op, deadline };
+        let keys = keys.iter().map(|k| k[..].into()).collect();
+        let blocked = Blocked { seq: 0, db: self.db, keys, op, deadline };
         self.blocking.block(session.id, blocked);
         After::Block
     }
@@ -390,14 +383,26 @@ impl RespDb {
     }
 
     /// Serves the clients waiting on `key` (of the current database `db`)
-    /// in the order they blocked, while it holds what they wait for.
+    /// in the order they blocked, while it holds something: those that
+    /// wait for its kind (a list or a sorted set); the others wait on, as
+    /// in Redis.
     fn serve_waiting(&mut self, db: usize, key: &[u8], woken: &mut Vec<(u64, Reply<RcBuf>)>) {
+        let k = (db, Box::<[u8]>::from(key));
+        // From the first waiter on: serving one takes it off the queue, and
+        // a BLMOVE into this key keeps it filled.
+        let mut after = None;
         loop {
-            let Some(&id) = self.blocking.by_key.get(&(db, Box::from(key))).and_then(|w| w.front()) else { return };
+            let Some(kind) = self.kind(key) else { return };
+            let Some(waiting) = self.blocking.by_key.get(&k) else { return };
+            let next = match after {
+                None => waiting.iter().next(),
+                Some(seq) => waiting.range(seq + 1..).next(),
+            };
+            let Some((&seq, &id)) = next else { return };
+            after = Some(seq);
             let Some(op) = self.blocking.by_session.get(&id).map(|b| b.op.clone()) else { return };
-            // A key of another kind, or gone again: they wait on.
-            if self.kind(key) != Some(op.kind()) {
-                return;
+            if op.kind() != kind {
+                continue;
             }
             let mut reply = Reply::new(self.threshold);
             if let Op::Move { dst, .. } = &op {
@@ -502,10 +507,10 @@ mod tests {
     /// What a connection does (a blocked one does nothing until woken).
     #[derive(Clone, Debug)]
     enum Step {
-        /// `RPUSH key v` by connection `by`.
-        Push { by: usize, key: usize },
-        /// `BLPOP keys.. 0` by connection `by`.
-        Wait { by: usize, keys: Vec<usize> },
+        /// `RPUSH key v` (or, `z`, `ZADD key v v`) by connection `by`.
+        Push { by: usize, key: usize, z: bool },
+        /// `BLPOP keys.. 0` (or, `z`, `BZPOPMIN keys.. 0`) by connection `by`.
+        Wait { by: usize, keys: Vec<usize>, z: bool },
         /// Connection `by` goes away.
         Leave { by: usize },
         /// `CLIENT UNBLOCK` of connection `who`, by connection `by`.
@@ -517,8 +522,9 @@ mod tests {
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            3 => (0..CONNS, 0..KEYS.len()).prop_map(|(by, key)| Step::Push { by, key }),
-            3 => (0..CONNS, proptest::collection::vec(0..KEYS.len(), 1..3)).prop_map(|(by, keys)| Step::Wait { by, keys }),
+            3 => (0..CONNS, 0..KEYS.len(), proptest::bool::weighted(0.3)).prop_map(|(by, key, z)| Step::Push { by, key, z }),
+            3 => (0..CONNS, proptest::collection::vec(0..KEYS.len(), 1..3), proptest::bool::weighted(0.3))
+                .prop_map(|(by, keys, z)| Step::Wait { by, keys, z }),
             1 => (0..CONNS).prop_map(|by| Step::Leave { by }),
             1 => (0..CONNS, 0..CONNS).prop_map(|(by, who)| Step::Unblock { by, who }),
         ]
@@ -532,53 +538,81 @@ mod tests {
         (after, String::from_utf8(reply.to_vec()).unwrap())
     }
 
-    fn popped(key: &str, v: u32) -> String {
+    /// BLPOP's answer (or, `z`, BZPOPMIN's: the member and its score are
+    /// both `v`).
+    fn popped(key: &str, v: u32, z: bool) -> String {
         let v = v.to_string();
-        format!("*2\r\n${}\r\n{key}\r\n${}\r\n{v}\r\n", key.len(), v.len())
+        let head = format!("${}\r\n{key}\r\n${}\r\n{v}\r\n", key.len(), v.len());
+        if z {
+            format!("*3\r\n{head}${}\r\n{v}\r\n", v.len())
+        } else {
+            format!("*2\r\n{head}")
+        }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
-        /// Pushes, blocking pops over several keys, connections leaving and
-        /// CLIENT UNBLOCK give the answers of a model that serves each
-        /// pushed key's waiters in the order they blocked: every element is
-        /// popped once or stays in its list, never lost or given twice.
+        /// Pushes to lists and sorted sets, blocking pops of both kinds over
+        /// several keys, connections leaving and CLIENT UNBLOCK give the
+        /// answers of a model that serves each pushed key's waiters of that
+        /// kind in the order they blocked (passing over waiters of the other
+        /// kind, as Redis does): every element is popped once or stays,
+        /// never lost or given twice.
         #[test]
         fn waiters_are_served_as_a_fifo_model_says(steps in proptest::collection::vec(step(), 1..60)) {
             let mut db = RespDb::new(Store::new(Pool::new().unwrap(), resp_limits()), 512);
             let mut next_id = 1;
             let mut sessions: Vec<Session> = (0..CONNS).map(|_| { next_id += 1; db.new_session(next_id - 1) }).collect();
-            let mut lists: Vec<VecDeque<u32>> = vec![VecDeque::new(); KEYS.len()];
-            // The model: per key the connections waiting, in order; per
-            // connection the keys it waits on.
+            // The model: per key its elements (oldest first: a sorted set's
+            // scores grow with them) and whether it is a sorted set; per key
+            // the connections waiting, in order; per connection the keys it
+            // waits on and whether for a sorted set.
+            let mut items: Vec<VecDeque<u32>> = vec![VecDeque::new(); KEYS.len()];
+            let mut is_z = [false; KEYS.len()];
             let mut waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); KEYS.len()];
-            let mut blocked: Vec<Option<Vec<usize>>> = vec![None; CONNS];
+            let mut blocked: Vec<Option<(Vec<usize>, bool)>> = vec![None; CONNS];
             let mut value = 0u32;
             for step in steps {
                 let mut expect: Vec<(u64, String)> = Vec::new();
                 match step {
-                    Step::Push { by, key } if blocked[by].is_none() => {
+                    Step::Push { by, key, z } if blocked[by].is_none() => {
                         value += 1;
-                        let (_, r) = exec(&mut db, &mut sessions[by], &format!("RPUSH {} {value}", KEYS[key]));
-                        lists[key].push_back(value);
-                        prop_assert_eq!(r, format!(":{}\r\n", lists[key].len()));
-                        while let (Some(&who), Some(_)) = (waiting[key].front(), lists[key].front()) {
-                            let v = lists[key].pop_front().unwrap();
-                            expect.push((sessions[who].id, popped(KEYS[key], v)));
-                            for k in blocked[who].take().unwrap() {
+                        let line = if z { format!("ZADD {} {value} {value}", KEYS[key]) } else { format!("RPUSH {} {value}", KEYS[key]) };
+                        let (_, r) = exec(&mut db, &mut sessions[by], &line);
+                        if !items[key].is_empty() && is_z[key] != z {
+                            prop_assert!(r.starts_with("-WRONGTYPE"), "{}", r);
+                            continue;
+                        }
+                        is_z[key] = z;
+                        items[key].push_back(value);
+                        prop_assert_eq!(r, if z { ":1\r\n".to_owned() } else { format!(":{}\r\n", items[key].len()) });
+                        let mut i = 0;
+                        while let (Some(&who), Some(_)) = (waiting[key].get(i), items[key].front()) {
+                            if blocked[who].as_ref().is_some_and(|&(_, wz)| wz != z) {
+                                i += 1;
+                                continue;
+                            }
+                            let v = items[key].pop_front().unwrap();
+                            expect.push((sessions[who].id, popped(KEYS[key], v, z)));
+                            for k in blocked[who].take().unwrap().0 {
                                 waiting[k].retain(|&w| w != who);
                             }
                         }
                     }
-                    Step::Wait { by, keys } if blocked[by].is_none() => {
+                    Step::Wait { by, keys, z } if blocked[by].is_none() => {
                         let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
-                        let (after, r) = exec(&mut db, &mut sessions[by], &format!("BLPOP {} 0", names.join(" ")));
-                        match keys.iter().find(|&&k| !lists[k].is_empty()) {
-                            Some(&k) => {
-                                let v = lists[k].pop_front().unwrap();
+                        let name = if z { "BZPOPMIN" } else { "BLPOP" };
+                        let (after, r) = exec(&mut db, &mut sessions[by], &format!("{name} {} 0", names.join(" ")));
+                        match keys.iter().find(|&&k| !items[k].is_empty()) {
+                            Some(&k) if is_z[k] != z => {
                                 prop_assert_eq!(after, After::Continue);
-                                prop_assert_eq!(r, popped(KEYS[k], v));
+                                prop_assert!(r.starts_with("-WRONGTYPE"), "{}", r);
+                            }
+                            Some(&k) => {
+                                let v = items[k].pop_front().unwrap();
+                                prop_assert_eq!(after, After::Continue);
+                                prop_assert_eq!(r, popped(KEYS[k], v, z));
                             }
                             None => {
                                 prop_assert_eq!(after, After::Block);
@@ -588,13 +622,13 @@ mod tests {
                                         waiting[k].push_back(by);
                                     }
                                 }
-                                blocked[by] = Some(keys);
+                                blocked[by] = Some((keys, z));
                             }
                         }
                     }
                     Step::Leave { by } => {
                         db.end_session(sessions[by].id);
-                        if let Some(keys) = blocked[by].take() {
+                        if let Some((keys, _)) = blocked[by].take() {
                             for k in keys {
                                 waiting[k].retain(|&w| w != by);
                             }
@@ -606,7 +640,7 @@ mod tests {
                         let line = format!("CLIENT UNBLOCK {}", sessions[who].id);
                         let (_, r) = exec(&mut db, &mut sessions[by], &line);
                         match blocked[who].take() {
-                            Some(keys) => {
+                            Some((keys, _)) => {
                                 prop_assert_eq!(r, ":1\r\n");
                                 for k in keys {
                                     waiting[k].retain(|&w| w != who);
@@ -625,8 +659,9 @@ mod tests {
                     .collect();
                 prop_assert_eq!(woken, expect);
                 prop_assert_eq!(db.blocked_clients(), blocked.iter().flatten().count());
-                for (k, list) in lists.iter().enumerate() {
-                    let len = db.store().get(KEYS[k].as_bytes()).map_or(0, |l| l.len());
+                for (k, list) in items.iter().enumerate() {
+                    let key = KEYS[k].as_bytes();
+                    let len = db.store().get(key).map_or(0, |l| l.len()) + db.store().zset(key).map_or(0, |z| z.len());
                     prop_assert_eq!(len, list.len());
                 }
             }
@@ -643,9 +678,12 @@ mod tests {
         assert_eq!(timeout(b"-1"), Err("ERR timeout is negative"));
         assert_eq!(timeout(b"inf"), Err("ERR timeout is negative"));
         assert_eq!(timeout(b"9999999999999999"), Err("ERR timeout is negative"));
-        // Far, but within i64 milliseconds: waits (Redis rounds in `long double`,
-        // so the last few thousand seconds before i64::MAX ms differ).
-        assert!(timeout(b"9000000000000000").unwrap().is_some());
+        // Far, but within i64 milliseconds in `long double`: waits.
+        assert!(timeout(b"9223372036854775").unwrap().is_some());
+        assert_eq!(timeout(b"9223372036854776"), Err("ERR timeout is negative"));
+        // strtold reads hexadecimal, and Redis with it.
+        assert_eq!(timeout(b"0x10"), Ok(Some(Duration::from_secs(16))));
+        assert_eq!(timeout(b"-0.0001"), Ok(None));
         for bad in [&b"x"[..], b"", b" 1", b"nan", b"1.5abc", b"\xff"] {
             assert_eq!(timeout(bad), Err("ERR timeout is not a float or out of range"), "{bad:?}");
         }

@@ -82,7 +82,17 @@ impl LongDouble {
         (!sum.is_nan() && !sum.is_infinite()).then_some(LongDouble(sum))
     }
 
-    /// Whether it is NaN or infinite.
+    /// Redis 7.0's blocking timeout of these seconds: `(long long)
+    /// ceill(secs * 1000.0)` in milliseconds; `None` where the conversion
+    /// does not fit (x87 then gives `LLONG_MIN`, a negative timeout).
+    pub(super) fn ceil_millis(self) -> Option<i64> {
+        let thousand = X87DoubleExtended::from_i128(1000).value;
+        let ms = self.0.mul_r(thousand, Round::NearestTiesToEven).value;
+        let converted = ms.to_i128_r(64, Round::TowardPositive, &mut false);
+        (!converted.status.contains(Status::INVALID_OP)).then(|| converted.value as i64)
+    }
+
+    /// Whether it is neither NaN nor infinite.
     pub(super) fn is_finite(self) -> bool {
         self.0.is_finite()
     }
