@@ -64,6 +64,9 @@ struct Blocked {
     deadline: Option<Instant>,
 }
 
+/// The clients waiting on one key: connection ids by their `seq`.
+type Queue = BTreeMap<u64, u64>;
+
 /// Every blocked client, by key, by connection and by deadline; the keys
 /// made ready since the serving loop last asked; the replies decided
 /// elsewhere (CLIENT UNBLOCK).
@@ -71,7 +74,7 @@ struct Blocked {
 pub(super) struct Blocking {
     /// Per key, its clients by when they blocked (so that one leaves in
     /// O(log n), however many wait).
-    by_key: HashMap<(usize, Box<[u8]>), BTreeMap<u64, u64>>,
+    by_key: HashMap<(usize, Box<[u8]>), Queue>,
     /// The next client's `seq`.
     next_seq: u64,
     by_session: HashMap<u64, Blocked>,

@@ -89,7 +89,7 @@ impl LongDouble {
         let thousand = X87DoubleExtended::from_i128(1000).value;
         let ms = self.0.mul_r(thousand, Round::NearestTiesToEven).value;
         let converted = ms.to_i128_r(64, Round::TowardPositive, &mut false);
-        (!converted.status.contains(Status::INVALID_OP)).then(|| converted.value as i64)
+        (!converted.status.contains(Status::INVALID_OP)).then_some(converted.value as i64)
     }
 
     /// Whether it is neither NaN nor infinite.
