@@ -4,7 +4,8 @@
 //! Redis's checks (`string2ld`), sums rounded to nearest even, and results
 //! printed as Redis's `ld2string` prints them (`%.17Lf`, trailing zeros
 //! dropped). The arithmetic is LLVM's APFloat, ported (`rustc_apfloat`);
-//! the printing an exact decimal expansion.
+//! the printing an exact decimal expansion. [`read_float`] reads scores
+//! (`strtod`'s grammar, hexadecimal included) for the sorted sets too.
 
 use num_bigint::BigUint;
 use rustc_apfloat::ieee::X87DoubleExtended;
@@ -27,52 +28,10 @@ impl LongDouble {
     /// (decimal, hexadecimal, `inf`, `infinity`, with a sign), never NaN,
     /// nothing before or after, no overflow or underflow to zero.
     pub(super) fn parse(text: &[u8]) -> Option<LongDouble> {
-        if text.is_empty() || text.len() >= MAX_CHARS {
+        if text.len() >= MAX_CHARS {
             return None;
         }
-        let text = std::str::from_utf8(text).ok()?.to_ascii_lowercase();
-        let (negative, body) = match text.as_bytes()[0] {
-            b'-' => (true, &text[1..]),
-            b'+' => (false, &text[1..]),
-            _ => (false, &text[..]),
-        };
-        let value = if body == "inf" || body == "infinity" {
-            X87DoubleExtended::INFINITY
-        } else {
-            // strtold's grammar (APFloat's is looser: `1e` and hexadecimal
-            // without an exponent) checked here; then APFloat converts.
-            let (hex, digits) = match body.strip_prefix("0x") {
-                Some(rest) => (true, rest),
-                None => (false, body),
-            };
-            let (significand, exponent) = match digits.split_once(if hex { 'p' } else { 'e' }) {
-                Some((s, e)) => (s, Some(e)),
-                None => (digits, None),
-            };
-            let is_digit = |c: char| if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() };
-            let (whole, fraction) = significand.split_once('.').unwrap_or((significand, ""));
-            let well_formed = !(whole.is_empty() && fraction.is_empty())
-                && whole.chars().all(is_digit)
-                && fraction.chars().all(is_digit)
-                && exponent.is_none_or(|e| {
-                    let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-                    !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
-                });
-            if !well_formed {
-                return None;
-            }
-            let canonical =
-                if hex { format!("0x{significand}p{}", exponent.unwrap_or("0")) } else { digits.to_owned() };
-            let parsed = X87DoubleExtended::from_str_r(&canonical, Round::NearestTiesToEven).ok()?;
-            // strtold's ERANGE, as Redis checks it: past the range, or so
-            // small it became 0 (a subnormal result is kept).
-            let nonzero_digits = significand.bytes().any(|b| b != b'0' && b != b'.');
-            if parsed.status.contains(Status::OVERFLOW) || (parsed.value.is_zero() && nonzero_digits) {
-                return None;
-            }
-            parsed.value
-        };
-        Some(LongDouble(if negative { -value } else { value }))
+        read_in_range(text).map(LongDouble)
     }
 
     /// `self + other`, rounded to nearest even; `None` when the sum is NaN
@@ -147,6 +106,64 @@ impl std::fmt::Display for LongDouble {
         }
         Ok(())
     }
+}
+
+/// `text` as Redis's `string2d` and `string2ld` read it: what `strtod`
+/// (`strtold`) takes whole, not empty, no space before it, never NaN, no
+/// overflow or underflow to zero.
+pub(super) fn read_in_range<F: Float>(text: &[u8]) -> Option<F> {
+    let text = std::str::from_utf8(text).ok()?;
+    match read_float::<F>(text)? {
+        (v, false) => Some(v),
+        (_, true) => None,
+    }
+}
+
+/// What glibc's `strtod` (for `F` = `Double`) or `strtold` (`X87DoubleExtended`)
+/// make of `text` when they take all of it: decimal or hexadecimal (its
+/// exponent optional), `inf` or `infinity`, any case, an optional sign; no
+/// space around it, never NaN. With the value, whether `strtod` would set
+/// `ERANGE` in the way Redis refuses: past the range, or so small it became
+/// 0 (a subnormal result is kept).
+pub(super) fn read_float<F: Float>(text: &str) -> Option<(F, bool)> {
+    let text = text.to_ascii_lowercase();
+    let (negative, body) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, &text[..]),
+    };
+    let (value, out_of_range) = if body == "inf" || body == "infinity" {
+        (F::INFINITY, false)
+    } else {
+        // strtod's grammar (APFloat's is looser: `1e` and hexadecimal
+        // without an exponent) checked here; then APFloat converts.
+        let (hex, digits) = match body.strip_prefix("0x") {
+            Some(rest) => (true, rest),
+            None => (false, body),
+        };
+        let (significand, exponent) = match digits.split_once(if hex { 'p' } else { 'e' }) {
+            Some((s, e)) => (s, Some(e)),
+            None => (digits, None),
+        };
+        let is_digit = |c: char| if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() };
+        let (whole, fraction) = significand.split_once('.').unwrap_or((significand, ""));
+        let well_formed = !(whole.is_empty() && fraction.is_empty())
+            && whole.chars().all(is_digit)
+            && fraction.chars().all(is_digit)
+            && exponent.is_none_or(|e| {
+                let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+                !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
+            });
+        if !well_formed {
+            return None;
+        }
+        let canonical = if hex { format!("0x{significand}p{}", exponent.unwrap_or("0")) } else { digits.to_owned() };
+        let parsed = F::from_str_r(&canonical, Round::NearestTiesToEven).ok()?;
+        let nonzero_digits = significand.bytes().any(|b| b != b'0' && b != b'.');
+        let out_of_range = parsed.status.contains(Status::OVERFLOW) || (parsed.value.is_zero() && nonzero_digits);
+        (parsed.value, out_of_range)
+    };
+    Some((if negative { -value } else { value }, out_of_range))
 }
 
 #[cfg(test)]

@@ -6,8 +6,11 @@ use std::borrow::Cow;
 
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
+use rustc_apfloat::ieee::Double;
+use rustc_apfloat::Float;
 
 use super::hash::scan_pattern;
+use super::long_double::{read_float, read_in_range};
 use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::ZSet;
 
@@ -514,33 +517,30 @@ fn index_range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
     }
 }
 
-/// A score argument, as Redis's `strtod` check takes it: a number,
-/// `inf`/`+inf`/`-inf`, never NaN, nothing around it, no overflow or
-/// underflow (hexadecimal floats, which `strtod` reads, are refused).
+/// A score argument, as Redis's `string2d` takes it: what `strtod` reads
+/// whole (decimal, hexadecimal, `inf`), never NaN, nothing around it, no
+/// overflow or underflow to zero.
 pub(super) fn parse_score(arg: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(arg).ok()?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
-        return None;
-    }
-    let v: f64 = text.parse().ok()?;
-    let named_infinity = text.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
-    // strtod's ERANGE: past f64 either way (1e400, 1e-400) is refused.
-    let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
-    let underflow = v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
-    if v.is_nan() || (v.is_infinite() && !named_infinity) || underflow {
-        return None;
-    }
-    Some(v)
+    read_in_range::<Double>(arg).map(to_f64)
 }
 
-/// A ZCOUNT / ZRANGEBYSCORE bound: a score, exclusive after `(`.
+/// A ZCOUNT / ZRANGEBYSCORE bound, as Redis's `zslParseRange` reads it: a
+/// score, exclusive after `(`, what `strtod` reads to the end (spaces
+/// before it allowed, overflow to infinity too; nothing at all is 0).
 fn parse_bound(arg: &[u8]) -> Option<(f64, bool)> {
     let (text, exclusive) = match arg.strip_prefix(b"(") {
         Some(rest) => (rest, true),
         None => (arg, false),
     };
-    let v: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
-    (!v.is_nan()).then_some((v, exclusive))
+    if text.is_empty() {
+        return Some((0.0, exclusive));
+    }
+    let text = std::str::from_utf8(text).ok()?.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    read_float::<Double>(text).map(|(v, _)| (to_f64(v), exclusive))
+}
+
+fn to_f64(v: Double) -> f64 {
+    f64::from_bits(v.to_bits() as u64)
 }
 
 /// A score as Redis 7.0 prints it: `inf`, `-inf`, `0` (for `-0` too), an
