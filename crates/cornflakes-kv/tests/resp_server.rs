@@ -2164,7 +2164,11 @@ fn one_store_answers_resp_and_the_cornflakes_format() {
 /// read: it blocks); `<` (one reply read); `?` (whatever arrives within
 /// 150 ms, or `nothing`); `a | b` (both sent in one write, both replies
 /// read); `sleep`; `close`; `UNBLOCK c [how]` (CLIENT UNBLOCK with
-/// connection c's id); `INFO-BLOCKED` (INFO's `blocked_clients` line).
+/// connection c's id); `INFO-BLOCKED` (INFO's `blocked_clients` line);
+/// `LIST [options]` and `INFO-ME` (CLIENT LIST and CLIENT INFO, each line
+/// as [`client_fields`] keeps it); `KILL c [options]` (CLIENT KILL ID with
+/// connection c's id), `KILL-ADDR c` (CLIENT KILL with its address);
+/// `EOF` (whether the server has closed the connection).
 fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String> {
     let mut conns: Vec<Option<TcpStream>> = (0..n).map(|_| Some(connect(addr))).collect();
     let mut readers: Vec<BufReader<TcpStream>> =
@@ -2207,6 +2211,36 @@ fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String>
                 r.get_ref().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                 heard.unwrap_or_else(|| read_reply(r))
             }
+            _ if step.starts_with("LIST") || step == "INFO-ME" => {
+                let sub = if step == "INFO-ME" { "CLIENT INFO".to_owned() } else { format!("CLIENT {step}") };
+                send(conn.unwrap(), sub.trim_end());
+                let text = read_reply(&mut readers[c]);
+                let mut lines: Vec<String> = text.lines().map(|l| client_fields(l, &ids)).collect();
+                lines.sort();
+                lines.join(" / ")
+            }
+            _ if step.starts_with("KILL ") || step.starts_with("KILL-ADDR ") => {
+                let mut words = step.split(' ').skip(1);
+                let who: usize = words.next().unwrap().parse().unwrap();
+                let rest: Vec<&str> = words.collect();
+                let line = if step.starts_with("KILL-ADDR") {
+                    let addr = conns[who].as_ref().unwrap().local_addr().unwrap();
+                    format!("CLIENT KILL {addr}")
+                } else {
+                    format!("CLIENT KILL ID {} {}", ids[who], rest.join(" "))
+                };
+                send(conn.unwrap(), line.trim_end());
+                read_reply(&mut readers[c])
+            }
+            "EOF" => {
+                let r = &mut readers[c];
+                r.get_ref().set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                match r.fill_buf() {
+                    Ok([]) => "closed".to_owned(),
+                    Ok(_) => format!("open, with {}", read_reply(r)),
+                    Err(_) => "open".to_owned(),
+                }
+            }
             "INFO-BLOCKED" => {
                 send(conn.unwrap(), "INFO clients");
                 let info = read_reply(&mut readers[c]);
@@ -2241,6 +2275,119 @@ fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String>
         out.push(format!("{c} {step}: {heard}"));
     }
     out
+}
+
+/// A CLIENT LIST or CLIENT INFO line with what two servers can share: the
+/// connection (by its place in `ids`), name, flags, database,
+/// subscriptions, MULTI's count, last command, user, protocol, and the
+/// names of all fields in order (addresses, ages and memory left out).
+fn client_fields(line: &str, ids: &[String]) -> String {
+    let pairs: Vec<(&str, &str)> = line.split(' ').filter_map(|kv| kv.split_once('=')).collect();
+    let names: Vec<&str> = pairs.iter().map(|&(k, _)| k).collect();
+    let who = pairs
+        .iter()
+        .find(|&&(k, _)| k == "id")
+        .and_then(|&(_, v)| ids.iter().position(|i| i == v))
+        .map_or("?".to_owned(), |i| i.to_string());
+    const SHARED: [&str; 10] = ["name", "flags", "db", "sub", "psub", "ssub", "multi", "cmd", "user", "resp"];
+    let kept: Vec<String> = pairs.iter().filter(|(k, _)| SHARED.contains(k)).map(|(k, v)| format!("{k}={v}")).collect();
+    format!("conn {who}: {} [{}]", kept.join(" "), names.join(","))
+}
+
+/// CLIENT LIST, CLIENT INFO, CLIENT KILL (each form and filter) and RESET
+/// over five connections, every answer (but addresses, ages and memory) as
+/// redis-server's: names, databases, subscriptions, MULTI and blocked
+/// clients listed; killed connections closed (a blocked one no longer
+/// waits); a client that kills itself hears its answer first.
+#[test]
+fn client_list_kill_and_reset_answer_as_redis_server_does() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let steps: &[(usize, &str)] = &[
+        (0, "FLUSHALL"),
+        (1, "CLIENT SETNAME worker"),
+        (1, "SELECT 3"),
+        (2, "SUBSCRIBE news"),
+        (2, "PSUBSCRIBE n*"),
+        (3, "MULTI"),
+        (3, "SET a b"),
+        (4, "> BLPOP q 0"),
+        (0, "LIST"),
+        (1, "INFO-ME"),
+        (0, "LIST TYPE pubsub"),
+        (0, "LIST TYPE normal"),
+        (0, "LIST TYPE master"),
+        (0, "KILL 1"),
+        (1, "EOF"),
+        (0, "KILL 0"),
+        (0, "KILL-ADDR 3"),
+        (3, "EOF"),
+        (0, "CLIENT KILL TYPE pubsub"),
+        (2, "EOF"),
+        (0, "LIST"),
+        (0, "KILL 4"),
+        (4, "EOF"),
+        (0, "RPUSH q x"),
+        (0, "INFO-BLOCKED"),
+        (0, "LIST"),
+        // RESET: transaction, name, database and subscriptions go.
+        (0, "CLIENT SETNAME me"),
+        (0, "SELECT 2"),
+        (0, "SET k v"),
+        (0, "MULTI"),
+        (0, "SET a b"),
+        (0, "RESET"),
+        (0, "EXEC"),
+        (0, "CLIENT GETNAME"),
+        (0, "GET k"),
+        (0, "SUBSCRIBE c"),
+        (0, "RESET"),
+        (0, "PING"),
+        (0, "INFO-ME"),
+        // One that kills itself hears the answer, then is closed.
+        (0, "KILL 0 SKIPME no"),
+        (0, "EOF"),
+    ];
+    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 5, steps);
+    let mine = run_steps(ours.addr, 5, steps);
+    for (m, t) in mine.iter().zip(&theirs) {
+        assert_eq!(m, t, "ours, then redis-server's");
+    }
+    assert_eq!(mine.len(), theirs.len());
+    let stats = ours.stop();
+    assert_eq!(stats.killed, 4, "{stats:?}");
+}
+
+#[test]
+fn client_errors_answer_as_redis_server_does() {
+    same_answers_line_by_line(
+        "= CLIENT KILL 1.2.3.4:5
+= CLIENT KILL ID 0
+= CLIENT KILL ID x
+= CLIENT KILL TYPE foo
+= CLIENT KILL USER bob
+= CLIENT KILL SKIPME maybe
+= CLIENT KILL ID 99999
+= CLIENT KILL ID 5 TYPE
+= CLIENT KILL TYPE master
+= CLIENT KILL ADDR 1.2.3.4:5
+= CLIENT KILL LADDR 1.2.3.4:5
+= CLIENT KILL USER default SKIPME yes
+= CLIENT KILL
+= CLIENT LIST TYPE foo
+= CLIENT LIST ID x
+= CLIENT LIST ID 99999
+= CLIENT LIST foo
+= CLIENT LIST TYPE normal extra
+= CLIENT LIST TYPE pubsub
+= CLIENT INFO x
+= CLIENT HELP x
+= RESET x
+= RESET",
+    );
 }
 
 /// Blocking pops over four connections, every answer as redis-server's:

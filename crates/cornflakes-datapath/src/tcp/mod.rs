@@ -463,8 +463,25 @@ impl TcpDatapath {
 
     /// The peer's address; `None` for a closed or unknown connection.
     pub fn peer_addr(&self, conn: ConnId) -> Option<SocketAddr> {
+        self.stream(conn)?.peer_addr().ok()
+    }
+
+    /// This end's address of `conn` (which of the listening addresses it
+    /// came to); `None` for a closed or unknown connection.
+    pub fn conn_local_addr(&self, conn: ConnId) -> Option<SocketAddr> {
+        self.stream(conn)?.local_addr().ok()
+    }
+
+    /// The file descriptor of `conn`'s socket (for listings such as Redis's
+    /// CLIENT LIST); `None` for a closed or unknown connection.
+    pub fn conn_fd(&self, conn: ConnId) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        Some(self.stream(conn)?.as_raw_fd())
+    }
+
+    fn stream(&self, conn: ConnId) -> Option<&std::net::TcpStream> {
         let i = self.conns.index(conn)?;
-        self.conns.slots[i].conn.as_ref()?.stream.peer_addr().ok()
+        Some(&self.conns.slots[i].conn.as_ref()?.stream)
     }
 
     /// Closes `conn` (shuts its socket down; queued messages are dropped,

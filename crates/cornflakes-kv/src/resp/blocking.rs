@@ -472,6 +472,11 @@ impl RespDb {
     pub(super) fn blocked_clients(&self) -> usize {
         self.blocking.by_session.len()
     }
+
+    /// Blocked clients with a timeout (INFO's `clients_in_timeout_table`).
+    pub(super) fn blocked_with_timeout(&self) -> usize {
+        self.blocking.deadlines.len()
+    }
 }
 
 /// MIN or MAX (any case): whether MIN.

@@ -27,7 +27,8 @@
 //! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
 //! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
-//! (SETNAME GETNAME ID UNBLOCK) HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
+//! (SETNAME GETNAME ID UNBLOCK LIST INFO KILL HELP; see the `clients`
+//! module) RESET HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
 //! queuing error aborts the transaction with `EXECABORT`, and a change to
 //! a watched key since WATCH, by any write, expiry, eviction or FLUSHALL,
 //! makes EXEC answer a null array, as in Redis), with
@@ -108,6 +109,7 @@
 //! reads them).
 
 mod blocking;
+mod clients;
 mod databases;
 mod evict;
 mod expiry;
@@ -131,6 +133,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::{parse::parse_integer, Command, Reply};
 use hashbrown::HashSet;
 
+pub use self::clients::ClientAddrs;
 pub use self::databases::DATABASES;
 pub use self::evict::EvictionPolicy;
 pub use self::serve::{serve, serve_with_kv, RawTransport, RespStats, ServeOptions};
@@ -230,6 +233,8 @@ pub struct RespDb {
     pubsub: pubsub::PubSub,
     /// Clients blocked on keys (BLPOP ...), and the keys made ready.
     blocking: blocking::Blocking,
+    /// What CLIENT LIST and CLIENT KILL know of the connections.
+    clients: clients::Clients,
     /// Running the commands of an EXEC (checked once, for them all).
     in_exec: bool,
     /// The best eviction candidates drawn so far (LRU and LFU policies).
@@ -373,6 +378,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("punsubscribe", -1, &["pubsub", "noscript", "loading", "stale"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("rename", 3, &["write"]),
+    ("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"]),
     ("renamenx", 3, &["write", "fast"]),
     ("rpop", -2, &["write", "fast"]),
     ("rpoplpush", 3, &["write", "denyoom"]),
@@ -577,6 +583,7 @@ impl RespDb {
             parked,
             pubsub: pubsub::PubSub::default(),
             blocking: blocking::Blocking::default(),
+            clients: clients::Clients::default(),
             in_exec: false,
             candidates: evict::Candidates::default(),
         }
@@ -766,6 +773,14 @@ impl RespDb {
 
     /// Runs `cmd` for the connection `session`, appending its reply.
     pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
+        let after = self.run_command(cmd, session, reply);
+        // For CLIENT LIST: the connection as this command left it.
+        self.clients.ran(session, &cmd.args);
+        after
+    }
+
+    /// [`execute`](Self::execute)'s checks and the command.
+    fn run_command(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
         self.use_db(session.db);
         let mut lower = [0u8; 16];
         let name = cmd.name();
@@ -806,7 +821,7 @@ impl RespDb {
         // Inside MULTI any command but EXEC, DISCARD and QUIT is refused, as
         // Redis refuses them: queuing takes memory too.
         let denyoom = flags.contains(&"denyoom")
-            || (session.multi.is_some() && !matches!(name, "exec" | "discard" | "quit"))
+            || (session.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset"))
             || (name == "exec"
                 && session.multi.as_ref().is_some_and(|t| t.queued.iter().any(|q| command_denies_oom(&q[0]))));
         if !self.in_exec
@@ -821,7 +836,8 @@ impl RespDb {
             }
             return After::Continue;
         }
-        if self.requirepass.is_some() && !session.authenticated && !matches!(name, "auth" | "hello" | "quit") {
+        if self.requirepass.is_some() && !session.authenticated && !matches!(name, "auth" | "hello" | "quit" | "reset")
+        {
             reply.error("NOAUTH Authentication required.");
             if let Some(t) = session.multi.as_mut() {
                 t.failed = true;
@@ -836,7 +852,7 @@ impl RespDb {
             return After::Continue;
         }
         if let Some(t) = session.multi.as_mut() {
-            if !matches!(name, "exec" | "discard" | "multi" | "quit" | "watch") {
+            if !matches!(name, "exec" | "discard" | "multi" | "quit" | "watch" | "reset") {
                 let bytes: usize = cmd.args.iter().map(|a| a.len() + 16).sum();
                 if t.bytes + bytes > MAX_QUEUED_BYTES {
                     t.failed = true;
@@ -1184,6 +1200,10 @@ impl RespDb {
             "config" => self.config(args, reply),
             "command" => command(args, reply),
             "client" if args[0].eq_ignore_ascii_case(b"unblock") => self.client_unblock(args, reply),
+            "client" if [&b"list"[..], b"info", b"kill", b"help"].iter().any(|s| args[0].eq_ignore_ascii_case(s)) => {
+                return self.client_admin(args, session, reply)
+            }
+            "reset" => self.reset(session, reply),
             "client" => client(args, session, reply),
             _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
                 return self.blocking_command(name, args, session, reply)
@@ -1541,10 +1561,12 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
+                    "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
+                     blocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
                     c.connected_clients,
                     c.max_clients,
-                    self.blocked_clients()
+                    self.blocked_clients(),
+                    self.blocked_with_timeout()
                 ),
             );
         }

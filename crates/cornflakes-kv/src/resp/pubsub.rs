@@ -71,6 +71,17 @@ impl RespDb {
     /// on (it has gone).
     pub fn end_session(&mut self, id: u64) {
         self.end_blocking(id);
+        self.clients.remove(id);
+        self.unsubscribe_all(id);
+    }
+
+    /// How many channels and patterns connection `id` is subscribed to.
+    pub(super) fn subscription_counts(&self, id: u64) -> (usize, usize) {
+        self.pubsub.by_session.get(&id).map_or((0, 0), |s| (s.channels.len(), s.patterns.len()))
+    }
+
+    /// Ends every subscription of connection `id` (RESET).
+    pub(super) fn unsubscribe_all(&mut self, id: u64) {
         let Some(subs) = self.pubsub.by_session.remove(&id) else { return };
         for c in &subs.channels {
             remove_id(&mut self.pubsub.channels, c, id);

@@ -28,7 +28,7 @@ use cornflakes_datapath::{ConnId, Datapath, Received, RecvError, Segment, SendEr
 use cornflakes_resp::{next_command, Limits, Next, Part, ProtocolError, Reply};
 use hashbrown::HashMap;
 
-use super::{After, RespDb, Session};
+use super::{After, ClientAddrs, RespDb, Session};
 use crate::codec::{HandleError, ServerCodec};
 use crate::server::ServerStats;
 
@@ -41,6 +41,12 @@ pub trait RawTransport: Datapath {
     fn queued_on(&self, conn: ConnId) -> usize;
     /// Bytes queued on `conn` that its socket has not taken yet.
     fn queued_bytes_on(&self, conn: ConnId) -> usize;
+    /// `conn`'s addresses and socket, for CLIENT LIST (none known by
+    /// default).
+    fn addresses(&self, conn: ConnId) -> ClientAddrs {
+        let _ = conn;
+        ClientAddrs::default()
+    }
 }
 
 impl RawTransport for TcpDatapath {
@@ -54,6 +60,10 @@ impl RawTransport for TcpDatapath {
 
     fn queued_bytes_on(&self, conn: ConnId) -> usize {
         self.queued_bytes(conn)
+    }
+
+    fn addresses(&self, conn: ConnId) -> ClientAddrs {
+        ClientAddrs { peer: self.peer_addr(conn), local: self.conn_local_addr(conn), fd: self.conn_fd(conn) }
     }
 }
 
@@ -105,6 +115,9 @@ pub struct RespStats {
     pub reply_dropped: u64,
     /// Connections closed after QUIT.
     pub quit: u64,
+    /// Connections CLIENT KILL closed (not counting one that killed itself,
+    /// counted as QUIT).
+    pub killed: u64,
     /// Nanoseconds spent on batches that held input.
     pub busy_ns: u64,
 }
@@ -212,6 +225,7 @@ impl RespLoop {
         options: &ServeOptions,
     ) -> Result<usize, RecvError> {
         let batch_start = Instant::now();
+        db.tick(batch_start);
         self.closed_now.clear();
         let n = match dp.recv_batch(&mut self.rx, 64) {
             Ok(0) => {
@@ -248,6 +262,7 @@ impl RespLoop {
                 self.next_id += 1;
                 self.by_id.insert(id, r.conn);
                 self.conns.insert(r.conn, Conn { session: db.new_session(id), ..Conn::default() });
+                db.client_connected(id, dp.addresses(r.conn));
             }
             self.run_conn(dp, db, options, r.conn, &r.payload);
         }
@@ -321,6 +336,9 @@ impl RespLoop {
                 self.closing.push((id, Instant::now() + options.close_linger));
                 return;
             }
+            if db.has_killed() {
+                self.close_killed(dp, db);
+            }
             if db.has_ready() {
                 self.wake(dp, db, Instant::now());
             }
@@ -359,6 +377,19 @@ impl RespLoop {
     fn resume_waiting<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb, options: &ServeOptions) {
         while let Some(id) = self.resume.pop_front() {
             self.run_conn(dp, db, options, id, &[]);
+        }
+    }
+
+    /// Closes the connections CLIENT KILL named (their replies dropped, as
+    /// Redis frees them).
+    fn close_killed<D: RawTransport>(&mut self, dp: &mut D, db: &mut RespDb) {
+        for session in db.take_killed() {
+            if let Some(id) = self.by_id.remove(&session) {
+                if self.conns.contains_key(&id) {
+                    self.stats.killed += 1;
+                    self.drop_conn(dp, db, id);
+                }
+            }
         }
     }
 
