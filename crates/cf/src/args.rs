@@ -533,6 +533,14 @@ impl BulkArgs {
 
 /// A memory amount as Redis's configuration takes it (`100mb`, `2gb`,
 /// `1000`; `k`/`m`/`g` are powers of 1000).
+fn parse_file_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.contains('/') {
+        Err("a file name, not a path (the directory is --dir)".into())
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
 fn parse_memory(s: &str) -> Result<usize, String> {
     cornflakes_kv::resp::memory_value(s.as_bytes())
         .ok_or_else(|| format!("{s:?} is not a memory amount (examples: 0, 100mb, 2gb; kb/mb/gb are powers of 1024)"))
@@ -1016,6 +1024,15 @@ pub(crate) struct ServerArgs {
     /// Prefer the CF_REQUIREPASS environment variable: a flag shows in ps.
     #[arg(long, env = "CF_REQUIREPASS", hide_env_values = true)]
     requirepass: Option<String>,
+    /// RESP: the directory SAVE and BGSAVE write their snapshot to (an RDB
+    /// file redis-server loads too); a snapshot there (--dbfilename) is
+    /// loaded at start, whether this server or redis-server wrote it, as
+    /// Redis's dir.
+    #[arg(long, default_value = ".")]
+    dir: std::path::PathBuf,
+    /// RESP: the snapshot's file name in --dir, as Redis's dbfilename.
+    #[arg(long, default_value = "dump.rdb", value_parser = parse_file_name)]
+    dbfilename: String,
     /// Record when the serving loop lost its core, slept or spent long on
     /// a batch, and append those spans to this file (TSV) each time the
     /// parent asks for counters (set by `cf tails`).
@@ -1071,6 +1088,8 @@ impl ServerArgs {
             maxmemory: self.maxmemory,
             maxmemory_policy: self.maxmemory_policy,
             requirepass: self.requirepass.clone(),
+            dir: self.dir.clone(),
+            dbfilename: self.dbfilename.clone(),
         })
     }
 

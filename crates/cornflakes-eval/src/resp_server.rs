@@ -43,6 +43,11 @@ pub struct RespServerOptions {
     pub maxmemory_policy: cornflakes_kv::resp::EvictionPolicy,
     /// The password clients must give first (Redis's `requirepass`).
     pub requirepass: Option<String>,
+    /// Where SAVE and BGSAVE write (Redis's `dir`); a snapshot there is
+    /// loaded at start.
+    pub dir: std::path::PathBuf,
+    /// The snapshot's file name in `dir` (Redis's `dbfilename`).
+    pub dbfilename: String,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
@@ -94,10 +99,17 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     db.set_maxmemory(args.maxmemory);
     db.set_maxmemory_policy(args.maxmemory_policy);
     db.set_requirepass(args.requirepass.as_deref().map(str::as_bytes));
+    let preloaded = db.store().len();
+    db.set_rdb_path(&args.dir, &args.dbfilename);
+    let snapshot = db.rdb_path();
+    if snapshot.exists() {
+        let started = Instant::now();
+        let keys = db.load_rdb(&snapshot).map_err(|e| Error::Failed(format!("cannot load the snapshot: {e}")))?;
+        eprintln!("kv-server: loaded {keys} keys from {} in {:.2?}", snapshot.display(), started.elapsed());
+    }
     let local = dp.local_addrs()[0];
     eprintln!(
-        "kv-server: RESP2 on tcp at {local}, {} keys preloaded, zero-copy from {} B (try: redis-cli -p {})",
-        db.store().len(),
+        "kv-server: RESP2 on tcp at {local}, {preloaded} keys preloaded, zero-copy from {} B (try: redis-cli -p {})",
         args.threshold,
         local.port()
     );

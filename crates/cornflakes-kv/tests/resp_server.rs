@@ -32,6 +32,15 @@ impl Server {
 
     /// With the tcp datapath's settings changed by `tcp`.
     fn start_with(options: ServeOptions, tcp: impl FnOnce(TcpConfig) -> TcpConfig + Send + 'static) -> Server {
+        Server::launch(options, tcp, |_| {})
+    }
+
+    /// With `setup` run on the databases before serving.
+    fn launch(
+        options: ServeOptions,
+        tcp: impl FnOnce(TcpConfig) -> TcpConfig + Send + 'static,
+        setup: impl FnOnce(&mut RespDb) + Send + 'static,
+    ) -> Server {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let flag = stop.clone();
@@ -46,8 +55,9 @@ impl Server {
                 ..TcpConfig::loopback()
             };
             let mut dp = TcpDatapath::bind("127.0.0.1:0".parse().unwrap(), tcp(config)).expect("tcp datapath");
-            tx.send(dp.local_addrs()[0]).unwrap();
             let mut db = RespDb::new(Store::new(dp.pool().clone(), resp_limits()), DEFAULT_THRESHOLD);
+            setup(&mut db);
+            tx.send(dp.local_addrs()[0]).unwrap();
             resp::serve(&mut dp, &mut db, &options, |_| !flag.load(Ordering::Relaxed)).expect("serve")
         });
         let addr = rx.recv_timeout(Duration::from_secs(20)).expect("server started");
@@ -2780,4 +2790,185 @@ fn random_incrbyfloat_sums_are_redis_server_s_to_the_last_digit() {
     }
     assert_eq!(mine.len(), theirs.len());
     ours.stop();
+}
+
+/// Every key of every database of the server at `port`, described so that
+/// two servers holding the same data describe it alike: its type, whether
+/// it has a time to live, and its content (hash fields and set members
+/// sorted, lists and sorted sets in their order).
+fn describe_keyspace(port: u16) -> Vec<String> {
+    let s = connect(SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut ask = |args: &[&[u8]]| -> String {
+        (&s).write_all(&command(args)).unwrap();
+        read_reply(&mut r)
+    };
+    let items = |reply: &str| -> Vec<String> {
+        let inner = reply.trim_start_matches('[').trim_end_matches(']');
+        if inner.is_empty() {
+            Vec::new()
+        } else {
+            inner.split(", ").map(str::to_owned).collect()
+        }
+    };
+    let mut out = Vec::new();
+    for db in 0..16 {
+        ask(&[b"SELECT", db.to_string().as_bytes()]);
+        let mut keys = items(&ask(&[b"KEYS", b"*"]));
+        keys.sort();
+        for key in keys {
+            let k = key.as_bytes();
+            let kind = ask(&[b"TYPE", k]);
+            let ttl = ask(&[b"PTTL", k]);
+            let content = match kind.as_str() {
+                "+string" => ask(&[b"GET", k]),
+                "+list" => ask(&[b"LRANGE", k, b"0", b"-1"]),
+                "+hash" => {
+                    let flat = items(&ask(&[b"HGETALL", k]));
+                    let mut pairs: Vec<String> = flat.chunks(2).map(|p| p.join("=")).collect();
+                    pairs.sort();
+                    pairs.join(" ")
+                }
+                "+set" => {
+                    let mut m = items(&ask(&[b"SMEMBERS", k]));
+                    m.sort();
+                    m.join(" ")
+                }
+                "+zset" => ask(&[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"]),
+                other => format!("type {other}"),
+            };
+            let expires = if ttl.trim_start_matches(':').parse::<i64>().unwrap_or(-1) > 0 { "ttl" } else { "no ttl" };
+            out.push(format!("db{db} {key}: {kind} {expires} {content}"));
+        }
+    }
+    out
+}
+
+/// What the snapshot tests store: every type, in the encodings
+/// redis-server picks for small and large ones (integers and LZF strings,
+/// listpacks, intsets, quicklists; hash tables and skip lists), times to
+/// live, binary values, two databases.
+fn snapshot_script() -> String {
+    let many = |n: usize, f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>().join(" ");
+    [
+        "FLUSHALL".to_owned(),
+        "SET s hello".into(),
+        "SET int 12345".into(),
+        "SET neg -7".into(),
+        "SET bin \"a\\x00b\\xffc\"".into(),
+        format!("SET long {}", "xy".repeat(400)),
+        "SET ttl v EX 1000".into(),
+        "RPUSH l a b c 1 2 -3".into(),
+        "RPUSH one only".into(),
+        format!("RPUSH biglist {}", many(300, &|i| format!("e{i}"))),
+        format!("RPUSH widelist {} {}", "w".repeat(9000), "short"),
+        "HSET h f1 v1 f2 2".into(),
+        format!("HSET bigh {}", many(200, &|i| format!("f{i} v{i}"))),
+        "SADD si 1 2 3 -5 100000 -9223372036854775808".into(),
+        "SADD ss a b c".into(),
+        format!("SADD bigs {}", many(600, &|i| i.to_string())),
+        "ZADD z 1 a 2.5 b -inf c inf d 0 e 1e-300 f".into(),
+        format!("ZADD bigz {}", many(200, &|i| format!("{}.5 m{i}", i))),
+        "PEXPIRE l 500000".into(),
+        "SELECT 5".into(),
+        "SET other db5".into(),
+        "ZADD z5 1 x".into(),
+        "SELECT 0".into(),
+    ]
+    .join("\n")
+}
+
+/// A snapshot this server writes is one redis-server loads (and
+/// redis-check-rdb passes), holding the same keys; and one redis-server
+/// writes (its compact encodings) is one this server loads, the same keys
+/// again.
+#[test]
+fn snapshots_move_both_ways_between_this_server_and_redis_server() {
+    if find("redis-server").is_none() || find("redis-check-rdb").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cf-rdb-{}", std::process::id()));
+    let (ours_dir, theirs_dir) = (dir.join("ours"), dir.join("theirs"));
+    std::fs::create_dir_all(&ours_dir).unwrap();
+    std::fs::create_dir_all(&theirs_dir).unwrap();
+    let script = snapshot_script();
+
+    // Ours -> redis-server.
+    let at = ours_dir.clone();
+    let ours = Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, "dump.rdb"));
+    redis_cli(ours.addr.port(), &script);
+    let said = redis_cli(ours.addr.port(), "CONFIG GET dir\nSAVE\nLASTSAVE");
+    assert_eq!(said[..3], ["dir", ours_dir.canonicalize().unwrap().to_str().unwrap(), "OK"], "{said:?}");
+    let file = ours_dir.join("dump.rdb");
+    let check = Command::new("redis-check-rdb").arg(&file).output().unwrap();
+    let check_text = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(check_text.contains("RDB looks OK"), "{check_text}");
+    let ours_keys = describe_keyspace(ours.addr.port());
+    let dir_arg = ours_dir.to_str().unwrap();
+    let loaded_by_redis = RedisServer::start_with(&["--dir", dir_arg, "--dbfilename", "dump.rdb"]);
+    assert_eq!(describe_keyspace(loaded_by_redis.port), ours_keys);
+    assert!(ours_keys.len() >= 18, "{ours_keys:?}");
+    drop(loaded_by_redis);
+    ours.stop();
+
+    // redis-server -> ours.
+    let redis = RedisServer::start_with(&["--dir", theirs_dir.to_str().unwrap(), "--dbfilename", "dump.rdb"]);
+    redis_cli(redis.port, &script);
+    assert_eq!(redis_cli(redis.port, "SAVE"), ["OK"]);
+    let theirs_keys = describe_keyspace(redis.port);
+    let file = theirs_dir.join("dump.rdb");
+    let (tx, rx) = mpsc::channel();
+    let loaded = Server::launch(ServeOptions::default(), |c| c, move |db| tx.send(db.load_rdb(&file)).unwrap());
+    assert_eq!(rx.recv().unwrap(), Ok(theirs_keys.len()));
+    assert_eq!(describe_keyspace(loaded.addr.port()), theirs_keys);
+    loaded.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn save_bgsave_and_lastsave_answer_as_redis_server_does() {
+    same_answers_line_by_line(
+        "= SET k v
+= BGSAVE x
+= BGSAVE SCHEDULE x
+= SAVE x
+= LASTSAVE x
+= MULTI
+= CONFIG SET dbfilename a/b
+= CONFIG SET dir /tmp
+= CONFIG GET dbfilename",
+    );
+}
+
+/// BGSAVE writes from a thread while commands go on; INFO says when it is
+/// done and how many changes came after; redis-server loads the file.
+#[test]
+fn bgsave_finishes_in_the_background_and_redis_server_loads_it() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cf-bgsave-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = dir.clone();
+    let ours = Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, "bg.rdb"));
+    let port = ours.addr.port();
+    redis_cli(port, &format!("SET a 1\nRPUSH l {}", "x ".repeat(5000)));
+    assert_eq!(redis_cli(port, "BGSAVE"), ["Background saving started"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let info = loop {
+        let info = redis_cli(port, "INFO persistence").join("\n");
+        if info.contains("rdb_bgsave_in_progress:0") {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "BGSAVE did not finish: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(info.contains("rdb_last_bgsave_status:ok") && info.contains("rdb_changes_since_last_save:0"), "{info}");
+    redis_cli(port, "SET b 2");
+    let info = redis_cli(port, "INFO persistence").join("\n");
+    assert!(info.contains("rdb_changes_since_last_save:1"), "{info}");
+    ours.stop();
+    let redis = RedisServer::start_with(&["--dir", dir.to_str().unwrap(), "--dbfilename", "bg.rdb"]);
+    assert_eq!(redis_cli(redis.port, "GET a\nGET b\nLLEN l"), ["1", "", "5000"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -104,7 +104,12 @@
 //! INCRBYFLOAT and HINCRBYFLOAT add in x87 `long double` and print what
 //! Redis prints on x86-64 (see the `long_double` module), on any machine.
 //!
-//! Not implemented, answered `unknown command`: persistence (SAVE), ACL, MEMORY's other subcommands. OBJECT IDLETIME
+//! Snapshots (see the `persistence` module): SAVE, BGSAVE, LASTSAVE and
+//! loading at start, in Redis's RDB format, both ways between this server
+//! and redis-server 7.0; no save points and no append-only file.
+//!
+//! Not implemented, answered `unknown command`: ACL, MEMORY's other
+//! subcommands, SHUTDOWN, the append-only file. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
 
@@ -117,7 +122,9 @@ mod hash;
 mod introspect;
 mod list;
 mod long_double;
+mod persistence;
 mod pubsub;
+mod rdb;
 mod serve;
 mod set;
 mod string;
@@ -235,6 +242,8 @@ pub struct RespDb {
     blocking: blocking::Blocking,
     /// What CLIENT LIST and CLIENT KILL know of the connections.
     clients: clients::Clients,
+    /// Where SAVE and BGSAVE write, and how the last ones went.
+    persistence: persistence::Persistence,
     /// Running the commands of an EXEC (checked once, for them all).
     in_exec: bool,
     /// The best eviction candidates drawn so far (LRU and LFU policies).
@@ -295,6 +304,7 @@ impl Kind {
 const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("append", 3, &["write", "denyoom"]),
     ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"]),
+    ("bgsave", -1, &["admin", "noscript", "no_async_loading"]),
     ("blmove", 6, &["write", "denyoom", "noscript", "blocking"]),
     ("blmpop", -5, &["write", "blocking", "movablekeys"]),
     ("blpop", -3, &["write", "noscript", "blocking"]),
@@ -346,6 +356,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("incrbyfloat", 3, &["write", "denyoom", "fast"]),
     ("info", -1, &["loading", "stale"]),
     ("keys", 2, &["readonly"]),
+    ("lastsave", 1, &["loading", "stale", "fast"]),
     ("lindex", 3, &["readonly"]),
     ("linsert", 5, &["write", "denyoom"]),
     ("llen", 2, &["readonly", "fast"]),
@@ -385,6 +396,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("rpush", -3, &["write", "denyoom", "fast"]),
     ("rpushx", -3, &["write", "denyoom", "fast"]),
     ("sadd", -3, &["write", "denyoom", "fast"]),
+    ("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"]),
     ("scan", -2, &["readonly"]),
     ("scard", 2, &["readonly", "fast"]),
     ("sdiff", -2, &["readonly"]),
@@ -584,6 +596,7 @@ impl RespDb {
             pubsub: pubsub::PubSub::default(),
             blocking: blocking::Blocking::default(),
             clients: clients::Clients::default(),
+            persistence: persistence::Persistence::default(),
             in_exec: false,
             candidates: evict::Candidates::default(),
         }
@@ -852,6 +865,11 @@ impl RespDb {
             return After::Continue;
         }
         if let Some(t) = session.multi.as_mut() {
+            if flags.contains(&"no_multi") {
+                t.failed = true;
+                reply.error("ERR Command not allowed inside a transaction");
+                return After::Continue;
+            }
             if !matches!(name, "exec" | "discard" | "multi" | "quit" | "watch" | "reset") {
                 let bytes: usize = cmd.args.iter().map(|a| a.len() + 16).sum();
                 if t.bytes + bytes > MAX_QUEUED_BYTES {
@@ -1204,6 +1222,7 @@ impl RespDb {
                 return self.client_admin(args, session, reply)
             }
             "reset" => self.reset(session, reply),
+            "save" | "bgsave" | "lastsave" => self.persistence_command(name, args, reply),
             "client" => client(args, session, reply),
             _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
                 return self.blocking_command(name, args, session, reply)
@@ -1604,8 +1623,8 @@ impl RespDb {
             );
         }
         if wants("persistence") {
-            // No persistence: nothing is loading, nothing is written.
-            section(&mut text, "# Persistence\r\nloading:0\r\naof_enabled:0\r\n".to_owned());
+            let body = self.persistence_info();
+            section(&mut text, body);
         }
         if wants("replication") {
             section(&mut text, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".to_owned());
@@ -1638,9 +1657,14 @@ impl RespDb {
         let (maxmemory, maxclients) = (self.maxmemory.to_string(), self.counters.max_clients.to_string());
         let samples = self.samples.to_string();
         let requirepass = String::from_utf8_lossy(self.requirepass.as_deref().unwrap_or_default()).into_owned();
-        let known: [(&str, &str); 10] = [
+        // Redis prints the directory it has changed to: an absolute path.
+        let dir = std::fs::canonicalize(&self.persistence.dir).unwrap_or_else(|_| self.persistence.dir.clone());
+        let dir = dir.to_string_lossy();
+        let known: [(&str, &str); 12] = [
             ("appendonly", "no"),
             ("databases", "16"),
+            ("dbfilename", &self.persistence.dbfilename),
+            ("dir", &dir),
             ("maxclients", &maxclients),
             ("maxmemory", &maxmemory),
             ("maxmemory-policy", self.policy.name()),
@@ -1685,6 +1709,11 @@ impl RespDb {
                     None => return reply.error(&failed("argument must be a memory value")),
                 },
                 b"requirepass" => requirepass = Some(value.to_vec()),
+                // Where files are written is set at start only (`cf
+                // kv-server --dir --dbfilename`), as Redis 7.0 protects
+                // them by default (CONFIG SET dir is how a client would
+                // write files anywhere).
+                b"dir" | b"dbfilename" => return reply.error(&failed("can't set protected config")),
                 b"maxmemory-policy" => match EvictionPolicy::from_name(value) {
                     Some(p) => policy = Some(p),
                     None => return reply.error(&failed("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")),
