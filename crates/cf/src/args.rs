@@ -1033,6 +1033,12 @@ pub(crate) struct ServerArgs {
     /// RESP: the snapshot's file name in --dir, as Redis's dbfilename.
     #[arg(long, default_value = "dump.rdb", value_parser = parse_file_name)]
     dbfilename: String,
+    /// RESP: Redis's save points, "seconds changes [seconds changes ...]":
+    /// a BGSAVE once that many changes were made and that many seconds
+    /// have passed since the last save (also CONFIG SET save; none by
+    /// default: Redis's default is "3600 1 300 100 60 10000").
+    #[arg(long, default_value = "")]
+    save: String,
     /// Record when the serving loop lost its core, slept or spent long on
     /// a batch, and append those spans to this file (TSV) each time the
     /// parent asks for counters (set by `cf tails`).
@@ -1090,6 +1096,7 @@ impl ServerArgs {
             requirepass: self.requirepass.clone(),
             dir: self.dir.clone(),
             dbfilename: self.dbfilename.clone(),
+            save: self.save.clone(),
         })
     }
 

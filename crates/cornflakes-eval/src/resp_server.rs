@@ -48,6 +48,8 @@ pub struct RespServerOptions {
     pub dir: std::path::PathBuf,
     /// The snapshot's file name in `dir` (Redis's `dbfilename`).
     pub dbfilename: String,
+    /// Redis's save points (`"3600 1 300 100"`; `""`: none).
+    pub save: String,
 }
 
 /// The tcp datapath's settings for RESP: a raw byte stream, `SENDMSG_ZC`
@@ -101,6 +103,7 @@ pub fn run(args: &RespServerOptions) -> Result<(), Error> {
     db.set_requirepass(args.requirepass.as_deref().map(str::as_bytes));
     let preloaded = db.store().len();
     db.set_rdb_path(&args.dir, &args.dbfilename);
+    db.set_save_points(&args.save).map_err(|e| Error::Invalid(format!("--save {:?}: {e}", args.save)))?;
     let snapshot = db.rdb_path();
     if snapshot.exists() {
         let started = Instant::now();

@@ -2972,3 +2972,54 @@ fn bgsave_finishes_in_the_background_and_redis_server_loads_it() {
     assert_eq!(redis_cli(redis.port, "GET a\nGET b\nLLEN l"), ["1", "", "5000"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn save_points_and_shutdown_errors_answer_as_redis_server_does() {
+    same_answers_line_by_line(
+        "= CONFIG SET save 1
+= CONFIG SET save \"x 1\"
+= CONFIG SET save \"-1 5\"
+= CONFIG SET save \"0 5\"
+= CONFIG SET save \"3600 1 300 100\"
+= CONFIG GET save
+= CONFIG SET save \"\"
+= CONFIG GET save
+= SHUTDOWN ABORT
+= SHUTDOWN foo
+= SHUTDOWN NOSAVE SAVE
+= SHUTDOWN SAVE ABORT",
+    );
+}
+
+/// A save point saves in the background once reached; SHUTDOWN SAVE
+/// writes a last snapshot and stops the server, whose file redis-server
+/// then loads.
+#[test]
+fn save_points_and_shutdown_save_keep_the_data() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cf-savepoints-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = dir.clone();
+    let ours = Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, "points.rdb"));
+    let port = ours.addr.port();
+    assert_eq!(redis_cli(port, "CONFIG SET save \"1 2\"\nSET a 1\nSET b 2"), ["OK", "OK", "OK"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.join("points.rdb").exists() {
+        assert!(Instant::now() < deadline, "the save point never saved");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    redis_cli(port, "SET c 3");
+    // The connection closes without an answer, as from Redis.
+    assert!(redis_cli(port, "SHUTDOWN SAVE").is_empty());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ours.thread.as_ref().unwrap().is_finished() {
+        assert!(Instant::now() < deadline, "SHUTDOWN did not stop the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ours.stop();
+    let redis = RedisServer::start_with(&["--dir", dir.to_str().unwrap(), "--dbfilename", "points.rdb"]);
+    assert_eq!(redis_cli(redis.port, "MGET a b c"), ["1", "2", "3"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

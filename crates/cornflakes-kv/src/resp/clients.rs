@@ -134,9 +134,11 @@ impl RespDb {
     }
 
     /// The time the next commands run at (the serving loop's batch start;
-    /// CLIENT LIST's idle times count from it).
+    /// CLIENT LIST's idle times count from it); the save points are looked
+    /// at then.
     pub fn tick(&mut self, now: Instant) {
         self.clients.now = now;
+        self.save_points_due(now);
     }
 
     /// The connections CLIENT KILL named since the last call, for the

@@ -104,12 +104,13 @@
 //! INCRBYFLOAT and HINCRBYFLOAT add in x87 `long double` and print what
 //! Redis prints on x86-64 (see the `long_double` module), on any machine.
 //!
-//! Snapshots (see the `persistence` module): SAVE, BGSAVE, LASTSAVE and
-//! loading at start, in Redis's RDB format, both ways between this server
-//! and redis-server 7.0; no save points and no append-only file.
+//! Snapshots (see the `persistence` module): SAVE, BGSAVE, LASTSAVE,
+//! save points, SHUTDOWN [SAVE|NOSAVE] and loading at start, in Redis's
+//! RDB format, both ways between this server and redis-server 7.0; no
+//! append-only file.
 //!
 //! Not implemented, answered `unknown command`: ACL, MEMORY's other
-//! subcommands, SHUTDOWN, the append-only file. OBJECT IDLETIME
+//! subcommands, the append-only file. OBJECT IDLETIME
 //! is known only under an LRU policy (accesses are kept only while a policy
 //! reads them).
 
@@ -406,6 +407,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("setex", 4, &["write", "denyoom"]),
     ("setnx", 3, &["write", "denyoom", "fast"]),
     ("setrange", 4, &["write", "denyoom"]),
+    ("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "sentinel", "allow_busy"]),
     ("sinter", -2, &["readonly"]),
     ("sintercard", -3, &["readonly", "movablekeys"]),
     ("sinterstore", -3, &["write", "denyoom"]),
@@ -1223,6 +1225,7 @@ impl RespDb {
             }
             "reset" => self.reset(session, reply),
             "save" | "bgsave" | "lastsave" => self.persistence_command(name, args, reply),
+            "shutdown" => return self.shutdown(args, reply),
             "client" => client(args, session, reply),
             _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
                 return self.blocking_command(name, args, session, reply)
@@ -1660,6 +1663,7 @@ impl RespDb {
         // Redis prints the directory it has changed to: an absolute path.
         let dir = std::fs::canonicalize(&self.persistence.dir).unwrap_or_else(|_| self.persistence.dir.clone());
         let dir = dir.to_string_lossy();
+        let save = self.save_points_text();
         let known: [(&str, &str); 12] = [
             ("appendonly", "no"),
             ("databases", "16"),
@@ -1671,7 +1675,7 @@ impl RespDb {
             ("maxmemory-samples", &samples),
             ("proto-max-bulk-len", "1048576"),
             ("requirepass", &requirepass),
-            ("save", ""),
+            ("save", &save),
             ("timeout", "0"),
         ];
         let found: Vec<(&str, &str)> = known
@@ -1696,6 +1700,7 @@ impl RespDb {
         let mut requirepass = None;
         let mut policy = None;
         let mut samples = None;
+        let mut save = None;
         for (i, kv) in pairs.chunks(2).enumerate() {
             let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
             let failed =
@@ -1714,6 +1719,10 @@ impl RespDb {
                 // them by default (CONFIG SET dir is how a client would
                 // write files anywhere).
                 b"dir" | b"dbfilename" => return reply.error(&failed("can't set protected config")),
+                b"save" => match std::str::from_utf8(value).ok().and_then(persistence::parse_save_points) {
+                    Some(points) => save = Some(points),
+                    None => return reply.error(&failed("Invalid save parameters")),
+                },
                 b"maxmemory-policy" => match EvictionPolicy::from_name(value) {
                     Some(p) => policy = Some(p),
                     None => return reply.error(&failed("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")),
@@ -1742,6 +1751,9 @@ impl RespDb {
         }
         if let Some(n) = samples {
             self.samples = n;
+        }
+        if let Some(points) = save {
+            self.persistence.save_points = points;
         }
         reply.simple("OK");
     }

@@ -7,8 +7,11 @@
 //! LASTSAVE and INFO's persistence section say when the last one
 //! finished. A server started with a file there loads it
 //! ([`RespDb::load_rdb`]), whether this server or redis-server 7.0 wrote
-//! it, and redis-server loads the files this one writes. There are no save
-//! points (`save ""`, as CONFIG GET says) and no append-only file.
+//! it, and redis-server loads the files this one writes. Save points
+//! (`cf kv-server --save "3600 1 300 100"`, CONFIG SET save; none by
+//! default, where Redis has `3600 1 300 100 60 10000`) start a BGSAVE as
+//! Redis's do; SHUTDOWN saves first when they are set or SAVE is given.
+//! There is no append-only file.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -33,7 +36,20 @@ pub(super) struct Persistence {
     /// A BGSAVE's writer thread, and the write count its snapshot had.
     bgsave: Option<(JoinHandle<Result<(), String>>, u64)>,
     last_bgsave_ok: bool,
+    /// Redis's save points: a BGSAVE once this many changes have been
+    /// made and this many seconds have passed since the last save.
+    pub(super) save_points: Vec<(u64, u64)>,
+    /// When a save point last started a BGSAVE (Unix seconds).
+    last_try: u64,
+    /// When [`RespDb::tick`] looks at the save points next.
+    next_check: Instant,
+    /// SHUTDOWN ran: the serving loop stops.
+    pub(super) shutdown: bool,
 }
+
+/// Seconds after a failed BGSAVE before a save point tries again (Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_AFTER: u64 = 5;
 
 impl Default for Persistence {
     fn default() -> Self {
@@ -44,6 +60,10 @@ impl Default for Persistence {
             writes_at_save: 0,
             bgsave: None,
             last_bgsave_ok: true,
+            save_points: Vec::new(),
+            last_try: 0,
+            next_check: Instant::now(),
+            shutdown: false,
         }
     }
 }
@@ -54,6 +74,18 @@ fn unix_now() -> Duration {
 
 fn unix_secs() -> u64 {
     unix_now().as_secs()
+}
+
+/// Save points as Redis's `save` setting writes them: `seconds changes`
+/// pairs of integers (seconds at least 1), one space apart (`""`: none).
+pub(super) fn parse_save_points(text: &str) -> Option<Vec<(u64, u64)>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let numbers: Vec<u64> = text.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
+    // At least a second apart, as Redis checks.
+    (numbers.len().is_multiple_of(2) && numbers.iter().step_by(2).all(|&s| s >= 1))
+        .then(|| numbers.chunks(2).map(|p| (p[0], p[1])).collect())
 }
 
 /// Writes `bytes` to `path` as Redis's `rdbSave` does: a temporary file in
@@ -258,20 +290,120 @@ impl RespDb {
             // SCHEDULE would run it after the one in progress; this
             // server says so instead.
             _ if busy => reply.error("ERR Background save already in progress"),
-            _ => {
-                let (bytes, writes) = (self.snapshot(), self.total_writes());
-                let path = self.rdb_path();
-                let spawned =
-                    std::thread::Builder::new().name("cf-bgsave".into()).spawn(move || write_file(&path, &bytes));
-                match spawned {
-                    Ok(handle) => {
-                        self.persistence.bgsave = Some((handle, writes));
-                        reply.simple("Background saving started")
-                    }
-                    Err(e) => reply.error(&format!("ERR cannot start the background save: {e}")),
+            _ => match self.start_bgsave() {
+                Ok(()) => reply.simple("Background saving started"),
+                Err(e) => reply.error(&format!("ERR {e}")),
+            },
+        }
+    }
+
+    /// Starts a BGSAVE; false when one could not start.
+    fn start_bgsave(&mut self) -> Result<(), String> {
+        let (bytes, writes) = (self.snapshot(), self.total_writes());
+        let path = self.rdb_path();
+        let handle = std::thread::Builder::new()
+            .name("cf-bgsave".into())
+            .spawn(move || write_file(&path, &bytes))
+            .map_err(|e| format!("cannot start the background save: {e}"))?;
+        self.persistence.bgsave = Some((handle, writes));
+        Ok(())
+    }
+
+    /// The save points' work, as Redis's `serverCron` does it (at most
+    /// every 100 ms): notes a BGSAVE that has finished, and starts one when
+    /// a save point is reached.
+    pub(super) fn save_points_due(&mut self, now: Instant) {
+        if self.persistence.save_points.is_empty() || now < self.persistence.next_check {
+            return;
+        }
+        self.persistence.next_check = now + Duration::from_millis(100);
+        self.poll_bgsave();
+        if self.persistence.bgsave.is_some() {
+            return;
+        }
+        let changes = self.total_writes().saturating_sub(self.persistence.writes_at_save);
+        let (secs, p) = (unix_secs(), &self.persistence);
+        let reached = p.save_points.iter().find(|&&(after, at_least)| {
+            changes >= at_least
+                && secs.saturating_sub(p.last_save) >= after
+                && (p.last_bgsave_ok || secs.saturating_sub(p.last_try) >= RETRY_AFTER)
+        });
+        if let Some(&(after, _)) = reached {
+            self.persistence.last_try = secs;
+            eprintln!("kv-server: {changes} changes in {after} seconds; saving in the background");
+            if let Err(e) = self.start_bgsave() {
+                eprintln!("kv-server: {e}");
+                self.persistence.last_bgsave_ok = false;
+            }
+        }
+    }
+
+    /// `CONFIG GET save`'s value: `seconds changes` pairs.
+    pub(super) fn save_points_text(&self) -> String {
+        let pairs: Vec<String> = self.persistence.save_points.iter().map(|(s, c)| format!("{s} {c}")).collect();
+        pairs.join(" ")
+    }
+
+    /// Sets Redis's save points from `seconds changes [seconds changes
+    /// ...]` (`""`: none).
+    ///
+    /// # Errors
+    ///
+    /// Redis's words, when the text is not pairs of non-negative integers.
+    pub fn set_save_points(&mut self, text: &str) -> Result<(), &'static str> {
+        self.persistence.save_points = parse_save_points(text).ok_or("Invalid save parameters")?;
+        Ok(())
+    }
+
+    /// Whether SHUTDOWN has run (the serving loop stops).
+    pub fn shutting_down(&self) -> bool {
+        self.persistence.shutdown
+    }
+
+    /// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: saves first when
+    /// asked or when save points are set (a failed save keeps the server
+    /// running, unless FORCE), then stops the server; the client hears
+    /// nothing, as from Redis.
+    pub(super) fn shutdown(&mut self, args: &[Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) -> super::After {
+        let (mut save, mut nosave, mut force, mut abort) = (false, false, false, false);
+        for a in args {
+            match a.to_ascii_lowercase().as_slice() {
+                b"save" => save = true,
+                b"nosave" => nosave = true,
+                b"now" => {}
+                b"force" => force = true,
+                b"abort" => abort = true,
+                _ => {
+                    reply.error(super::SYNTAX);
+                    return super::After::Continue;
                 }
             }
         }
+        if (abort && args.len() > 1) || (save && nosave) {
+            reply.error(super::SYNTAX);
+            return super::After::Continue;
+        }
+        if abort {
+            reply.error("ERR No shutdown in progress.");
+            return super::After::Continue;
+        }
+        if save || (!nosave && !self.persistence.save_points.is_empty()) {
+            // A BGSAVE under way finishes first.
+            if let Some((handle, _)) = self.persistence.bgsave.take() {
+                let _ = handle.join();
+            }
+            let saved = write_file(&self.rdb_path(), &self.snapshot());
+            if let Err(e) = saved {
+                eprintln!("kv-server: SHUTDOWN could not save: {e}");
+                if !force {
+                    reply.error("ERR Errors trying to SHUTDOWN. Check logs.");
+                    return super::After::Continue;
+                }
+            }
+        }
+        eprintln!("kv-server: SHUTDOWN: stopping");
+        self.persistence.shutdown = true;
+        super::After::Close
     }
 
     /// INFO's persistence section.

@@ -514,7 +514,7 @@ pub fn serve<D: RawTransport>(
     mut keep_going: impl FnMut(&RespStats) -> bool,
 ) -> Result<RespStats, RecvError> {
     let mut resp = RespLoop::new(db.threshold());
-    while keep_going(&resp.stats) {
+    while keep_going(&resp.stats) && !db.shutting_down() {
         if resp.batch(dp, db, options)? == 0 {
             dp.wait(resp.wait_time(db))?;
         }
@@ -545,7 +545,7 @@ pub fn serve_with_kv<D: RawTransport, K: Datapath, C: ServerCodec>(
     let mut kv_stats = ServerStats::default();
     let mut rx: Vec<Received> = Vec::with_capacity(32);
     let mut turn = false;
-    while keep_going(&resp.stats, &kv_stats) {
+    while keep_going(&resp.stats, &kv_stats) && !db.shutting_down() {
         let got_resp = resp.batch(dp, db, options)?;
         let batch_start = Instant::now();
         let got_kv = match kv.recv_batch(&mut rx, 32) {
