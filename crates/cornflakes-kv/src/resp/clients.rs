@@ -40,8 +40,10 @@ struct Client {
     addrs: ClientAddrs,
     created: Instant,
     last: Instant,
-    /// Its last command (`client|list` for a subcommand), as Redis names it.
-    cmd: String,
+    /// Its last command, and the subcommand of a command that has them
+    /// (Redis names them `client|list`).
+    cmd: &'static str,
+    sub: String,
     name: Option<Vec<u8>>,
     db: usize,
     /// Commands queued in MULTI (`None`: not in one), and their bytes.
@@ -67,17 +69,21 @@ impl Default for Clients {
 const CONTAINERS: &[&str] = &["client", "command", "config", "memory", "object", "pubsub"];
 
 impl Clients {
-    /// Records that `session` ran `args` (the command's name first).
-    pub(super) fn ran(&mut self, session: &Session, args: &[Cow<'_, [u8]>]) {
+    /// Records that `session` ran command `name` (`None`: one this server
+    /// does not have) with `args` (the name first).
+    pub(super) fn ran(&mut self, session: &Session, name: Option<&'static str>, args: &[Cow<'_, [u8]>]) {
+        if self.by_id.is_empty() {
+            return;
+        }
         let Some(c) = self.by_id.get_mut(&session.id) else { return };
         c.last = self.now;
-        c.cmd.clear();
-        let word = |w: &[u8]| w.len() <= 32 && w.iter().all(|b| b.is_ascii_alphabetic() || *b == b'-');
-        let Some(name) = args.first().filter(|n| word(n)) else { return c.cmd.push_str("NULL") };
-        c.cmd.extend(name.iter().map(|b| b.to_ascii_lowercase() as char));
-        if let Some(sub) = args.get(1).filter(|s| CONTAINERS.contains(&c.cmd.as_str()) && word(s)) {
-            c.cmd.push('|');
-            c.cmd.extend(sub.iter().map(|b| b.to_ascii_lowercase() as char));
+        c.cmd = name.unwrap_or("NULL");
+        c.sub.clear();
+        if CONTAINERS.contains(&c.cmd) {
+            let word = |w: &[u8]| w.len() <= 32 && w.iter().all(|b| b.is_ascii_alphabetic() || *b == b'-');
+            if let Some(sub) = args.get(1).filter(|s| word(s)) {
+                c.sub.extend(sub.iter().map(|b| b.to_ascii_lowercase() as char));
+            }
         }
         c.db = session.db;
         c.multi = session.multi.as_ref().map(|t| (t.queued.len(), t.bytes));
@@ -129,7 +135,8 @@ impl RespDb {
     /// Registers connection `id` (a new session) with its addresses.
     pub fn client_connected(&mut self, id: u64, addrs: ClientAddrs) {
         let now = self.clients.now;
-        let client = Client { addrs, created: now, last: now, cmd: "NULL".into(), name: None, db: 0, multi: None };
+        let client =
+            Client { addrs, created: now, last: now, cmd: "NULL", sub: String::new(), name: None, db: 0, multi: None };
         self.clients.by_id.insert(id, client);
     }
 
@@ -296,11 +303,12 @@ impl RespDb {
     fn client_line(&self, text: &mut String, id: u64, me: &Session, current: &str) {
         let Some(c) = self.clients.by_id.get(&id) else { return };
         let now = Instant::now();
+        let last_cmd = if c.sub.is_empty() { c.cmd.to_owned() } else { format!("{}|{}", c.cmd, c.sub) };
         let (name, db, multi, cmd, last) = if id == me.id {
             let multi = me.multi.as_ref().map(|t| (t.queued.len(), t.bytes));
             (me.name.as_deref(), me.db, multi, current, now)
         } else {
-            (c.name.as_deref(), c.db, c.multi, c.cmd.as_str(), c.last)
+            (c.name.as_deref(), c.db, c.multi, last_cmd.as_str(), c.last)
         };
         let (subs, patterns) = self.subscription_counts(id);
         let mut flags = String::new();

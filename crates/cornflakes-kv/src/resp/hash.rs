@@ -42,7 +42,10 @@ impl RespDb {
             None if len == 0 => reply.null(),
             None => put(reply, fastrand::usize(..len)),
             Some(count) => {
-                let (n, picks) = super::set::random_positions(len, count);
+                let (n, picks) = match super::set::random_positions(len, count) {
+                    Ok(p) => p,
+                    Err(e) => return reply.error(e),
+                };
                 reply.array(n * if with_values { 2 } else { 1 });
                 for i in picks {
                     put(reply, i);

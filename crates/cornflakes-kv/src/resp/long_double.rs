@@ -157,13 +157,71 @@ pub(super) fn read_float<F: Float>(text: &str) -> Option<(F, bool)> {
         if !well_formed {
             return None;
         }
-        let canonical = if hex { format!("0x{significand}p{}", exponent.unwrap_or("0")) } else { digits.to_owned() };
+        let canonical = if hex {
+            format!("0x{significand}p{}", exponent.unwrap_or("0"))
+        } else {
+            shortened_decimal(whole, fraction, exponent, F::PRECISION).unwrap_or_else(|| digits.to_owned())
+        };
         let parsed = F::from_str_r(&canonical, Round::NearestTiesToEven).ok()?;
         let nonzero_digits = significand.bytes().any(|b| b != b'0' && b != b'.');
         let out_of_range = parsed.status.contains(Status::OVERFLOW) || (parsed.value.is_zero() && nonzero_digits);
         (parsed.value, out_of_range)
     };
     Some((if negative { -value } else { value }, out_of_range))
+}
+
+/// A decimal number of more significant digits than can change how it
+/// rounds, written with fewer: the first [`decisive_digits`] of them and,
+/// when any digit after those is not 0, one more `1` (it keeps the number
+/// on the same side of every halfway point), so that converting it costs
+/// what its first digits cost (APFloat's conversion is quadratic in the
+/// digits; a score of a million digits would stall the server for a
+/// second). `None` when the number is short enough as it is.
+fn shortened_decimal(whole: &str, fraction: &str, exponent: Option<&str>, precision: usize) -> Option<String> {
+    let keep = decisive_digits(precision);
+    if whole.len() + fraction.len() <= keep {
+        return None;
+    }
+    let digits = || whole.bytes().chain(fraction.bytes());
+    let first = digits().position(|d| d != b'0')?;
+    // The value is 0.d1 d2 d3 ... times 10^point (d1 the first nonzero).
+    let point = whole.len() as i64 - first as i64;
+    let mut kept: String = digits().skip(first).take(keep).map(char::from).collect();
+    if digits().skip(first + keep).any(|d| d != b'0') {
+        kept.push('1');
+    }
+    // An exponent past any format's range stays past it (saturated: the
+    // text may have more digits than an i64).
+    let exp: i64 = match exponent {
+        None => 0,
+        Some(e) => {
+            let (negative, digits) = match e.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, e.strip_prefix('+').unwrap_or(e)),
+            };
+            let magnitude = digits.bytes().fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+            if negative {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }
+    };
+    let exp = exp.saturating_add(point).clamp(-1_000_000, 1_000_000);
+    Some(format!("0.{kept}e{exp}"))
+}
+
+/// Significant digits that can decide how a decimal number rounds to a
+/// binary format of `precision` bits: every halfway point between two
+/// doubles has at most 767 (binary64), between two x87 numbers at most
+/// about 11 500 (which Redis's 5120-character limit on long doubles keeps
+/// out of reach).
+fn decisive_digits(precision: usize) -> usize {
+    if precision <= 53 {
+        800
+    } else {
+        12_000
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +247,28 @@ mod tests {
         assert_eq!(sum("0x10", "0x1p-1").as_deref(), Some("16.5"));
         assert_eq!(sum("inf", "1"), None);
         assert_eq!(sum("1e4932", "1e4932"), None);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // million-digit strings: minutes under Miri, and nothing unsafe
+    fn long_decimals_round_as_their_every_digit_says() {
+        use rustc_apfloat::ieee::Double;
+        let read = |t: &str| read_float::<Double>(t).map(|(v, _)| f64::from_bits(v.to_bits() as u64));
+        // Halfway between 1 and the next double (1 + 2^-53), then a
+        // difference a million digits on: it decides the rounding.
+        let half = "1.00000000000000011102230246251565404236316680908203125";
+        let above = format!("{half}{}1", "0".repeat(1_000_000));
+        assert_eq!(read(half), Some(1.0), "a tie rounds to even");
+        assert_eq!(read(&above), Some(1.0 + f64::EPSILON), "just above the tie rounds up");
+        let below = format!("1.00000000000000011102230246251565404236316680908203124{}", "9".repeat(1_000_000));
+        assert_eq!(read(&below), Some(1.0));
+        // Leading zeros, a point late, exponents past any range.
+        assert_eq!(read(&format!("{}1e-{}", "0".repeat(2000), 0)), Some(1.0));
+        assert_eq!(read(&format!("{}e-1000", "1".repeat(2000))).map(f64::is_infinite), Some(true));
+        assert_eq!(read(&format!("{}e-1990", "1".repeat(2000))), Some(1.111_111_111_111_111_1e9));
+        assert_eq!(read(&format!("0.{}5e99999999999999999999", "0".repeat(900))).map(f64::is_infinite), Some(true));
+        let (tiny, out_of_range) = read_float::<Double>(&format!("{}e-99999999999999999999", "7".repeat(900))).unwrap();
+        assert!(tiny.is_zero() && out_of_range, "underflows to 0, as strtod's ERANGE");
     }
 
     #[test]

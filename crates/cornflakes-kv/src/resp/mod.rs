@@ -302,6 +302,7 @@ impl Kind {
 
 /// `(name, arity, flags)` as Redis 7.0's command table has them: a
 /// positive arity is exact, a negative one a minimum (name included).
+/// Sorted by name (commands are found by bisection).
 const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("append", 3, &["write", "denyoom"]),
     ("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth"]),
@@ -390,8 +391,8 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("punsubscribe", -1, &["pubsub", "noscript", "loading", "stale"]),
     ("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth"]),
     ("rename", 3, &["write"]),
-    ("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"]),
     ("renamenx", 3, &["write", "fast"]),
+    ("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"]),
     ("rpop", -2, &["write", "fast"]),
     ("rpoplpush", 3, &["write", "denyoom"]),
     ("rpush", -3, &["write", "denyoom", "fast"]),
@@ -788,25 +789,34 @@ impl RespDb {
 
     /// Runs `cmd` for the connection `session`, appending its reply.
     pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
-        let after = self.run_command(cmd, session, reply);
-        // For CLIENT LIST: the connection as this command left it.
-        self.clients.ran(session, &cmd.args);
-        after
-    }
-
-    /// [`execute`](Self::execute)'s checks and the command.
-    fn run_command(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
-        self.use_db(session.db);
         let mut lower = [0u8; 16];
         let name = cmd.name();
-        let Some(entry) = (name.len() <= lower.len())
+        let entry = (name.len() <= lower.len())
             .then(|| {
                 lower[..name.len()].copy_from_slice(name);
                 lower[..name.len()].make_ascii_lowercase();
                 &lower[..name.len()]
             })
-            .and_then(|n| COMMANDS.iter().find(|c| c.0.as_bytes() == n))
-        else {
+            .and_then(|n| COMMANDS.binary_search_by(|c| c.0.as_bytes().cmp(n)).ok())
+            .map(|i| &COMMANDS[i]);
+        let after = self.run_command(entry, cmd, session, reply);
+        // For CLIENT LIST: the connection as this command left it.
+        self.clients.ran(session, entry.map(|e| e.0), &cmd.args);
+        after
+    }
+
+    /// [`execute`](Self::execute)'s checks and the command (`entry`: its
+    /// line of the command table, if it has one).
+    fn run_command(
+        &mut self,
+        entry: Option<&(&'static str, i64, &'static [&'static str])>,
+        cmd: &Command<'_>,
+        session: &mut Session,
+        reply: &mut Reply<RcBuf>,
+    ) -> After {
+        self.use_db(session.db);
+        let name = cmd.name();
+        let Some(entry) = entry else {
             // An HTTP request sent to this port (a browser, or a page making
             // one cross-protocol): closed without a reply, as Redis does.
             if name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:") {

@@ -289,7 +289,10 @@ impl RespDb {
             None if len == 0 => reply.null(),
             None => reply.bulk(pick(fastrand::usize(..len))),
             Some(count) => {
-                let (n, picks) = random_positions(len, count);
+                let (n, picks) = match random_positions(len, count) {
+                    Ok(p) => p,
+                    Err(e) => return reply.error(e),
+                };
                 reply.array(n);
                 for i in picks {
                     reply.bulk(pick(i));
@@ -323,10 +326,8 @@ pub(super) fn random_count_args(
         ([opt], Some(name)) if opt.eq_ignore_ascii_case(name) => true,
         _ => return Err(SYNTAX),
     };
-    // Redis bounds a count with the option to half the range; a negative
-    // one past MAX_PICKS would ask for an unbounded reply (Redis builds
-    // it, and its output limit closes the client).
-    if (with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)) || count < -MAX_PICKS {
+    // Redis bounds a count with the option to half the range.
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err("ERR value is out of range");
     }
     Ok((Some(count), with))
@@ -336,16 +337,37 @@ pub(super) fn random_count_args(
 /// reply with for `count`: `count` distinct ones at most for a positive
 /// count, `-count` that may repeat for a negative one (none of an empty
 /// collection); how many, and the positions.
-pub(super) fn random_positions(len: usize, count: i64) -> (usize, impl Iterator<Item = usize>) {
+///
+/// # Errors
+///
+/// A negative count of more than [`MAX_PICKS`] of a collection that has
+/// members: a reply that large is refused (Redis builds it, gigabytes of
+/// it, and stops answering meanwhile).
+pub(super) fn random_positions(len: usize, count: i64) -> Result<(usize, impl Iterator<Item = usize>), &'static str> {
+    if len > 0 && count < -MAX_PICKS {
+        return Err("ERR value is out of range");
+    }
     let repeats = if count < 0 && len > 0 { count.unsigned_abs() as usize } else { 0 };
     let distinct = if count > 0 { distinct_positions(len, count as usize) } else { Vec::new() };
-    (repeats + distinct.len(), (0..repeats).map(move |_| fastrand::usize(..len)).chain(distinct))
+    Ok((repeats + distinct.len(), (0..repeats).map(move |_| fastrand::usize(..len)).chain(distinct)))
 }
 
-/// `n` distinct positions of `len` (all when `n >= len`), at random: the
-/// first `n` of a partial shuffle.
+/// `n` distinct positions of `len` (all when `n >= len`), at random: drawn
+/// one by one, a repeat drawn again, when they are few (O(n), as Redis's
+/// fourth case); else the first `n` of a partial shuffle.
 fn distinct_positions(len: usize, n: usize) -> Vec<usize> {
     let n = n.min(len);
+    if n.saturating_mul(3) <= len {
+        let mut seen = hashbrown::HashSet::with_capacity(n);
+        let mut picked = Vec::with_capacity(n);
+        while picked.len() < n {
+            let i = fastrand::usize(..len);
+            if seen.insert(i) {
+                picked.push(i);
+            }
+        }
+        return picked;
+    }
     let mut order: Vec<usize> = (0..len).collect();
     for i in 0..n {
         order.swap(i, fastrand::usize(i..len));

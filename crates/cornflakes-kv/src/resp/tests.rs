@@ -553,3 +553,11 @@ fn allkeys_lfu_keeps_warm_keys_over_unread_ones() {
     let warm = (0..300).filter(|i| exists(&mut d, &format!("k{i}"))).count();
     assert!(warm >= 285, "{warm} of 300 warm keys kept");
 }
+
+#[test]
+fn the_command_table_is_sorted_for_its_bisection() {
+    let names: Vec<&str> = super::COMMANDS.iter().map(|c| c.0).collect();
+    for pair in names.windows(2) {
+        assert!(pair[0] < pair[1], "{} before {}: the table must stay sorted", pair[0], pair[1]);
+    }
+}

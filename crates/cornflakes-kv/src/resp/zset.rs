@@ -249,7 +249,7 @@ impl RespDb {
         let mut counted = 0;
         for (member, score) in members.into_iter().zip(scores) {
             match self.zadd_apply(key, member, score, f) {
-                Ok(Some((added, changed))) => counted += i64::from(added || (f.ch && changed)),
+                Ok(Some((added, changed, _))) => counted += i64::from(added || (f.ch && changed)),
                 Ok(None) => {}
                 Err(e) => return reply.error(e),
             }
@@ -265,22 +265,21 @@ impl RespDb {
         match self.zadd_apply(key, member, by, f) {
             Err(e) => reply.error(e),
             Ok(None) => reply.null(),
-            Ok(Some(_)) => match self.store.zset(key).and_then(|z| z.score(member)) {
-                Some(s) => reply.bulk(format_score(s).as_bytes()),
-                None => reply.null(),
-            },
+            // The score computed (Redis's reply prints `-0` as such).
+            Ok(Some((_, _, score))) => reply.bulk(format_signed_score(score).as_bytes()),
         }
     }
 
-    /// Adds or updates one member as `f` says; `(added, changed)`, or
-    /// `None` when a flag refused.
+    /// Adds or updates one member as `f` says; `(added, changed, its
+    /// score)`, or `None` when a flag refused. A score of `-0` is kept as
+    /// `0`, as Redis's small sorted sets (listpacks) keep it.
     fn zadd_apply(
         &mut self,
         key: &[u8],
         member: &[u8],
         score: f64,
         f: ZaddFlags,
-    ) -> Result<Option<(bool, bool)>, &'static str> {
+    ) -> Result<Option<(bool, bool, f64)>, &'static str> {
         let current = self.store.zset(key).and_then(|z| z.score(member));
         let new = match current {
             None if f.xx => return Ok(None),
@@ -298,10 +297,11 @@ impl RespDb {
             }
         };
         if current == Some(new) {
-            return Ok(Some((false, false)));
+            return Ok(Some((false, false, new)));
         }
-        self.store.zset_insert(key, member, new).map_err(status_error)?;
-        Ok(Some((current.is_none(), current.is_some())))
+        let stored = if new == 0.0 { 0.0 } else { new };
+        self.store.zset_insert(key, member, stored).map_err(status_error)?;
+        Ok(Some((current.is_none(), current.is_some(), new)))
     }
 }
 
@@ -541,6 +541,16 @@ fn parse_bound(arg: &[u8]) -> Option<(f64, bool)> {
 
 fn to_f64(v: Double) -> f64 {
     f64::from_bits(v.to_bits() as u64)
+}
+
+/// A score Redis computed for the reply rather than read from a small
+/// sorted set: as [`format_score`], but `-0` printed as `-0`.
+pub(super) fn format_signed_score(v: f64) -> String {
+    if v == 0.0 && v.is_sign_negative() {
+        "-0".to_owned()
+    } else {
+        format_score(v)
+    }
 }
 
 /// A score as Redis 7.0 prints it: `inf`, `-inf`, `0` (for `-0` too), an

@@ -10,7 +10,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 use hashbrown::HashMap;
 
-use super::zset::{format_score, parse_score, RangeQuery};
+use super::zset::{format_score, format_signed_score, parse_score, RangeQuery};
 use super::{integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::store::{Collection, Set, ZSet};
 
@@ -229,7 +229,10 @@ impl RespDb {
             None if len == 0 => reply.null(),
             None => put(reply, fastrand::usize(..len)),
             Some(count) => {
-                let (n, picks) = super::set::random_positions(len, count);
+                let (n, picks) = match super::set::random_positions(len, count) {
+                    Ok(p) => p,
+                    Err(e) => return reply.error(e),
+                };
                 reply.array(n * if with_scores { 2 } else { 1 });
                 for i in picks {
                     put(reply, i);
@@ -249,7 +252,9 @@ impl RespDb {
         }
         self.delete(dest);
         for (member, score) in members {
-            self.store.zset_insert(dest, member, *score).map_err(status_error)?;
+            // `-0` kept as `0`, as a small sorted set keeps it.
+            let score = if *score == 0.0 { 0.0 } else { *score };
+            self.store.zset_insert(dest, member, score).map_err(status_error)?;
         }
         Ok(members.len())
     }
@@ -278,9 +283,12 @@ fn combine(op: Op, mut inputs: Vec<Input<'_>>, aggregate: Aggregate) -> Vec<(Box
             first
                 .iter()
                 .filter_map(|(member, score)| {
+                    // NaN (0 times infinity) is 0 for the first input only;
+                    // after it the aggregate meets it (a sum becomes 0,
+                    // MIN and MAX keep what they had), as in Redis.
                     let mut total = first.weighted(score);
                     for input in rest {
-                        aggregate.add(&mut total, input.weighted(input.score(member)?));
+                        aggregate.add(&mut total, input.score(member)? * input.weight);
                     }
                     Some((Box::from(member), total))
                 })
@@ -313,13 +321,13 @@ fn intersection_count(mut inputs: Vec<Input<'_>>, limit: usize) -> usize {
 }
 
 /// ZUNION's, ZINTER's and ZDIFF's reply: the members, each followed by its
-/// score when asked.
+/// score when asked (computed scores: `-0` printed as such, as Redis does).
 fn reply_members(reply: &mut Reply<RcBuf>, members: &[(Box<[u8]>, f64)], with_scores: bool) {
     reply.array(members.len() * if with_scores { 2 } else { 1 });
     for (member, score) in members {
         reply.bulk(member);
         if with_scores {
-            reply.bulk(format_score(*score).as_bytes());
+            reply.bulk(format_signed_score(*score).as_bytes());
         }
     }
 }
