@@ -3041,3 +3041,72 @@ fn save_points_and_shutdown_save_keep_the_data() {
     assert_eq!(redis_cli(redis.port, "MGET a b c"), ["1", "2", "3"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// MONITOR: what a monitor hears of another connection's commands is what
+/// redis-server's monitor hears (but the time and the client's port): which
+/// commands show (not the refused, queued or admin ones; EXEC's after
+/// them), quoting, redacted passwords, the database.
+#[test]
+fn monitor_shows_what_redis_server_shows() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let script: &[&[&[u8]]] = &[
+        &[b"SET", b"k", b"v"],
+        &[b"GET", b"k"],
+        &[b"SELECT", b"2"],
+        &[b"SET", b"a b", b"x\ny\x01\"\\"],
+        &[b"MULTI"],
+        &[b"SET", b"q", b"1"],
+        &[b"INCR", b"q"],
+        &[b"EXEC"],
+        &[b"AUTH", b"pw"],
+        &[b"AUTH", b"user", b"pw"],
+        &[b"HELLO", b"2", b"AUTH", b"default", b"pw"],
+        &[b"CONFIG", b"GET", b"save"],
+        &[b"NOSUCH", b"x"],
+        &[b"GET"],
+        &[b"CLIENT", b"ID"],
+        &[b"PING"],
+        &[b"SELECT", b"0"],
+        &[b"LPUSH", b"l", b"5"],
+        &[b"INCR", b"l"],
+        &[b"DISCARD"],
+        &[b"ECHO", b"\t\x07"],
+        &[b"QUIT"],
+    ];
+    let heard = |port: u16| -> Vec<String> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let monitor = connect(addr);
+        let mut m = BufReader::new(monitor.try_clone().unwrap());
+        (&monitor).write_all(&command(&[b"MONITOR"])).unwrap();
+        assert_eq!(read_reply(&mut m), "+OK");
+        let c = connect(addr);
+        let mut r = BufReader::new(c.try_clone().unwrap());
+        r.get_ref().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let all: Vec<u8> = script.iter().flat_map(|args| command(args)).collect();
+        (&c).write_all(&all).unwrap();
+        for _ in script {
+            read_reply(&mut r);
+        }
+        m.get_ref().set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        while m.read_line(&mut line).is_ok_and(|n| n > 0) {
+            // `+<time> [<db> <addr>] args`: the time and the port differ.
+            let rest = line.trim_end().split_once(' ').map_or("", |(_, r)| r);
+            let (db_addr, args) = rest.split_once("] ").unwrap_or((rest, ""));
+            let db = db_addr.trim_start_matches('[').split(' ').next().unwrap_or("");
+            lines.push(format!("[{db}] {args}"));
+            line.clear();
+        }
+        lines
+    };
+    let theirs = heard(redis.port);
+    let mine = heard(ours.addr.port());
+    assert!(theirs.len() >= 19, "{theirs:?}");
+    assert_eq!(mine, theirs);
+    ours.stop();
+}

@@ -1,7 +1,7 @@
 //! What the server knows of its connections, for CLIENT LIST, CLIENT INFO
 //! and CLIENT KILL, as Redis 7.0 has them: each connection's addresses,
-//! age, idle time, last command, database, name and flags (`P` subscribed,
-//! `x` in MULTI, `b` blocked). Redis's memory fields (`qbuf`, `omem`,
+//! age, idle time, last command, database, name and flags (`O` monitor,
+//! `P` subscribed, `x` in MULTI, `b` blocked). Redis's memory fields (`qbuf`, `omem`,
 //! `tot-mem`, ...) are listed as 0: this server does not count them per
 //! connection (`multi-mem` is the bytes MULTI has queued).
 //!
@@ -273,6 +273,11 @@ impl RespDb {
         }
     }
 
+    /// Connection `id`'s address as Redis prints it (`?:0` when not known).
+    pub(super) fn peer_text(&self, id: u64) -> String {
+        address(self.clients.by_id.get(&id).and_then(|c| c.addrs.peer))
+    }
+
     /// `RESET`: the connection as it was when it connected (no
     /// transaction, watches, subscriptions or name, database 0, and, when
     /// a password is required, not authenticated), as Redis 7.0's is.
@@ -283,6 +288,7 @@ impl RespDb {
         session.db = 0;
         self.use_db(0);
         self.unsubscribe_all(session.id);
+        self.stop_monitor(session.id);
         session.authenticated = self.requirepass.is_none();
         reply.simple("RESET");
     }
@@ -312,6 +318,9 @@ impl RespDb {
         };
         let (subs, patterns) = self.subscription_counts(id);
         let mut flags = String::new();
+        if self.is_monitor(id) {
+            flags.push('O');
+        }
         if subs + patterns > 0 {
             flags.push('P');
         }

@@ -123,6 +123,7 @@ mod hash;
 mod introspect;
 mod list;
 mod long_double;
+mod monitor;
 mod persistence;
 mod pubsub;
 mod rdb;
@@ -245,6 +246,11 @@ pub struct RespDb {
     clients: clients::Clients,
     /// Where SAVE and BGSAVE write, and how the last ones went.
     persistence: persistence::Persistence,
+    /// Connections that ran MONITOR.
+    monitors: Vec<u64>,
+    /// Set when a command got past the checks and ran (MONITOR shows
+    /// those only).
+    ran: bool,
     /// Running the commands of an EXEC (checked once, for them all).
     in_exec: bool,
     /// The best eviction candidates drawn so far (LRU and LFU policies).
@@ -374,6 +380,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("ltrim", 4, &["write"]),
     ("memory", -2, &[]),
     ("mget", -2, &["readonly", "fast"]),
+    ("monitor", 1, &["admin", "noscript", "loading", "stale"]),
     ("move", 3, &["write", "fast"]),
     ("mset", -3, &["write", "denyoom"]),
     ("msetnx", -3, &["write", "denyoom"]),
@@ -600,6 +607,8 @@ impl RespDb {
             blocking: blocking::Blocking::default(),
             clients: clients::Clients::default(),
             persistence: persistence::Persistence::default(),
+            monitors: Vec::new(),
+            ran: false,
             in_exec: false,
             candidates: evict::Candidates::default(),
         }
@@ -799,9 +808,13 @@ impl RespDb {
             })
             .and_then(|n| COMMANDS.binary_search_by(|c| c.0.as_bytes().cmp(n)).ok())
             .map(|i| &COMMANDS[i]);
+        self.ran = false;
         let after = self.run_command(entry, cmd, session, reply);
         // For CLIENT LIST: the connection as this command left it.
         self.clients.ran(session, entry.map(|e| e.0), &cmd.args);
+        if !self.monitors.is_empty() && self.ran && entry.is_some_and(|e| !e.2.contains(&"admin")) {
+            self.feed_monitors(session, &cmd.args);
+        }
         after
     }
 
@@ -899,6 +912,7 @@ impl RespDb {
         // that WATCH the keys it names.
         let before = (!self.watchers.is_empty() && flags.contains(&"write"))
             .then(|| (self.store.writes(), self.expires.changes()));
+        self.ran = true;
         let after = self.dispatch(name, cmd, session, reply);
         if before.is_some_and(|b| b != (self.store.writes(), self.expires.changes())) {
             for key in watch::written_keys(name, args) {
@@ -1236,6 +1250,10 @@ impl RespDb {
             "reset" => self.reset(session, reply),
             "save" | "bgsave" | "lastsave" => self.persistence_command(name, args, reply),
             "shutdown" => return self.shutdown(args, reply),
+            "monitor" => {
+                self.start_monitor(session);
+                reply.simple("OK")
+            }
             "client" => client(args, session, reply),
             _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
                 return self.blocking_command(name, args, session, reply)

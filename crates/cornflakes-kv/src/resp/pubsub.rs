@@ -67,12 +67,19 @@ impl RespDb {
         std::mem::take(&mut self.pubsub.outgoing)
     }
 
-    /// Forgets the subscriptions of connection `id`, and what it waited
-    /// on (it has gone).
+    /// Forgets the subscriptions of connection `id`, what it waited on,
+    /// whether it monitors, and what CLIENT LIST knows of it (it has gone).
     pub fn end_session(&mut self, id: u64) {
         self.end_blocking(id);
         self.clients.remove(id);
+        self.stop_monitor(id);
         self.unsubscribe_all(id);
+    }
+
+    /// Leaves `message` for connection `id` (the serving loop delivers it
+    /// as a published one: MONITOR's lines).
+    pub(super) fn queue_message(&mut self, id: u64, message: Rc<[u8]>) {
+        self.pubsub.outgoing.push((id, message));
     }
 
     /// How many channels and patterns connection `id` is subscribed to.
