@@ -2958,6 +2958,15 @@ fn save_bgsave_and_lastsave_answer_as_redis_server_does() {
     );
 }
 
+/// Our server with its snapshots going to `file` in a new temporary
+/// directory (removed by the caller), and that directory.
+fn server_saving_to(file: &'static str) -> (Server, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("cf-{}-{}", file.trim_end_matches(".rdb"), std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = dir.clone();
+    (Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, file)), dir)
+}
+
 /// BGSAVE writes from a thread while commands go on; INFO says when it is
 /// done and how many changes came after; redis-server loads the file.
 #[test]
@@ -2965,10 +2974,7 @@ fn bgsave_finishes_in_the_background_and_redis_server_loads_it() {
     if find("redis-server").is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cf-bgsave-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let at = dir.clone();
-    let ours = Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, "bg.rdb"));
+    let (ours, dir) = server_saving_to("bg.rdb");
     let port = ours.addr.port();
     redis_cli(port, &format!("SET a 1\nRPUSH l {}", "x ".repeat(5000)));
     assert_eq!(redis_cli(port, "BGSAVE"), ["Background saving started"]);
@@ -3017,10 +3023,7 @@ fn save_points_and_shutdown_save_keep_the_data() {
     if find("redis-server").is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cf-savepoints-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let at = dir.clone();
-    let ours = Server::launch(ServeOptions::default(), |c| c, move |db| db.set_rdb_path(&at, "points.rdb"));
+    let (ours, dir) = server_saving_to("points.rdb");
     let port = ours.addr.port();
     assert_eq!(redis_cli(port, "CONFIG SET save \"1 2\"\nSET a 1\nSET b 2"), ["OK", "OK", "OK"]);
     let deadline = Instant::now() + Duration::from_secs(20);

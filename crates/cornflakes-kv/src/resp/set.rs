@@ -285,20 +285,33 @@ impl RespDb {
         };
         let len = set.map_or(0, Set::len);
         let pick = |i: usize| set.and_then(|s| s.get_index(i)).unwrap_or_default();
-        match count {
-            None if len == 0 => reply.null(),
-            None => reply.bulk(pick(fastrand::usize(..len))),
-            Some(count) => {
-                let (n, picks) = match random_positions(len, count) {
-                    Ok(p) => p,
-                    Err(e) => return reply.error(e),
-                };
-                reply.array(n);
+        reply_random_picks(reply, len, count, 1, |reply, i| reply.bulk(pick(i)));
+    }
+}
+
+/// The reply of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER of a collection of
+/// `len` members: without a count, one member (nil when there is none);
+/// with one, an array of the [`random_positions`] it asks for, each
+/// written by `put` as `per` items.
+pub(super) fn reply_random_picks(
+    reply: &mut Reply<RcBuf>,
+    len: usize,
+    count: Option<i64>,
+    per: usize,
+    mut put: impl FnMut(&mut Reply<RcBuf>, usize),
+) {
+    match count {
+        None if len == 0 => reply.null(),
+        None => put(reply, fastrand::usize(..len)),
+        Some(count) => match random_positions(len, count) {
+            Err(e) => reply.error(e),
+            Ok((n, picks)) => {
+                reply.array(n * per);
                 for i in picks {
-                    reply.bulk(pick(i));
+                    put(reply, i);
                 }
             }
-        }
+        },
     }
 }
 

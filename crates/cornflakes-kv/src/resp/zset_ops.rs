@@ -225,20 +225,7 @@ impl RespDb {
             }
         };
         let len = z.map_or(0, ZSet::len);
-        match count {
-            None if len == 0 => reply.null(),
-            None => put(reply, fastrand::usize(..len)),
-            Some(count) => {
-                let (n, picks) = match super::set::random_positions(len, count) {
-                    Ok(p) => p,
-                    Err(e) => return reply.error(e),
-                };
-                reply.array(n * if with_scores { 2 } else { 1 });
-                for i in picks {
-                    put(reply, i);
-                }
-            }
-        }
+        super::set::reply_random_picks(reply, len, count, if with_scores { 2 } else { 1 }, put);
     }
 
     /// Makes `members` the sorted set at `dest` (any value there replaced,
