@@ -1770,11 +1770,7 @@ fn watch_aborts_exec_when_another_connection_changes_a_key_as_redis_server_does(
         (1, "PING"),
         (0, "PING"),
     ];
-    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 2, steps);
-    let mine = run_steps(ours.addr, 2, steps);
-    for (t, m) in theirs.iter().zip(&mine) {
-        assert_eq!(m, t, "(ours, then redis-server's)");
-    }
+    let theirs = same_steps(&redis, &ours, 2, steps);
     assert!(theirs.iter().filter(|l| l.ends_with("EXEC: nil-array")).count() >= 6, "{theirs:#?}");
     ours.stop();
 }
@@ -2305,6 +2301,18 @@ fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String>
     out
 }
 
+/// Runs `steps` over `n` connections to redis-server and to ours and
+/// asserts that every connection heard the same; redis-server's transcript.
+fn same_steps(redis: &RedisServer, ours: &Server, n: usize, steps: &[(usize, &str)]) -> Vec<String> {
+    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), n, steps);
+    let mine = run_steps(ours.addr, n, steps);
+    for (m, t) in mine.iter().zip(&theirs) {
+        assert_eq!(m, t, "(ours, then redis-server's)");
+    }
+    assert_eq!(mine.len(), theirs.len());
+    theirs
+}
+
 /// A CLIENT LIST or CLIENT INFO line with what two servers can share: the
 /// connection (by its place in `ids`), name, flags, database,
 /// subscriptions, MULTI's count, last command, user, protocol, and the
@@ -2379,12 +2387,7 @@ fn client_list_kill_and_reset_answer_as_redis_server_does() {
         (0, "KILL 0 SKIPME no"),
         (0, "EOF"),
     ];
-    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 5, steps);
-    let mine = run_steps(ours.addr, 5, steps);
-    for (m, t) in mine.iter().zip(&theirs) {
-        assert_eq!(m, t, "ours, then redis-server's");
-    }
-    assert_eq!(mine.len(), theirs.len());
+    same_steps(&redis, &ours, 5, steps);
     let stats = ours.stop();
     assert_eq!(stats.killed, 4, "{stats:?}");
 }
@@ -2598,12 +2601,7 @@ fn blocking_pops_answer_as_redis_server_does() {
         (0, "BLPOP"),
         (0, "INFO-BLOCKED"),
     ];
-    let theirs = run_steps(SocketAddr::from(([127, 0, 0, 1], redis.port)), 4, steps);
-    let mine = run_steps(ours.addr, 4, steps);
-    for (t, m) in theirs.iter().zip(&mine) {
-        assert_eq!(m, t, "(ours, then redis-server's)");
-    }
-    assert_eq!(mine.len(), theirs.len());
+    let theirs = same_steps(&redis, &ours, 4, steps);
     assert!(theirs.iter().filter(|l| l.contains("nil-array")).count() >= 8, "{theirs:#?}");
     ours.stop();
 }
