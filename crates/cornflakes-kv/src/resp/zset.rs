@@ -528,6 +528,9 @@ pub(super) fn parse_score(arg: &[u8]) -> Option<f64> {
 /// score, exclusive after `(`, what `strtod` reads to the end (spaces
 /// before it allowed, overflow to infinity too; nothing at all is 0).
 fn parse_bound(arg: &[u8]) -> Option<(f64, bool)> {
+    // strtod stops at a NUL, and Redis's check that it read to the end
+    // with it: what follows a NUL is not looked at.
+    let arg = arg.split(|&b| b == 0).next().unwrap_or_default();
     let (text, exclusive) = match arg.strip_prefix(b"(") {
         Some(rest) => (rest, true),
         None => (arg, false),
@@ -627,6 +630,13 @@ mod tests {
             };
             prop_assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn score_bounds_end_at_a_nul_as_strtod_reads_them() {
+        assert_eq!(parse_bound(b"1\0junk"), Some((1.0, false)));
+        assert_eq!(parse_bound(b"(2.5\0"), Some((2.5, true)));
+        assert_eq!(parse_bound(b"x\01"), None);
     }
 
     #[test]
