@@ -636,7 +636,7 @@ mod tests {
     fn score_bounds_end_at_a_nul_as_strtod_reads_them() {
         assert_eq!(parse_bound(b"1\0junk"), Some((1.0, false)));
         assert_eq!(parse_bound(b"(2.5\0"), Some((2.5, true)));
-        assert_eq!(parse_bound(b"x\01"), None);
+        assert_eq!(parse_bound(b"x\x001"), None);
     }
 
     #[test]
