@@ -9,7 +9,7 @@
 //!
 //! The serving loop registers each connection
 //! ([`RespDb::client_connected`]), gives the batch's time
-//! ([`RespDb::tick`]), and closes the connections CLIENT KILL names
+//! ([`RespDb::tick`], in the parent module), and closes the connections CLIENT KILL names
 //! ([`RespDb::take_killed`]).
 
 use std::borrow::Cow;
@@ -92,6 +92,11 @@ impl Clients {
         }
     }
 
+    /// The time the commands that follow run at.
+    pub(super) fn set_now(&mut self, now: Instant) {
+        self.now = now;
+    }
+
     /// Forgets connection `id` (it has gone).
     pub(super) fn remove(&mut self, id: u64) {
         if !self.by_id.is_empty() {
@@ -138,14 +143,6 @@ impl RespDb {
         let client =
             Client { addrs, created: now, last: now, cmd: "NULL", sub: String::new(), name: None, db: 0, multi: None };
         self.clients.by_id.insert(id, client);
-    }
-
-    /// The time the next commands run at (the serving loop's batch start;
-    /// CLIENT LIST's idle times count from it); the save points are looked
-    /// at then.
-    pub fn tick(&mut self, now: Instant) {
-        self.clients.now = now;
-        self.save_points_due(now);
     }
 
     /// The connections CLIENT KILL named since the last call, for the

@@ -796,6 +796,14 @@ impl RespDb {
         }
     }
 
+    /// The time the next commands run at (the serving loop's batch start;
+    /// CLIENT LIST's idle times count from it); the save points are looked
+    /// at then.
+    pub fn tick(&mut self, now: Instant) {
+        self.clients.set_now(now);
+        self.save_points_due(now);
+    }
+
     /// Runs `cmd` for the connection `session`, appending its reply.
     pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
         let mut lower = [0u8; 16];

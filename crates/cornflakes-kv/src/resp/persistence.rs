@@ -273,17 +273,10 @@ impl RespDb {
         match name {
             "lastsave" => reply.integer(self.persistence.last_save as i64),
             "save" if busy => reply.error("ERR Background save already in progress"),
-            "save" => {
-                let (bytes, writes) = (self.snapshot(), self.total_writes());
-                match write_file(&self.rdb_path(), &bytes) {
-                    Ok(()) => {
-                        self.persistence.last_save = unix_secs();
-                        self.persistence.writes_at_save = writes;
-                        reply.simple("OK")
-                    }
-                    Err(e) => reply.error(&format!("ERR {e}")),
-                }
-            }
+            "save" => match self.save_now() {
+                Ok(()) => reply.simple("OK"),
+                Err(e) => reply.error(&format!("ERR {e}")),
+            },
             _ if !matches!(args, [] | [_]) || args.first().is_some_and(|a| !a.eq_ignore_ascii_case(b"schedule")) => {
                 reply.error(super::SYNTAX)
             }
@@ -297,7 +290,16 @@ impl RespDb {
         }
     }
 
-    /// Starts a BGSAVE; false when one could not start.
+    /// SAVE's work: the snapshot written now, in the foreground.
+    fn save_now(&mut self) -> Result<(), String> {
+        let (bytes, writes) = (self.snapshot(), self.total_writes());
+        write_file(&self.rdb_path(), &bytes)?;
+        self.persistence.last_save = unix_secs();
+        self.persistence.writes_at_save = writes;
+        Ok(())
+    }
+
+    /// Starts a BGSAVE (the snapshot encoded now, written by a thread).
     fn start_bgsave(&mut self) -> Result<(), String> {
         let (bytes, writes) = (self.snapshot(), self.total_writes());
         let path = self.rdb_path();
@@ -392,8 +394,7 @@ impl RespDb {
             if let Some((handle, _)) = self.persistence.bgsave.take() {
                 let _ = handle.join();
             }
-            let saved = write_file(&self.rdb_path(), &self.snapshot());
-            if let Err(e) = saved {
+            if let Err(e) = self.save_now() {
                 eprintln!("kv-server: SHUTDOWN could not save: {e}");
                 if !force {
                     reply.error("ERR Errors trying to SHUTDOWN. Check logs.");
