@@ -14,12 +14,14 @@ use smallvec::SmallVec;
 pub use self::access::{Access, KeyIndex};
 pub use self::collection::{Collection, Hash, Set};
 pub use self::entry::Entry;
+use self::key_map::KeyMap;
 pub use self::zset::ZSet;
 use crate::protocol::{Limits, Op, Request, ResponseVals, Status};
 
 mod access;
 mod collection;
 mod entry;
+mod key_map;
 mod zset;
 
 /// A value: its elements (one for a plain value).
@@ -28,7 +30,7 @@ pub type Value = SmallVec<[RcBuf; 1]>;
 /// Keys to values in pinned memory.
 pub struct Store {
     pool: Pool,
-    map: HashMap<Box<[u8]>, Value>,
+    map: KeyMap<Value>,
     /// Elements prepended to a key's value (RESP's `LPUSH`), newest last, so
     /// that a prepend is amortized O(1) as in Redis rather than a shift of
     /// the whole list. Empty unless something was prepended, so a lookup of
@@ -37,7 +39,7 @@ pub struct Store {
     /// Keys holding hashes and sets (RESP's HSET and SADD), none of them
     /// in `map`: a key is in one of the two at most. Empty unless RESP made
     /// one, so the key-value protocol pays nothing for them.
-    collections: HashMap<Box<[u8]>, Collection>,
+    collections: KeyMap<Collection>,
     /// Every key with its accesses, while an eviction policy needs them
     /// ([`track_accesses`](Self::track_accesses)).
     index: Option<KeyIndex>,
@@ -100,11 +102,13 @@ impl<'a> Elems<'a> {
 impl Store {
     /// An empty store whose values live in `pool`.
     pub fn new(pool: Pool, limits: Limits) -> Self {
+        // One seed for both tables: SCAN visits a class of hashes in both.
+        let hasher = hashbrown::DefaultHashBuilder::default();
         Store {
             pool,
-            map: HashMap::new(),
+            map: KeyMap::with_hasher(hasher.clone()),
             fronts: HashMap::new(),
-            collections: HashMap::new(),
+            collections: KeyMap::with_hasher(hasher),
             index: None,
             writes: 0,
             limits,
@@ -152,6 +156,16 @@ impl Store {
     /// The keys, in no particular order (hashes and sets included).
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.map.keys().chain(self.collections.keys()).map(|k| &k[..])
+    }
+
+    /// One step of a scan of the keys (Redis's SCAN): calls `f` with some
+    /// keys and returns the cursor to pass next, 0 when the scan is over.
+    /// Start at 0. A key present for the whole scan comes at least once
+    /// (twice at most when the store grew or shrank in between), whatever
+    /// else changes; each step visits one class of the keys' hashes, about
+    /// as many keys as the tables' load (under one, on average).
+    pub fn scan_step(&self, cursor: u64, f: impl FnMut(&[u8])) -> u64 {
+        key_map::scan_step(&self.map, &self.collections, cursor, f)
     }
 
     /// The value of `key` (`None` for a hash or a set: see

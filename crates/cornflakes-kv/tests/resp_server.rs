@@ -2225,6 +2225,57 @@ fn run_steps(addr: SocketAddr, n: usize, steps: &[(usize, &str)]) -> Vec<String>
                 continue;
             }
             "<" => read_reply(&mut readers[c]),
+            // INFO commandstats without times, lines sorted (Redis lists
+            // them in its table's order).
+            "COMMANDSTATS" => {
+                send(conn.unwrap(), "INFO commandstats");
+                let text = read_reply(&mut readers[c]);
+                let mut lines: Vec<String> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("cmdstat_"))
+                    .map(|l| {
+                        let (name, fields) = l.split_once(':').unwrap();
+                        let kept: Vec<&str> = fields.split(',').filter(|f| !f.starts_with("usec")).collect();
+                        format!("{name} {}", kept.join(","))
+                    })
+                    .collect();
+                lines.sort();
+                lines.join(" / ")
+            }
+            "ERRORSTATS" => {
+                send(conn.unwrap(), "INFO errorstats");
+                let errors = read_reply(&mut readers[c]);
+                send(conn.unwrap(), "INFO stats");
+                let stats = read_reply(&mut readers[c]);
+                let total = stats.lines().find(|l| l.starts_with("total_error_replies:")).unwrap_or("none").to_owned();
+                format!(
+                    "{} / {total}",
+                    errors.lines().filter(|l| l.starts_with("errorstat_")).collect::<Vec<_>>().join(" ")
+                )
+            }
+            // SLOWLOG GET -1 without times; the client by connection.
+            "SLOWLOG-GET" => {
+                send(conn.unwrap(), "SLOWLOG GET -1");
+                let r = &mut readers[c];
+                let mut head = String::new();
+                r.read_line(&mut head).unwrap();
+                let n: usize = head.trim_end()[1..].parse().unwrap();
+                let mut entries = Vec::new();
+                for _ in 0..n {
+                    let mut line = String::new();
+                    r.read_line(&mut line).unwrap();
+                    assert_eq!(line, "*6\r\n", "an entry has six fields");
+                    let (id, at, took) = (read_reply(r), read_reply(r), read_reply(r));
+                    assert!(at.starts_with(':') && took.starts_with(':'), "{at} {took}");
+                    let (args, peer, name) = (read_reply(r), read_reply(r), read_reply(r));
+                    let who = conns
+                        .iter()
+                        .position(|s| s.as_ref().is_some_and(|s| s.local_addr().unwrap().to_string() == peer))
+                        .map_or(format!("? {peer}"), |i| format!("conn {i}"));
+                    entries.push(format!("{id} {args} {who} '{name}'"));
+                }
+                entries.join(" / ")
+            }
             "?" => {
                 let r = &mut readers[c];
                 r.get_ref().set_read_timeout(Some(Duration::from_millis(150))).unwrap();
@@ -2390,6 +2441,77 @@ fn client_list_kill_and_reset_answer_as_redis_server_does() {
     same_steps(&redis, &ours, 5, steps);
     let stats = ours.stop();
     assert_eq!(stats.killed, 4, "{stats:?}");
+}
+
+/// SLOWLOG (every command logged at a threshold of 0, passwords redacted,
+/// long arguments cut, its length bound), INFO commandstats (calls,
+/// rejected and failed calls, by subcommand for containers, a blocked
+/// command counted when served, EXEC's commands each on their own),
+/// errorstats with total_error_replies, CONFIG RESETSTAT and the settings:
+/// every answer redis-server's, times and addresses left out.
+#[test]
+fn slowlog_and_command_stats_answer_as_redis_server_does() {
+    if find("redis-server").is_none() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let ours = Server::start(ServeOptions::default());
+    let many = format!("RPUSH l {}", (0..40).map(|i| i.to_string()).collect::<Vec<_>>().join(" "));
+    let long = format!("SET big {}", "x".repeat(200));
+    let steps: &[(usize, &str)] = &[
+        (0, "FLUSHALL"),
+        (0, "CONFIG SET slowlog-log-slower-than 0"),
+        (0, "SLOWLOG RESET"),
+        (0, "CONFIG RESETSTAT"),
+        (1, "CLIENT SETNAME worker"),
+        (1, "SET a 1"),
+        (1, "LPUSH a x"),
+        (1, "GET"),
+        (1, "NOSUCH cmd"),
+        (1, "AUTH secret"),
+        (1, "AUTH user secret"),
+        (1, "CLIENT NOSUCH"),
+        (1, "CONFIG GET maxmemory"),
+        (0, "MULTI"),
+        (0, "INCR a"),
+        (0, "LPUSH a y"),
+        (0, "GET"),
+        (0, "EXEC"),
+        (0, "MULTI"),
+        (0, "INCR a"),
+        (0, "LPUSH a y"),
+        (0, "EXEC"),
+        (0, &many),
+        (0, &long),
+        (1, "> BLPOP q 0"),
+        (0, "RPUSH q v"),
+        (1, "<"),
+        (0, "SLOWLOG-GET"),
+        (0, "SLOWLOG LEN"),
+        (0, "COMMANDSTATS"),
+        (0, "ERRORSTATS"),
+        (0, "CONFIG GET slowlog-max-len"),
+        (0, "CONFIG GET slowlog-log-slower-than"),
+        (0, "CONFIG SET slowlog-max-len 2"),
+        (0, "SLOWLOG LEN"),
+        (0, "SLOWLOG GET -2"),
+        (0, "SLOWLOG GET x"),
+        (0, "SLOWLOG GET 1 2"),
+        (0, "SLOWLOG LEN x"),
+        (0, "SLOWLOG FOO"),
+        (0, "SLOWLOG HELP"),
+        (0, "CONFIG SET slowlog-log-slower-than -5"),
+        (0, "CONFIG SET slowlog-max-len -1"),
+        (0, "CONFIG SET slowlog-log-slower-than -1"),
+        (0, "SLOWLOG RESET"),
+        (0, "PING"),
+        (0, "SLOWLOG LEN"),
+        (0, "CONFIG RESETSTAT"),
+        (0, "CONFIG RESETSTAT x"),
+        (0, "ERRORSTATS"),
+        (0, "COMMANDSTATS"),
+    ];
+    same_steps(&redis, &ours, 2, steps);
 }
 
 #[test]

@@ -35,13 +35,17 @@ pub struct Reply<V> {
     copied: Vec<u8>,
     parts: Vec<Part<V>>,
     threshold: usize,
+    /// Errors written since the reply was made (not reset by `clear`).
+    errors: u64,
+    /// Where the text of the last error since `clear` is in `copied`.
+    last_error: Option<std::ops::Range<usize>>,
 }
 
 impl<V: AsRef<[u8]>> Reply<V> {
     /// An empty reply whose values of at least `threshold` bytes are
     /// referenced (`usize::MAX`: copy everything).
     pub fn new(threshold: usize) -> Self {
-        Reply { copied: Vec::new(), parts: Vec::new(), threshold }
+        Reply { copied: Vec::new(), parts: Vec::new(), threshold, errors: 0, last_error: None }
     }
 
     /// The size from which values are referenced, not copied.
@@ -53,6 +57,32 @@ impl<V: AsRef<[u8]>> Reply<V> {
     pub fn clear(&mut self) {
         self.copied.clear();
         self.parts.clear();
+        self.last_error = None;
+    }
+
+    /// How many errors ([`error`](Self::error)) were written since the
+    /// reply was made, [`clear`](Self::clear) or not (a server counts
+    /// them per command: Redis's `failed_calls` and `errorstats`).
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// The text of the last error written since the last
+    /// [`clear`](Self::clear), without its `-` and line end.
+    ///
+    /// ```
+    /// use cornflakes_resp::Reply;
+    ///
+    /// let mut r: Reply<&[u8]> = Reply::new(512);
+    /// r.error("WRONGTYPE Operation against a key holding the wrong kind of value");
+    /// r.simple("OK");
+    /// assert_eq!(r.errors(), 1);
+    /// assert!(r.last_error().is_some_and(|e| e.starts_with(b"WRONGTYPE ")));
+    /// r.clear();
+    /// assert_eq!((r.errors(), r.last_error()), (1, None));
+    /// ```
+    pub fn last_error(&self) -> Option<&[u8]> {
+        self.last_error.clone().map(|r| &self.copied[r])
     }
 
     /// Whether nothing was written.
@@ -160,7 +190,10 @@ impl<V: AsRef<[u8]>> Reply<V> {
     /// `-<text>\r\n`, e.g. `ERR unknown command 'foo'`.
     pub fn error(&mut self, text: &str) {
         self.copy(b"-");
+        let start = self.copied.len();
         self.text(text);
+        self.errors += 1;
+        self.last_error = Some(start..self.copied.len() - 2);
     }
 
     fn text(&mut self, text: &str) {

@@ -62,6 +62,9 @@ struct Blocked {
     op: Op,
     /// When it gets the null array (`None`: never).
     deadline: Option<Instant>,
+    /// The command as sent (its line of the command table, its words),
+    /// counted and slow-logged when it is answered.
+    command: (usize, Vec<Vec<u8>>),
 }
 
 /// The clients waiting on one key: connection ids by their `seq`.
@@ -192,10 +195,11 @@ impl RespDb {
     pub(super) fn blocking_command(
         &mut self,
         name: &str,
-        args: &[Cow<'_, [u8]>],
+        cmd_args: &[Cow<'_, [u8]>],
         session: &Session,
         reply: &mut Reply<RcBuf>,
     ) -> After {
+        let args = &cmd_args[1..];
         // The arguments, checked in Redis's order: the timeout first for
         // BLPOP, after the sides for BLMOVE, last for BLMPOP.
         let parsed = match name {
@@ -256,7 +260,8 @@ impl RespDb {
         }
         let deadline = wait.map(|w| Instant::now().checked_add(w).unwrap_or_else(far_future));
         let keys = keys.iter().map(|k| k[..].into()).collect();
-        let blocked = Blocked { seq: 0, db: self.db, keys, op, deadline };
+        let command = (super::command_index(name).unwrap_or_default(), cmd_args.iter().map(|a| a.to_vec()).collect());
+        let blocked = Blocked { seq: 0, db: self.db, keys, op, deadline, command };
         self.blocking.block(session.id, blocked);
         After::Block
     }
@@ -377,9 +382,12 @@ impl RespDb {
             if at > now {
                 break;
             }
-            self.blocking.unblock(id);
+            let blocked = self.blocking.unblock(id);
             let mut reply = Reply::new(self.threshold);
             reply.null_array();
+            if let Some(b) = blocked {
+                self.count_served(id, &b.command, Duration::ZERO, &reply);
+            }
             woken.push((id, reply));
         }
         woken
@@ -413,17 +421,23 @@ impl RespDb {
                 // error, and the element stays.
                 if self.kind(dst).is_some_and(|k| k != Kind::List) {
                     reply.error(WRONGTYPE);
-                    self.blocking.unblock(id);
+                    if let Some(b) = self.blocking.unblock(id) {
+                        self.count_served(id, &b.command, Duration::ZERO, &reply);
+                    }
                     woken.push((id, reply));
                     continue;
                 }
             }
+            let started = Instant::now();
             self.serve(key, &op, &mut reply);
+            let took = started.elapsed();
             self.watchers.touched(key);
             if let Op::Move { dst, .. } = &op {
                 self.watchers.touched(dst);
             }
-            self.blocking.unblock(id);
+            if let Some(b) = self.blocking.unblock(id) {
+                self.count_served(id, &b.command, took, &reply);
+            }
             woken.push((id, reply));
         }
     }
@@ -448,7 +462,7 @@ impl RespDb {
         let Some(id) = args.get(1).and_then(|a| integer_arg(a)) else {
             return reply.error(super::NOT_INTEGER);
         };
-        let Some(_) = u64::try_from(id).ok().and_then(|id| self.blocking.unblock(id)) else {
+        let Some(blocked) = u64::try_from(id).ok().and_then(|id| self.blocking.unblock(id)) else {
             return reply.integer(0);
         };
         let mut answer = Reply::new(self.threshold);
@@ -457,6 +471,7 @@ impl RespDb {
         } else {
             answer.null_array();
         }
+        self.count_served(id as u64, &blocked.command, Duration::ZERO, &answer);
         self.blocking.kicked.push((id as u64, answer));
         reply.integer(1);
     }

@@ -66,7 +66,7 @@ impl Default for Clients {
 }
 
 /// The commands whose subcommand Redis names with them (`config|get`).
-const CONTAINERS: &[&str] = &["client", "command", "config", "memory", "object", "pubsub"];
+pub(super) const CONTAINERS: &[&str] = &["client", "command", "config", "memory", "object", "pubsub", "slowlog"];
 
 impl Clients {
     /// Records that `session` ran command `name` (`None`: one this server
@@ -268,6 +268,11 @@ impl RespDb {
         } else {
             After::Continue
         }
+    }
+
+    /// Connection `id`'s name (CLIENT SETNAME), as of its last command.
+    pub(super) fn client_name(&self, id: u64) -> Option<Vec<u8>> {
+        self.clients.by_id.get(&id).and_then(|c| c.name.clone())
     }
 
     /// Connection `id`'s address as Redis prints it (`?:0` when not known).

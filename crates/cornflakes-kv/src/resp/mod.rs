@@ -25,8 +25,11 @@
 //! (WEIGHTS AGGREGATE WITHSCORES) ZINTERCARD ZRANDMEMBER ZSCAN SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
 //! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB OBJECT (ENCODING
 //! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
-//! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats, keyspace)
-//! CONFIG GET, CONFIG SET (maxmemory) COMMAND (COUNT, DOCS, INFO) CLIENT
+//! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats,
+//! persistence, commandstats, errorstats, keyspace) CONFIG GET, CONFIG SET
+//! (maxmemory, slowlog-log-slower-than, slowlog-max-len, ...), CONFIG
+//! RESETSTAT, SLOWLOG (GET LEN RESET HELP; see the `slowlog` module)
+//! COMMAND (COUNT, DOCS, INFO) CLIENT
 //! (SETNAME GETNAME ID UNBLOCK LIST INFO KILL HELP; see the `clients`
 //! module) RESET HELLO QUIT MULTI EXEC DISCARD WATCH UNWATCH (a
 //! queuing error aborts the transaction with `EXECABORT`, and a change to
@@ -93,9 +96,9 @@
 //! the `default` user, with Redis's NOAUTH and WRONGPASS answers; no ACL
 //! users.
 //!
-//! SCAN (MATCH COUNT TYPE) returns every key present for the whole
-//! iteration exactly once, but each call is O(keys), not O(COUNT) (see
-//! [`RespDb`]'s `scan`); `redis-cli --scan`, `--bigkeys` and `--stat` work.
+//! SCAN (MATCH COUNT TYPE) has Redis's cursor and guarantees, each call
+//! O(COUNT) (see [`Store::scan_step`]); `redis-cli --scan`, `--bigkeys`
+//! and `--stat` work.
 //!
 //! The lexicographic sorted set commands assume, as Redis's do, that every
 //! member has the same score; with several, they answer some range (Redis
@@ -129,6 +132,7 @@ mod pubsub;
 mod rdb;
 mod serve;
 mod set;
+mod slowlog;
 mod string;
 #[cfg(test)]
 mod tests;
@@ -202,6 +206,11 @@ const MAX_QUEUED_BYTES: usize = 64 << 20;
 /// [`TcpConfig::refusal`](cornflakes_datapath::tcp::TcpConfig::refusal)).
 pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
+/// The line of [`COMMANDS`] of the command named `name` (lower case).
+fn command_index(name: &str) -> Option<usize> {
+    COMMANDS.binary_search_by(|c| c.0.cmp(name)).ok()
+}
+
 /// The store's limits for RESP: lists as long as memory allows (Redis has
 /// no limit), keys up to 64 KiB, values up to 1 MiB (a value is one pool
 /// buffer, at most 2 MiB, and a reply must fit one send).
@@ -248,6 +257,12 @@ pub struct RespDb {
     persistence: persistence::Persistence,
     /// Connections that ran MONITOR.
     monitors: Vec<u64>,
+    /// INFO commandstats and errorstats.
+    command_stats: slowlog::CommandStats,
+    /// SLOWLOG.
+    slowlog: slowlog::SlowLog,
+    /// Times each command.
+    clock: slowlog::CommandClock,
     /// Set when a command got past the checks and ran (MONITOR shows
     /// those only).
     ran: bool,
@@ -420,6 +435,7 @@ const COMMANDS: &[(&str, i64, &[&str])] = &[
     ("sintercard", -3, &["readonly", "movablekeys"]),
     ("sinterstore", -3, &["write", "denyoom"]),
     ("sismember", 3, &["readonly", "fast"]),
+    ("slowlog", -2, &["admin", "loading", "stale"]),
     ("smembers", 2, &["readonly"]),
     ("smismember", -3, &["readonly", "fast"]),
     ("smove", 4, &["write", "fast"]),
@@ -608,6 +624,9 @@ impl RespDb {
             clients: clients::Clients::default(),
             persistence: persistence::Persistence::default(),
             monitors: Vec::new(),
+            command_stats: slowlog::CommandStats::new(&COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>()),
+            slowlog: slowlog::SlowLog::default(),
+            clock: slowlog::CommandClock::new(),
             ran: false,
             in_exec: false,
             candidates: evict::Candidates::default(),
@@ -808,16 +827,34 @@ impl RespDb {
     pub fn execute(&mut self, cmd: &Command<'_>, session: &mut Session, reply: &mut Reply<RcBuf>) -> After {
         let mut lower = [0u8; 16];
         let name = cmd.name();
-        let entry = (name.len() <= lower.len())
+        let index = (name.len() <= lower.len())
             .then(|| {
                 lower[..name.len()].copy_from_slice(name);
                 lower[..name.len()].make_ascii_lowercase();
                 &lower[..name.len()]
             })
-            .and_then(|n| COMMANDS.binary_search_by(|c| c.0.as_bytes().cmp(n)).ok())
-            .map(|i| &COMMANDS[i]);
+            .and_then(|n| COMMANDS.binary_search_by(|c| c.0.as_bytes().cmp(n)).ok());
+        let entry = index.map(|i| &COMMANDS[i]);
         self.ran = false;
+        let (errors_before, counted_before) = (reply.errors(), self.command_stats.counted_before());
+        let started = self.clock.now();
         let after = self.run_command(entry, cmd, session, reply);
+        let time = self.clock.since(started);
+        if let Some(index) = index {
+            let how = slowlog::Outcome {
+                index,
+                name: COMMANDS[index].0,
+                args: &cmd.args,
+                ran: self.ran,
+                blocked: after == After::Block,
+                time,
+                errors_before,
+                counted_before,
+            };
+            self.count_command(session.id, session.name.as_deref(), how, reply);
+        } else {
+            self.count_unknown(reply, errors_before, counted_before);
+        }
         // For CLIENT LIST: the connection as this command left it.
         self.clients.ran(session, entry.map(|e| e.0), &cmd.args);
         if !self.monitors.is_empty() && self.ran && entry.is_some_and(|e| !e.2.contains(&"admin")) {
@@ -1249,6 +1286,7 @@ impl RespDb {
             },
             "echo" => reply.bulk(&args[0]),
             "info" => self.info(args, reply),
+            "slowlog" => self.slowlog(args, reply),
             "config" => self.config(args, reply),
             "command" => command(args, reply),
             "client" if args[0].eq_ignore_ascii_case(b"unblock") => self.client_unblock(args, reply),
@@ -1264,7 +1302,7 @@ impl RespDb {
             }
             "client" => client(args, session, reply),
             _ if blocking::BLOCKING_COMMANDS.contains(&name) => {
-                return self.blocking_command(name, args, session, reply)
+                return self.blocking_command(name, &cmd.args, session, reply)
             }
             "object" => self.object(args, reply),
             "move" | "copy" => self.move_or_copy(name == "copy", args, reply),
@@ -1651,13 +1689,14 @@ impl RespDb {
             section(
                 &mut text,
                 format!(
-                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+                    "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\n",
                     c.total_connections,
                     c.total_commands,
                     c.expired_keys,
                     c.evicted_keys,
                     c.keyspace_hits,
-                    c.keyspace_misses
+                    c.keyspace_misses,
+                    self.command_stats.error_replies()
                 ),
             );
         }
@@ -1667,6 +1706,23 @@ impl RespDb {
         }
         if wants("replication") {
             section(&mut text, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".to_owned());
+        }
+        // Not in the default sections, as in Redis.
+        let named = |section: &str| {
+            args.iter().any(|a| {
+                a.eq_ignore_ascii_case(section.as_bytes())
+                    || a.eq_ignore_ascii_case(b"all")
+                    || a.eq_ignore_ascii_case(b"everything")
+            })
+        };
+        if named("commandstats") {
+            let names: Vec<&str> = COMMANDS.iter().map(|c| c.0).collect();
+            let body = self.commandstats_info(&names);
+            section(&mut text, body);
+        }
+        if wants("errorstats") {
+            let body = self.errorstats_info();
+            section(&mut text, body);
         }
         if wants("keyspace") {
             let mut body = String::from("# Keyspace\r\n");
@@ -1685,6 +1741,12 @@ impl RespDb {
         if args[0].eq_ignore_ascii_case(b"set") {
             return self.config_set(&args[1..], reply);
         }
+        if args[0].eq_ignore_ascii_case(b"resetstat") {
+            if args.len() != 1 {
+                return reply.error(&arity_error("config|resetstat"));
+            }
+            return self.reset_stats(reply);
+        }
         if !args[0].eq_ignore_ascii_case(b"get") {
             return reply.error(&unknown_subcommand("config", &args[0]));
         }
@@ -1700,7 +1762,8 @@ impl RespDb {
         let dir = std::fs::canonicalize(&self.persistence.dir).unwrap_or_else(|_| self.persistence.dir.clone());
         let dir = dir.to_string_lossy();
         let save = self.save_points_text();
-        let known: [(&str, &str); 12] = [
+        let (slower, slow_len) = (self.slowlog.slower_than_us().to_string(), self.slowlog.max_len.to_string());
+        let known: [(&str, &str); 14] = [
             ("appendonly", "no"),
             ("databases", "16"),
             ("dbfilename", &self.persistence.dbfilename),
@@ -1712,6 +1775,8 @@ impl RespDb {
             ("proto-max-bulk-len", "1048576"),
             ("requirepass", &requirepass),
             ("save", &save),
+            ("slowlog-log-slower-than", &slower),
+            ("slowlog-max-len", &slow_len),
             ("timeout", "0"),
         ];
         let found: Vec<(&str, &str)> = known
@@ -1737,6 +1802,7 @@ impl RespDb {
         let mut policy = None;
         let mut samples = None;
         let mut save = None;
+        let (mut slower, mut slow_len) = (None, None);
         for (i, kv) in pairs.chunks(2).enumerate() {
             let (name, value) = (kv[0].to_ascii_lowercase(), &kv[1]);
             let failed =
@@ -1762,6 +1828,16 @@ impl RespDb {
                 b"maxmemory-policy" => match EvictionPolicy::from_name(value) {
                     Some(p) => policy = Some(p),
                     None => return reply.error(&failed("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")),
+                },
+                b"slowlog-log-slower-than" => match integer_arg(value) {
+                    Some(n) if n >= -1 => slower = Some(n),
+                    Some(_) => return reply.error(&failed("argument must be between -1 and 9223372036854775807 inclusive")),
+                    None => return reply.error(&failed("argument couldn't be parsed into an integer")),
+                },
+                b"slowlog-max-len" => match integer_arg(value) {
+                    Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => slow_len = Some(n as usize),
+                    Some(_) => return reply.error(&failed("argument must be between 0 and 9223372036854775807 inclusive")),
+                    None => return reply.error(&failed("argument couldn't be parsed into an integer")),
                 },
                 b"maxmemory-samples" => match integer_arg(value) {
                     None => return reply.error(&failed("argument couldn't be parsed into an integer")),
@@ -1791,16 +1867,31 @@ impl RespDb {
         if let Some(points) = save {
             self.persistence.save_points = points;
         }
+        if let Some(n) = slower {
+            self.slowlog.set_slower_than_us(n);
+        }
+        if let Some(n) = slow_len {
+            self.slowlog.set_max_len(n);
+        }
         reply.simple("OK");
     }
 
-    /// `SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]`. The cursor is a
-    /// position in the order of the keys' hashes (fixed per key), so a key
-    /// present for the whole iteration is returned exactly once, whatever
-    /// else changes (Redis's guarantee, without its duplicates). Each call
-    /// looks at every key (two passes, O(keys); hashbrown gives no stable
-    /// bucket order to resume from), so it returns at least 1/64 of them
-    /// (COUNT is a hint, as in Redis): a full iteration is 64 calls at most.
+    /// `CONFIG RESETSTAT`: the counters INFO stats, commandstats and
+    /// errorstats show start again from 0, as in Redis.
+    fn reset_stats(&mut self, reply: &mut Reply<RcBuf>) {
+        let c = &mut self.counters;
+        (c.total_connections, c.total_commands, c.expired_keys, c.evicted_keys) = (0, 0, 0, 0);
+        (c.keyspace_hits, c.keyspace_misses) = (0, 0);
+        self.command_stats.reset();
+        reply.simple("OK");
+    }
+
+    /// `SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]`, as Redis's: the
+    /// cursor names a class of the keys' hashes (see
+    /// [`Store::scan_step`]), a key present for the whole iteration is
+    /// returned at least once (more only when the store grew meanwhile),
+    /// and a call visits classes until it has COUNT keys or has looked at
+    /// 10 x COUNT classes: O(COUNT), whatever the number of keys.
     fn scan(&mut self, args: &[std::borrow::Cow<'_, [u8]>], reply: &mut Reply<RcBuf>) {
         let Some(cursor) = std::str::from_utf8(&args[0]).ok().and_then(|c| c.parse::<u64>().ok()) else {
             return reply.error("ERR invalid cursor");
@@ -1819,44 +1910,24 @@ impl RespDb {
                 _ => return reply.error(SYNTAX),
             }
         }
-        let hash = |k: &[u8]| {
-            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-            BuildHasherDefault::<DefaultHasher>::default().hash_one(k)
-        };
-        let want = count.max(self.store.len() / 64).max(1);
-        // Pass 1: the `want` smallest hashes from the cursor on.
-        let mut smallest = std::collections::BinaryHeap::with_capacity(want + 1);
-        for k in self.store.keys() {
-            let h = hash(k);
-            if h >= cursor && (smallest.len() < want || smallest.peek().is_some_and(|&top| h < top)) {
-                smallest.push(h);
-                if smallest.len() > want {
-                    smallest.pop();
-                }
-            }
-        }
-        let (last, next) = match smallest.peek() {
-            Some(&top) if smallest.len() == want && top < u64::MAX => (top, top + 1),
-            _ => (u64::MAX, 0),
-        };
-        // Pass 2: the keys in [cursor, last], hashes that collide included.
         let now = Instant::now();
         let mut found: Vec<Box<[u8]>> = Vec::new();
-        for k in self.store.keys() {
-            let h = hash(k);
-            if h < cursor || h > last {
-                continue;
+        let (mut next, mut classes) = (cursor, 0usize);
+        loop {
+            next = self.store.scan_step(next, |k| found.push(k.into()));
+            classes += 1;
+            if next == 0 || found.len() >= count || classes >= count.saturating_mul(10) {
+                break;
             }
-            if self.expires.get(k).is_some_and(|&at| at <= now) || pattern.is_some_and(|p| !glob_match(p, k)) {
-                continue;
-            }
-            if let Some(t) = kind {
-                if !self.kind_now(k).is_some_and(|kind| t.eq_ignore_ascii_case(kind.name().as_bytes())) {
-                    continue;
-                }
-            }
-            found.push(k.into());
         }
+        // The filters come after the visit, as in Redis (a call may then
+        // return fewer keys than COUNT, or none, with a cursor to go on).
+        found.retain(|k| {
+            self.expires.get(&k[..]).is_none_or(|&at| at > now)
+                && pattern.is_none_or(|p| glob_match(p, k))
+                && kind
+                    .is_none_or(|t| self.kind_now(k).is_some_and(|kind| t.eq_ignore_ascii_case(kind.name().as_bytes())))
+        });
         reply.array(2);
         reply.bulk(next.to_string().as_bytes());
         reply.array(found.len());

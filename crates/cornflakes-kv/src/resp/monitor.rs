@@ -59,7 +59,7 @@ impl RespDb {
 
 /// Whether argument `i` of command `args` (`name` lowercased) is a
 /// password: AUTH's arguments, and the two after HELLO's AUTH.
-fn secret(name: &[u8], args: &[Cow<'_, [u8]>], i: usize) -> bool {
+pub(super) fn secret(name: &[u8], args: &[Cow<'_, [u8]>], i: usize) -> bool {
     match name {
         b"auth" => i > 0,
         b"hello" => (1..i).any(|a| args[a].eq_ignore_ascii_case(b"auth") && i <= a + 2),
