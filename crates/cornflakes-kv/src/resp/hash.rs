@@ -210,23 +210,24 @@ impl RespDb {
     }
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT n]`: every field in one call
-/// (cursor 0 back), which Redis does for its small hashes too; COUNT is a
-/// hint there and is not needed here.
+/// `HSCAN key cursor [MATCH pattern] [COUNT n]` (see [`index_page`]).
 fn hscan(
     hash: Option<&Hash>,
     args: &[Cow<'_, [u8]>],
     reply: &mut Reply<RcBuf>,
     value: impl Fn(&mut Reply<RcBuf>, &RcBuf),
 ) {
-    let pattern = match scan_pattern(args) {
-        Ok(p) => p,
+    let scan = match scan_args(args) {
+        Ok(s) => s,
         Err(e) => return reply.error(e),
     };
-    let found: Vec<(&[u8], &RcBuf)> =
-        hash.map(|h| h.iter().filter(|(f, _)| pattern.is_none_or(|p| glob_match(p, f))).collect()).unwrap_or_default();
+    let (positions, next) = index_page(hash.map_or(0, Hash::len), scan.cursor, scan.count);
+    let found: Vec<(&[u8], &RcBuf)> = positions
+        .filter_map(|i| hash.and_then(|h| h.get_index(i)))
+        .filter(|(f, _)| scan.pattern.is_none_or(|p| glob_match(p, f)))
+        .collect();
     reply.array(2);
-    reply.bulk(b"0");
+    reply.bulk(next.to_string().as_bytes());
     reply.array(2 * found.len());
     for (field, v) in found {
         reply.bulk(field);
@@ -234,25 +235,55 @@ fn hscan(
     }
 }
 
-/// The MATCH pattern of HSCAN's and SSCAN's `cursor [MATCH pattern]
-/// [COUNT n]`, checked as Redis checks them; the error to reply.
-pub(super) fn scan_pattern<'c>(args: &'c [Cow<'_, [u8]>]) -> Result<Option<&'c [u8]>, &'static str> {
+/// Entries up to which Redis keeps a hash or a sorted set compact and
+/// scans it in one call, COUNT or not (its listpacks); so does this server,
+/// for sets too.
+pub(super) const SCANNED_WHOLE: usize = 128;
+
+/// HSCAN's, SSCAN's and ZSCAN's `cursor [MATCH pattern] [COUNT n]`,
+/// checked as Redis checks them.
+pub(super) struct ScanArgs<'c> {
+    pub cursor: u64,
+    pub pattern: Option<&'c [u8]>,
+    pub count: usize,
+}
+
+/// Reads [`ScanArgs`]; the error to reply.
+pub(super) fn scan_args<'c>(args: &'c [Cow<'_, [u8]>]) -> Result<ScanArgs<'c>, &'static str> {
     // Redis reads the cursor with strtoull, which takes a negative one too.
-    let cursor = std::str::from_utf8(&args[0]).ok();
-    if cursor.is_none_or(|c| c.parse::<u64>().is_err() && c.parse::<i64>().is_err()) {
-        return Err("ERR invalid cursor");
-    }
-    let mut pattern: Option<&[u8]> = None;
+    let text = std::str::from_utf8(&args[0]).ok();
+    let cursor = text
+        .and_then(|c| c.parse::<u64>().ok().or_else(|| c.parse::<i64>().ok().map(|n| n as u64)))
+        .ok_or("ERR invalid cursor")?;
+    let (mut pattern, mut count): (Option<&[u8]>, usize) = (None, 10);
     for opt in args[1..].chunks(2) {
         match opt {
             [o, v] if o.eq_ignore_ascii_case(b"match") => pattern = Some(v),
             [o, v] if o.eq_ignore_ascii_case(b"count") => match integer_arg(v) {
                 None => return Err(NOT_INTEGER),
                 Some(n) if n < 1 => return Err(SYNTAX),
-                Some(_) => {}
+                Some(n) => count = usize::try_from(n).unwrap_or(usize::MAX),
             },
             _ => return Err(SYNTAX),
         }
     }
-    Ok(pattern)
+    Ok(ScanArgs { cursor, pattern, count })
+}
+
+/// The positions of a hash or set of `len` entries that one HSCAN/SSCAN
+/// call visits, and the cursor to reply. At most [`SCANNED_WHOLE`]
+/// entries: all, cursor 0. Past that, COUNT positions from the end down:
+/// the cursor is how many positions are left to visit (0 to start). A
+/// removal moves entries only towards the front (the last one into the
+/// hole, or every later one down by one), so an entry that stays is never
+/// moved from the positions left into those visited: each is returned at
+/// least once, some twice, as Redis promises; entries added go at the end,
+/// already passed.
+pub(super) fn index_page(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    if len <= SCANNED_WHOLE {
+        return (0..len, 0);
+    }
+    let left = if cursor == 0 { len } else { usize::try_from(cursor).unwrap_or(usize::MAX).min(len) };
+    let start = left.saturating_sub(count);
+    (start..left, start as u64)
 }

@@ -50,10 +50,12 @@
 //! preloaded with more than one element is a list; a list made by
 //! LPUSH/RPUSH is remembered as one even with a single element. A hash
 //! lists its fields in insertion order up to 128 of them, as Redis's small
-//! hashes do (in no particular order past that, as Redis's large ones);
-//! HSCAN returns every field in one call. A set lists its members in
-//! insertion order (Redis's order is its own; SSCAN returns all in one
-//! call); SRANDMEMBER with a negative count of more than 2^24 picks is
+//! hashes do (in no particular order past that, as Redis's large ones).
+//! A set lists its members in insertion order (Redis's order is its own).
+//! HSCAN, SSCAN and ZSCAN return a collection of up to 128 entries in one
+//! call, as Redis does its small encodings, and a larger one about COUNT
+//! entries a call with Redis's guarantee (every entry that stays comes at
+//! least once; see the `hash` module's `index_page`). SRANDMEMBER with a negative count of more than 2^24 picks is
 //! refused, where Redis would build the reply.
 //!
 //! Expiry, as in Redis, both when a key is touched and actively: the

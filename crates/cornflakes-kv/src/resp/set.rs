@@ -9,7 +9,7 @@ use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 use indexmap::IndexSet;
 
-use super::hash::scan_pattern;
+use super::hash::{index_page, scan_args};
 use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use crate::store::Set;
 
@@ -78,18 +78,21 @@ impl RespDb {
                 }
             },
             "sscan" => {
-                let pattern = match scan_pattern(&args[1..]) {
-                    Ok(p) => p,
+                let scan = match scan_args(&args[1..]) {
+                    Ok(s) => s,
                     Err(e) => return reply.error(e),
                 };
                 let set = match self.set_of(key) {
                     Ok(set) => set,
                     Err(e) => return reply.error(e),
                 };
-                let found: Vec<&[u8]> =
-                    set.into_iter().flat_map(Set::iter).filter(|m| pattern.is_none_or(|p| glob_match(p, m))).collect();
+                let (positions, next) = index_page(set.map_or(0, Set::len), scan.cursor, scan.count);
+                let found: Vec<&[u8]> = positions
+                    .filter_map(|i| set.and_then(|s| s.get_index(i)))
+                    .filter(|m| scan.pattern.is_none_or(|p| glob_match(p, m)))
+                    .collect();
                 reply.array(2);
-                reply.bulk(b"0");
+                reply.bulk(next.to_string().as_bytes());
                 reply.array(found.len());
                 for m in found {
                     reply.bulk(m);

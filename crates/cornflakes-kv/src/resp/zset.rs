@@ -9,7 +9,7 @@ use cornflakes_resp::Reply;
 use rustc_apfloat::ieee::Double;
 use rustc_apfloat::Float;
 
-use super::hash::scan_pattern;
+use super::hash::{scan_args, SCANNED_WHOLE};
 use super::long_double::{read_float, read_in_range};
 use super::{glob_match, integer_arg, status_error, Kind, RespDb, NOT_INTEGER, SYNTAX};
 use crate::store::ZSet;
@@ -124,8 +124,8 @@ impl RespDb {
             _ => None,
         };
         let scan = if name == "zscan" {
-            match scan_pattern(&args[1..]) {
-                Ok(p) => Some(p),
+            match scan_args(&args[1..]) {
+                Ok(s) => Some(s),
                 Err(e) => return reply.error(e),
             }
         } else {
@@ -160,12 +160,34 @@ impl RespDb {
                 reply.integer(z.map_or(0, |z| q.positions(z).len()) as i64)
             }
             "zscan" => {
-                let pattern = scan.flatten();
-                let found: Vec<(&[u8], f64)> = z
-                    .map(|z| z.iter().filter(|(m, _)| pattern.is_none_or(|p| glob_match(p, m))).collect())
-                    .unwrap_or_default();
+                let scan = scan.expect("parsed");
+                let keep = |m: &[u8]| scan.pattern.is_none_or(|p| glob_match(p, m));
+                let mut found: Vec<(&[u8], f64)> = Vec::new();
+                let mut next = 0;
+                match z {
+                    None => {}
+                    // Whole, in score order, as Redis scans its listpacks.
+                    Some(z) if z.len() <= SCANNED_WHOLE => found.extend(z.iter().filter(|(m, _)| keep(m))),
+                    // Redis's cursor over the members' hashes, as SCAN's.
+                    Some(z) => {
+                        let (mut seen, mut classes) = (0, 0usize);
+                        next = scan.cursor;
+                        loop {
+                            next = z.scan_step(next, |m, s| {
+                                seen += 1;
+                                if keep(m) {
+                                    found.push((m, s));
+                                }
+                            });
+                            classes += 1;
+                            if next == 0 || seen >= scan.count || classes >= scan.count.saturating_mul(10) {
+                                break;
+                            }
+                        }
+                    }
+                }
                 reply.array(2);
-                reply.bulk(b"0");
+                reply.bulk(next.to_string().as_bytes());
                 reply.array(2 * found.len());
                 for (m, s) in found {
                     reply.bulk(m);

@@ -4,8 +4,7 @@
 
 use std::cmp::Ordering;
 
-use hashbrown::HashMap;
-
+use super::key_map::KeyMap;
 use super::{Collection, Store};
 use crate::protocol::Status;
 
@@ -40,7 +39,7 @@ impl Ord for Entry {
 /// The members of a sorted set with their scores.
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
-    scores: HashMap<Box<[u8]>, f64>,
+    scores: KeyMap<f64>,
     order: indexset::BTreeSet<Entry>,
 }
 
@@ -53,6 +52,14 @@ impl ZSet {
     /// Whether it has none.
     pub fn is_empty(&self) -> bool {
         self.scores.is_empty()
+    }
+
+    /// One step of a scan of the members (ZSCAN's, Redis's cursor: see
+    /// [`Store::scan_step`]): calls `f` with some members and their
+    /// scores; the next cursor, 0 at the end.
+    pub fn scan_step<'a>(&'a self, cursor: u64, f: impl FnMut(&'a [u8], f64)) -> u64 {
+        let mut f = f;
+        self.scores.scan_step(cursor, |m, &s| f(m, s))
     }
 
     /// The score of `member`.
