@@ -26,7 +26,7 @@
 //! PUBLISH PUBSUB (CHANNELS NUMSUB NUMPAT) SELECT SWAPDB OBJECT (ENCODING
 //! FREQ IDLETIME REFCOUNT HELP) MEMORY USAGE
 //! DBSIZE FLUSHALL FLUSHDB SELECT INFO (server, clients, memory, stats,
-//! persistence, commandstats, errorstats, keyspace) CONFIG GET, CONFIG SET
+//! persistence, cpu, commandstats, errorstats, keyspace) CONFIG GET, CONFIG SET
 //! (maxmemory, slowlog-log-slower-than, slowlog-max-len, ...), CONFIG
 //! RESETSTAT, SLOWLOG (GET LEN RESET HELP; see the `slowlog` module)
 //! COMMAND (COUNT, DOCS, INFO) CLIENT
@@ -1706,6 +1706,18 @@ impl RespDb {
             let body = self.persistence_info();
             section(&mut text, body);
         }
+        if wants("cpu") {
+            let [user, sys, child_user, child_sys] = cpu_seconds("/proc/self/stat");
+            let [main_user, main_sys, _, _] = cpu_seconds("/proc/thread-self/stat");
+            section(
+                &mut text,
+                format!(
+                    "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{child_sys:.6}\r\n\
+                     used_cpu_user_children:{child_user:.6}\r\nused_cpu_sys_main_thread:{main_sys:.6}\r\n\
+                     used_cpu_user_main_thread:{main_user:.6}\r\n"
+                ),
+            );
+        }
         if wants("replication") {
             section(&mut text, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".to_owned());
         }
@@ -2206,6 +2218,21 @@ fn resident_bytes() -> usize {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok());
     kib.unwrap_or(0) * 1024
+}
+
+/// CPU seconds `(user, system, children's user, children's system)` of
+/// the process (`/proc/self/stat`) or of this thread
+/// (`/proc/thread-self/stat`, no children), for INFO cpu; zeros where
+/// `/proc` cannot be read. The kernel reports them in USER_HZ ticks,
+/// 1/100 s on Linux whatever the kernel's HZ.
+fn cpu_seconds(path: &str) -> [f64; 4] {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may
+    // hold spaces: utime, stime, cutime and cstime are fields 14-17.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0) as f64 / 100.0;
+    [tick(11), tick(12), tick(13), tick(14)]
 }
 
 /// Now, in milliseconds since the Unix epoch (0 if the clock is before it).

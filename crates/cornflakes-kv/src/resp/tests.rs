@@ -655,3 +655,32 @@ fn collection_scans_return_every_entry_that_stays_count_at_a_time() {
     assert!(answer(&mut d, "ZSCAN smallz 0 COUNT 1\r\n").starts_with("*2\r\n$1\r\n0\r\n*4\r\n$1\r\na\r\n"));
     assert_eq!(answer(&mut d, "HSCAN h x\r\n"), "-ERR invalid cursor\r\n");
 }
+
+/// INFO cpu: the process's and this thread's CPU seconds, Redis's fields
+/// (read from /proc: the process has used at least what this thread has).
+#[test]
+fn info_cpu_reports_the_processes_cpu_time() {
+    let mut d = db();
+    if !cfg!(miri) {
+        // Past the 10 ms the kernel counts in.
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(50) {
+            std::hint::black_box(answer(&mut d, "PING\r\n"));
+        }
+    }
+    let text = answer(&mut d, "INFO cpu\r\n");
+    let field = |name: &str| -> f64 {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("{name}:"))).unwrap_or_else(|| panic!("{name}: {text}"));
+        line.split_once(':').unwrap().1.parse().unwrap()
+    };
+    assert!(text.contains("# CPU\r\n"), "{text}");
+    for f in ["used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"] {
+        assert!(field(f) >= 0.0);
+    }
+    if !cfg!(miri) {
+        assert!(field("used_cpu_user") + 0.011 >= field("used_cpu_user_main_thread"), "{text}");
+        assert!(field("used_cpu_user") + field("used_cpu_sys") > 0.0, "the test process has run: {text}");
+    }
+    assert!(answer(&mut d, "INFO\r\n").contains("used_cpu_sys:"), "in the default sections");
+}
