@@ -242,6 +242,9 @@ mod tests {
     /// Keys present for the whole scan come at least once while the maps
     /// grow, shrink by deletions, and keys move between them.
     #[test]
+    // 22 minutes under Miri (128 probes a class, thousands of steps); the
+    // still-map and class tests run the portable group search there.
+    #[cfg_attr(miri, ignore)]
     fn a_scan_misses_no_key_that_stays_while_the_maps_change() {
         let n = if cfg!(miri) { 90 } else { 3000 };
         let (mut a, mut b): (KeyMap<usize>, KeyMap<()>) = pair();
