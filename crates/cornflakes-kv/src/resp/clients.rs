@@ -203,10 +203,7 @@ impl RespDb {
             }
             b"kill" if args.len() >= 2 => return self.client_kill(&args[1..], session, reply),
             b"help" if args.len() == 1 => {
-                reply.array(HELP.len());
-                for line in HELP {
-                    reply.simple(line);
-                }
+                super::help_reply(reply, HELP);
             }
             _ => reply.error(&super::arity_error(&format!("client|{}", lossy(&sub)))),
         }

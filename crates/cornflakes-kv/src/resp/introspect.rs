@@ -40,11 +40,7 @@ impl RespDb {
                 "HELP",
                 "    Print this help.",
             ];
-            reply.array(lines.len());
-            for l in lines {
-                reply.simple(l);
-            }
-            return;
+            return super::help_reply(reply, &lines);
         }
         let Some(&name) = known.iter().find(|k| k.as_bytes() == sub) else {
             return reply.error(&unknown_subcommand("object", &args[0]));

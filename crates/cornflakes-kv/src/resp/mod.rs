@@ -208,6 +208,30 @@ const MAX_QUEUED_BYTES: usize = 64 << 20;
 /// [`TcpConfig::refusal`](cornflakes_datapath::tcp::TcpConfig::refusal)).
 pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
+/// Redis's loop around a scan cursor (SCAN's, ZSCAN's): `step` visits
+/// one class from a cursor and says the next and how many entries have
+/// been visited so far; steps go on until COUNT entries, or 10 x COUNT
+/// classes, were visited, or the scan is over. The cursor to reply.
+fn scan_steps(cursor: u64, count: usize, mut step: impl FnMut(u64) -> (u64, usize)) -> u64 {
+    let mut next = cursor;
+    for _ in 0..count.saturating_mul(10).max(1) {
+        let visited;
+        (next, visited) = step(next);
+        if next == 0 || visited >= count {
+            break;
+        }
+    }
+    next
+}
+
+/// Replies `lines` as an array of simple strings (the HELP subcommands).
+fn help_reply(reply: &mut Reply<RcBuf>, lines: &[&str]) {
+    reply.array(lines.len());
+    for line in lines {
+        reply.simple(line);
+    }
+}
+
 /// The line of [`COMMANDS`] of the command named `name` (lower case).
 fn command_index(name: &str) -> Option<usize> {
     COMMANDS.binary_search_by(|c| c.0.cmp(name)).ok()
@@ -626,7 +650,7 @@ impl RespDb {
             clients: clients::Clients::default(),
             persistence: persistence::Persistence::default(),
             monitors: Vec::new(),
-            command_stats: slowlog::CommandStats::new(&COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>()),
+            command_stats: slowlog::CommandStats::new(),
             slowlog: slowlog::SlowLog::default(),
             clock: slowlog::CommandClock::new(),
             ran: false,
@@ -845,7 +869,6 @@ impl RespDb {
         if let Some(index) = index {
             let how = slowlog::Outcome {
                 index,
-                name: COMMANDS[index].0,
                 args: &cmd.args,
                 ran: self.ran,
                 blocked: after == After::Block,
@@ -1730,8 +1753,7 @@ impl RespDb {
             })
         };
         if named("commandstats") {
-            let names: Vec<&str> = COMMANDS.iter().map(|c| c.0).collect();
-            let body = self.commandstats_info(&names);
+            let body = self.commandstats_info();
             section(&mut text, body);
         }
         if wants("errorstats") {
@@ -1926,14 +1948,10 @@ impl RespDb {
         }
         let now = Instant::now();
         let mut found: Vec<Box<[u8]>> = Vec::new();
-        let (mut next, mut classes) = (cursor, 0usize);
-        loop {
-            next = self.store.scan_step(next, |k| found.push(k.into()));
-            classes += 1;
-            if next == 0 || found.len() >= count || classes >= count.saturating_mul(10) {
-                break;
-            }
-        }
+        let next = scan_steps(cursor, count, |c| {
+            let next = self.store.scan_step(c, |k| found.push(k.into()));
+            (next, found.len())
+        });
         // The filters come after the visit, as in Redis (a call may then
         // return fewer keys than COUNT, or none, with a cursor to go on).
         found.retain(|k| {

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use cornflakes::RcBuf;
 use cornflakes_resp::Reply;
 
-use super::{arity_error, integer_arg, unknown_subcommand, RespDb};
+use super::{arity_error, help_reply, integer_arg, unknown_subcommand, RespDb, COMMANDS};
 
 /// Distinct error codes `errorstats` tracks (Redis's limit: past it, new
 /// codes are counted in `total_error_replies` only).
@@ -107,10 +107,10 @@ pub(super) struct CommandStats {
 }
 
 impl CommandStats {
-    pub(super) fn new(names: &[&str]) -> Self {
+    pub(super) fn new() -> Self {
         CommandStats {
-            by_command: vec![Stat::default(); names.len()],
-            container: names.iter().map(|n| super::clients::CONTAINERS.contains(n)).collect(),
+            by_command: vec![Stat::default(); COMMANDS.len()],
+            container: COMMANDS.iter().map(|c| super::clients::CONTAINERS.contains(&c.0)).collect(),
             by_subcommand: HashMap::new(),
             by_error: BTreeMap::new(),
             error_replies: 0,
@@ -124,6 +124,16 @@ impl CommandStats {
         self.by_subcommand.clear();
         self.by_error.clear();
         self.error_replies = 0;
+    }
+
+    /// Counts the errors a command wrote to `reply` (`new_errors` since it
+    /// began) that are its own: not those the commands it ran (EXEC's)
+    /// counted since `counted_before`. How many.
+    fn count_own_errors(&mut self, new_errors: u64, counted_before: u64, reply: &Reply<RcBuf>) -> u64 {
+        let own = new_errors.saturating_sub(self.counted_errors - counted_before);
+        self.counted_errors += own;
+        self.count_errors(own, reply);
+        own
     }
 
     /// Counts `n` error replies, the last of them `reply`'s last error.
@@ -219,7 +229,6 @@ struct SlowEntry {
 pub(super) struct Outcome<'a> {
     /// Its line of the command table.
     pub index: usize,
-    pub name: &'static str,
     pub args: &'a [Cow<'a, [u8]>],
     /// It ran (passed the checks).
     pub ran: bool,
@@ -253,15 +262,12 @@ impl RespDb {
     #[inline(never)]
     fn count_command_slow(&mut self, id: u64, client: Option<&[u8]>, how: Outcome<'_>, reply: &Reply<RcBuf>) {
         let stats = &mut self.command_stats;
-        let new_errors = reply.errors() - how.errors_before;
-        // Errors of the commands it ran itself (EXEC) are theirs.
-        let own_errors = new_errors.saturating_sub(stats.counted_errors - how.counted_before);
-        stats.counted_errors += own_errors;
-        stats.count_errors(own_errors, reply);
+        let own_errors = stats.count_own_errors(reply.errors() - how.errors_before, how.counted_before, reply);
         if how.blocked {
             return;
         }
-        let stat = match subcommand(how.name, how.args) {
+        let name = COMMANDS[how.index].0;
+        let stat = match subcommand(name, how.args) {
             None => Some(&mut stats.by_command[how.index]),
             Some(key) => {
                 let room = stats.by_subcommand.len() < MAX_SUBCOMMANDS;
@@ -285,14 +291,13 @@ impl RespDb {
         stat.calls += 1;
         stat.time += how.time;
         stat.failed += u64::from(own_errors > 0);
-        let micros = u64::try_from(how.time.as_micros()).unwrap_or(u64::MAX);
-        if how.name != "exec" && self.slowlog.logs(how.time) {
+        if name != "exec" && self.slowlog.logs(how.time) {
             let peer = self.peer_text(id);
             let log = &mut self.slowlog;
             let entry = SlowEntry {
                 id: log.next_id,
                 unix_secs: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
-                micros,
+                micros: u64::try_from(how.time.as_micros()).unwrap_or(u64::MAX),
                 args: slowlog_args(how.args),
                 peer,
                 name: client.unwrap_or_default().to_vec(),
@@ -317,7 +322,6 @@ impl RespDb {
         let args: Vec<Cow<'_, [u8]>> = words.iter().map(|w| Cow::Borrowed(&w[..])).collect();
         let how = Outcome {
             index: *index,
-            name: super::COMMANDS[*index].0,
             args: &args,
             ran: true,
             blocked: false,
@@ -331,10 +335,7 @@ impl RespDb {
 
     /// Counts the error an unknown command was answered with.
     pub(super) fn count_unknown(&mut self, reply: &Reply<RcBuf>, errors_before: u64, counted_before: u64) {
-        let stats = &mut self.command_stats;
-        let own = (reply.errors() - errors_before).saturating_sub(stats.counted_errors - counted_before);
-        stats.counted_errors += own;
-        stats.count_errors(own, reply);
+        self.command_stats.count_own_errors(reply.errors() - errors_before, counted_before, reply);
     }
 
     /// `SLOWLOG GET [count] | LEN | RESET | HELP`.
@@ -385,10 +386,7 @@ impl RespDb {
                     "HELP",
                     "    Prints this help.",
                 ];
-                reply.array(lines.len());
-                for l in lines {
-                    reply.simple(l);
-                }
+                help_reply(reply, &lines);
             }
             // Redis 7.0's table lets GET have any number of arguments; the
             // command itself then refuses more than one.
@@ -402,11 +400,11 @@ impl RespDb {
     }
 
     /// INFO's `commandstats` section.
-    pub(super) fn commandstats_info(&self, names: &[&str]) -> String {
+    pub(super) fn commandstats_info(&self) -> String {
         let mut lines: Vec<(String, Stat)> = Vec::new();
-        for (stat, name) in self.command_stats.by_command.iter().zip(names) {
+        for (stat, command) in self.command_stats.by_command.iter().zip(COMMANDS) {
             if stat.calls + stat.rejected > 0 {
-                lines.push(((*name).to_owned(), *stat));
+                lines.push((command.0.to_owned(), *stat));
             }
         }
         lines.extend(self.command_stats.by_subcommand.iter().map(|(k, s)| (k.clone(), *s)));

@@ -170,20 +170,16 @@ impl RespDb {
                     Some(z) if z.len() <= SCANNED_WHOLE => found.extend(z.iter().filter(|(m, _)| keep(m))),
                     // Redis's cursor over the members' hashes, as SCAN's.
                     Some(z) => {
-                        let (mut seen, mut classes) = (0, 0usize);
-                        next = scan.cursor;
-                        loop {
-                            next = z.scan_step(next, |m, s| {
+                        let mut seen = 0;
+                        next = super::scan_steps(scan.cursor, scan.count, |c| {
+                            let next = z.scan_step(c, |m, s| {
                                 seen += 1;
                                 if keep(m) {
                                     found.push((m, s));
                                 }
                             });
-                            classes += 1;
-                            if next == 0 || seen >= scan.count || classes >= scan.count.saturating_mul(10) {
-                                break;
-                            }
-                        }
+                            (next, seen)
+                        });
                     }
                 }
                 reply.array(2);

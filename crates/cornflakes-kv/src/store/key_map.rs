@@ -156,9 +156,7 @@ impl<V> KeyMap<V> {
             }
         }
     }
-}
 
-impl<V> KeyMap<V> {
     /// One step of a scan of this map alone, as [`scan_step`] (with each
     /// key's value).
     pub fn scan_step<'a>(&'a self, cursor: u64, f: impl FnMut(&'a [u8], &'a V)) -> u64 {

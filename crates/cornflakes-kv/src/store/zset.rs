@@ -57,8 +57,7 @@ impl ZSet {
     /// One step of a scan of the members (ZSCAN's, Redis's cursor: see
     /// [`Store::scan_step`]): calls `f` with some members and their
     /// scores; the next cursor, 0 at the end.
-    pub fn scan_step<'a>(&'a self, cursor: u64, f: impl FnMut(&'a [u8], f64)) -> u64 {
-        let mut f = f;
+    pub fn scan_step<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         self.scores.scan_step(cursor, |m, &s| f(m, s))
     }
 
